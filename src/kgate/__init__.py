@@ -1,0 +1,7 @@
+"""kgate: make kernel-optimization claims trustworthy (parity, firing audit, honest timing)."""
+
+__version__ = "0.1.0"
+
+from kgate.errors import KgateError  # noqa: E402
+
+__all__ = ["KgateError", "__version__"]

@@ -1,0 +1,5 @@
+"""`python -m kgate` runs the CLI."""
+
+from kgate.cli import main
+
+main()

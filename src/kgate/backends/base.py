@@ -1,0 +1,86 @@
+"""Framework-neutral records the backends hand up to the gates (plain numpy and strings)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class HostTree:
+    """A pytree of arrays copied to the host: its structure, leaf paths and numpy leaves."""
+
+    structure: str
+    paths: tuple[str, ...]
+    leaves: tuple[np.ndarray, ...]
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [
+            {"path": p, "shape": list(a.shape), "dtype": str(a.dtype)} for p, a in zip(self.paths, self.leaves)
+        ]
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    platform: str  # "cpu", "tpu", "gpu"
+    kind: str  # the device_kind string the framework reports
+    interpreted: bool  # kernels run in an interpreter (Pallas interpret mode on the CPU)
+    versions: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "platform": self.platform,
+            "kind": self.kind,
+            "interpreted": self.interpreted,
+            "versions": dict(self.versions),
+        }
+
+
+@dataclass(frozen=True)
+class KernelSite:
+    """One authored-kernel call site in the traced program."""
+
+    site: str  # a stable path to the equation, e.g. "eqn3/eqn0"
+    name: str  # the kernel function's name
+    reaches_output: bool
+    exact: bool  # False when reachability was decided conservatively (inside an unknown construct)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"site": self.site, "name": self.name, "reaches_output": self.reaches_output, "exact": self.exact}
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """What happens to the workload's output when every kernel result is perturbed."""
+
+    evaluated: bool
+    reason: str  # why it was not evaluated, or "" when it was
+    changed_elements: int = 0
+    total_elements: int = 0
+
+    @property
+    def influenced_fraction(self) -> float:
+        return self.changed_elements / self.total_elements if self.total_elements else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "evaluated": self.evaluated,
+            "reason": self.reason,
+            "changed_elements": self.changed_elements,
+            "total_elements": self.total_elements,
+            "influenced_fraction": self.influenced_fraction,
+        }
+
+
+@dataclass(frozen=True)
+class ProgramFacts:
+    """What a backend saw of a compiled workload: traced program, compiled program, kernels."""
+
+    platform: str
+    kernel_sites: tuple[KernelSite, ...]
+    program_text: str  # the traced program (jaxpr)
+    compiled_text: str  # the optimized, compiled program (HLO)
+    custom_call_targets: tuple[str, ...]
+    ablation: Ablation

@@ -1,0 +1,256 @@
+"""The JAX adapter: create inputs (with seed injection), jit, synchronize, run on the CPU
+with Pallas TPU kernels in interpret mode, trace, compile and inspect programs."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental.pallas import tpu as pltpu
+
+from kgate.backends import jaxpr_flow
+from kgate.backends.base import Ablation, DeviceInfo, HostTree, ProgramFacts
+from kgate.errors import KgateError
+from kgate.problem.module import ProblemModule
+
+_CUSTOM_CALL_TARGET = re.compile(r'custom_call_target="([^"]+)"')
+_DTYPES = {"float32", "float16", "bfloat16", "float64"}
+
+
+class SeedInjection:
+    """Derives every key a `create_inputs` makes from the requested seed.
+
+    Modules that hard-code `jax.random.key(42)` (or numpy's `default_rng(42)`) get
+    key(k) -> fold_in(key(k), seed): distinct literals stay distinct, and every seed
+    yields different inputs. `hits` counts the intercepted calls.
+    """
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.hits = 0
+
+    @contextlib.contextmanager
+    def active(self, module_globals: dict[str, Any]) -> Iterator[None]:
+        originals = {
+            "key": jax.random.key,
+            "PRNGKey": jax.random.PRNGKey,
+            "default_rng": np.random.default_rng,
+            "np_seed": np.random.seed,
+        }
+
+        def key(k: Any, *a: Any, **kw: Any) -> Any:
+            self.hits += 1
+            return jax.random.fold_in(originals["key"](k, *a, **kw), self.seed)
+
+        def prng_key(k: Any, *a: Any, **kw: Any) -> Any:
+            self.hits += 1
+            return jax.random.fold_in(originals["PRNGKey"](k, *a, **kw), self.seed)
+
+        def default_rng(k: Any = None, *a: Any, **kw: Any) -> Any:
+            self.hits += 1
+            return originals["default_rng"]([self.seed, *(np.atleast_1d(k).tolist() if k is not None else [])])
+
+        def np_seed(k: Any = None) -> None:
+            self.hits += 1
+            originals["np_seed"]((int(k or 0) * 1_000_003 + self.seed) % 2**32)
+
+        replacements = {
+            originals["key"]: key,
+            originals["PRNGKey"]: prng_key,
+            originals["default_rng"]: default_rng,
+            originals["np_seed"]: np_seed,
+        }
+        patched_globals = {
+            name: value for name, value in module_globals.items() if _hashable(value) and value in replacements
+        }
+        jax.random.key, jax.random.PRNGKey = key, prng_key  # type: ignore[assignment]
+        np.random.default_rng, np.random.seed = default_rng, np_seed  # type: ignore[assignment]
+        for name, value in patched_globals.items():
+            module_globals[name] = replacements[value]
+        try:
+            yield
+        finally:
+            jax.random.key, jax.random.PRNGKey = originals["key"], originals["PRNGKey"]  # type: ignore[assignment]
+            np.random.default_rng, np.random.seed = originals["default_rng"], originals["np_seed"]  # type: ignore[assignment]
+            module_globals.update(patched_globals)
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _path_str(path: Sequence[Any]) -> str:
+    return jax.tree_util.keystr(tuple(path)) or "out"
+
+
+class JaxBackend:
+    """Runs JAX workloads; on the CPU, Pallas TPU kernels run under TPU interpret mode."""
+
+    name = "jax"
+
+    def __init__(self) -> None:
+        device = jax.devices()[0]
+        self.platform = device.platform
+        self.interpreted = self.platform == "cpu"
+        self._device_kind = getattr(device, "device_kind", self.platform)
+
+    # -- device -------------------------------------------------------------------------
+    def device(self) -> DeviceInfo:
+        import jaxlib
+
+        versions = {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", "unknown")}
+        try:
+            from importlib.metadata import version
+
+            versions["libtpu"] = version("libtpu")
+        except Exception:
+            pass
+        return DeviceInfo(self.platform, self._device_kind, self.interpreted, versions)
+
+    @contextlib.contextmanager
+    def _mode(self, uninitialized: str = "nan") -> Iterator[None]:
+        if self.interpreted:
+            with pltpu.force_tpu_interpret_mode(pltpu.InterpretParams(uninitialized_memory=uninitialized)):
+                yield
+        else:
+            yield
+
+    # -- inputs -------------------------------------------------------------------------
+    def create_inputs(self, problem: ProblemModule, seed: int, dtype: str | None) -> tuple[tuple[Any, ...], str]:
+        """The problem's inputs for `seed`, and how the seed got in ("argument" / "injected")."""
+        accepted = problem.create_inputs_params()
+        kwargs: dict[str, Any] = {}
+        if dtype is not None:
+            if dtype not in _DTYPES:
+                raise KgateError(f"--dtype {dtype!r} is not a known dtype.", f"use one of {sorted(_DTYPES)}.")
+            if "dtype" not in accepted:
+                raise KgateError(
+                    f"--dtype {dtype} given, but {problem.path.name}'s create_inputs takes no dtype parameter.",
+                    "add a dtype parameter to create_inputs or drop --dtype.",
+                )
+            kwargs["dtype"] = jnp.dtype(dtype)
+        injection = SeedInjection(seed)
+        if "seed" in accepted:
+            kwargs["seed"] = seed
+            inputs = problem.create_inputs(**kwargs)
+            how = "argument"
+        else:
+            with injection.active(vars(problem.module)):
+                inputs = problem.create_inputs(**kwargs)
+            how = "injected" if injection.hits else "none"
+        if not isinstance(inputs, (tuple, list)):
+            inputs = (inputs,)
+        inputs = tuple(jnp.asarray(x) if isinstance(x, np.ndarray) else x for x in inputs)
+        jax.block_until_ready(inputs)
+        return inputs, how
+
+    # -- running ------------------------------------------------------------------------
+    def run(self, fn: Callable[..., Any], inputs: Sequence[Any], *, uninitialized: str = "nan") -> HostTree:
+        """jit `fn`, run it once on `inputs`, synchronize, and copy the outputs to the host."""
+        try:
+            with self._mode(uninitialized):
+                out = jax.jit(fn)(*inputs)
+                jax.block_until_ready(out)
+        except Exception:
+            if self.interpreted:  # a failed interpreted kernel leaves shared state behind
+                pltpu.reset_tpu_interpret_mode_state()
+            raise
+        return self.to_host(out)
+
+    def run_oracle(self, fn: Callable[..., Any], inputs: Sequence[Any], precision: str) -> HostTree:
+        """The reference recomputed with floating inputs upcast to float32 or float64 (host)."""
+        if precision == "float32":
+            return self.run(fn, self.cast_floating(inputs, jnp.float32))
+        with jax.enable_x64(True):
+            with jax.default_device(jax.devices("cpu")[0]):
+                cast = self.cast_floating(inputs, jnp.float64)
+                with self._cpu_mode():
+                    out = jax.jit(fn)(*cast)
+                    jax.block_until_ready(out)
+                return self.to_host(out)
+
+    @contextlib.contextmanager
+    def _cpu_mode(self) -> Iterator[None]:
+        with pltpu.force_tpu_interpret_mode(pltpu.InterpretParams()):
+            yield
+
+    @staticmethod
+    def cast_floating(inputs: Sequence[Any], dtype: Any) -> tuple[Any, ...]:
+        def cast(x: Any) -> Any:
+            x = jnp.asarray(x)
+            return x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x
+
+        return tuple(jax.tree_util.tree_map(cast, tuple(inputs)))
+
+    @staticmethod
+    def to_host(tree: Any) -> HostTree:
+        flat, treedef = jax.tree_util.tree_flatten_with_path(tree)
+        leaves = []
+        for _, leaf in flat:
+            if not isinstance(leaf, (jax.Array, np.ndarray, np.generic, int, float, bool)):
+                raise TypeError(f"output leaf of type {type(leaf).__name__} is not a materialized array")
+            leaves.append(np.array(leaf, copy=True))
+        return HostTree(str(treedef), tuple(_path_str(p) for p, _ in flat), tuple(leaves))
+
+    @staticmethod
+    def digest(tree: Any) -> str:
+        """sha256 over every leaf's dtype, shape and bytes."""
+        h = hashlib.sha256()
+        for leaf in jax.tree_util.tree_leaves(tree):
+            a = np.asarray(leaf)
+            h.update(f"{a.dtype}{a.shape}".encode())
+            h.update(np.ascontiguousarray(a).tobytes())
+        return h.hexdigest()
+
+    # -- inspection ---------------------------------------------------------------------
+    def inspect(self, fn: Callable[..., Any], inputs: Sequence[Any], *, ablate: bool = True) -> ProgramFacts:
+        """Trace, compile and (optionally) ablate the kernels of `fn` on `inputs`."""
+        with self._mode():
+            closed = jax.make_jaxpr(fn)(*inputs)
+            compiled = jax.jit(fn).lower(*inputs).compile().as_text() or ""
+            sites = jaxpr_flow.kernel_sites(closed)
+            ablation = self._ablate(closed, inputs) if ablate and sites else Ablation(False, "no kernel in program")
+        return ProgramFacts(
+            platform=self.platform,
+            kernel_sites=tuple(sites),
+            program_text=str(closed),
+            compiled_text=compiled,
+            custom_call_targets=tuple(_CUSTOM_CALL_TARGET.findall(compiled)),
+            ablation=ablation,
+        )
+
+    def compiled_text(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str:
+        with self._mode():
+            return jax.jit(fn).lower(*inputs).compile().as_text() or ""
+
+    def _ablate(self, closed: Any, inputs: Sequence[Any]) -> Ablation:
+        try:
+            base, perturbed = jaxpr_flow.ablated_runs(closed, jax.tree_util.tree_leaves(tuple(inputs)))
+        except jaxpr_flow.AblationUnsupported as exc:
+            return Ablation(False, str(exc))
+        base_leaves = [np.asarray(x) for x in base]
+        masks = [np.zeros(leaf.shape, dtype=bool) for leaf in base_leaves]
+        for run in perturbed:
+            for k, (b, p) in enumerate(zip(base_leaves, run)):
+                p = np.asarray(p)
+                same = (b == p) | (_isnan(b) & _isnan(p))
+                masks[k] |= ~same
+        changed = sum(int(m.sum()) for m in masks)
+        total = sum(int(m.size) for m in masks)
+        return Ablation(True, "", changed, total)
+
+
+def _isnan(a: np.ndarray) -> np.ndarray:
+    if np.issubdtype(a.dtype, np.inexact) or a.dtype.kind == "V" or "float" in str(a.dtype):
+        return np.isnan(a.astype(np.float64))
+    return np.zeros(a.shape, dtype=bool)

@@ -1,0 +1,208 @@
+"""Dataflow over a jaxpr: does each `pallas_call` result reach the workload's outputs?
+
+Static reachability follows variables through nested calls (jit, custom_jvp/vjp,
+remat, shard_map), `cond` branches and `scan`/`while` carries (to a fixed point). The
+ablation evaluator re-runs the program with every kernel result perturbed and counts
+the output elements that move: a kernel whose result is multiplied by zero or masked
+away is reachable on paper and still a ghost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.extend import core as jcore
+
+from kgate.backends.base import KernelSite
+
+KERNEL_PRIMITIVES = frozenset({"pallas_call"})
+_SUB_JAXPR_PARAMS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
+
+Taint = frozenset[str]
+_EMPTY: Taint = frozenset()
+
+
+def _open(j: Any) -> tuple[Any, Sequence[Any]]:
+    """(Jaxpr, consts) of a Jaxpr or ClosedJaxpr."""
+    if isinstance(j, jcore.ClosedJaxpr):
+        return j.jaxpr, j.consts
+    return j, ()
+
+
+def _call_body(eqn: Any) -> Any | None:
+    """The sub-jaxpr whose inputs/outputs map one-to-one onto the equation's, if any."""
+    for name in _SUB_JAXPR_PARAMS:
+        sub = eqn.params.get(name)
+        if isinstance(sub, (jcore.ClosedJaxpr, jcore.Jaxpr)):
+            body, _ = _open(sub)
+            if len(body.invars) == len(eqn.invars) and len(body.outvars) == len(eqn.outvars):
+                return sub
+    return None
+
+
+def _kernel_name(eqn: Any) -> str:
+    """`kernel_fn (file.py:line)` from the kernel body's debug info, when jax recorded it."""
+    explicit = eqn.params.get("name")
+    debug = getattr(eqn.params.get("jaxpr"), "debug_info", None)
+    src = str(getattr(debug, "func_src_info", "") or "")
+    name, _, where = src.partition(" at ")
+    name = str(explicit or name or eqn.primitive.name)
+    return f"{name} ({Path(where).name})" if where else name
+
+
+def contains_kernel(j: Any) -> bool:
+    body, _ = _open(j)
+    for eqn in body.eqns:
+        if eqn.primitive.name in KERNEL_PRIMITIVES:
+            return True
+        if any(contains_kernel(sub) for sub in jcore.jaxprs_in_params(eqn.params)):
+            return True
+    return False
+
+
+class _Reach:
+    def __init__(self) -> None:
+        self.sites: dict[str, tuple[str, bool]] = {}  # site -> (name, exact)
+
+    def run(self, j: Any, in_taint: Sequence[Taint], prefix: str, exact: bool = True) -> list[Taint]:
+        body, _ = _open(j)
+        env: dict[Any, Taint] = {}
+        for var, taint in zip(body.invars, in_taint):
+            env[var] = taint
+
+        def read(v: Any) -> Taint:
+            return _EMPTY if isinstance(v, jcore.Literal) else env.get(v, _EMPTY)
+
+        for i, eqn in enumerate(body.eqns):
+            site = f"{prefix}eqn{i}"
+            ins = [read(v) for v in eqn.invars]
+            outs = self._eqn(eqn, ins, site, exact)
+            for var, taint in zip(eqn.outvars, outs):
+                env[var] = taint
+        return [read(v) for v in body.outvars]
+
+    def _eqn(self, eqn: Any, ins: list[Taint], site: str, exact: bool) -> list[Taint]:
+        name = eqn.primitive.name
+        union = frozenset().union(*ins) if ins else _EMPTY
+        n_out = len(eqn.outvars)
+        if name in KERNEL_PRIMITIVES:
+            self.sites[site] = (_kernel_name(eqn), exact)
+            return [union | {site}] * n_out
+        body = _call_body(eqn)
+        if body is not None:
+            return self.run(body, ins, f"{site}/", exact)
+        if name == "cond":
+            index, operands = ins[0], ins[1:]
+            outs = [_EMPTY] * n_out
+            for b, branch in enumerate(eqn.params["branches"]):
+                got = self.run(branch, operands, f"{site}/b{b}/", exact)
+                outs = [o | g | index for o, g in zip(outs, got)]
+            return outs
+        if name == "scan":
+            return self._scan(eqn, ins, site, exact)
+        if name == "while":
+            return self._while(eqn, ins, site, exact)
+        subs = list(jcore.jaxprs_in_params(eqn.params))
+        inner: set[str] = set()
+        for k, sub in enumerate(subs):
+            # Unknown construct: every kernel inside is taken to reach every output.
+            got = self.run(sub, [union] * len(_open(sub)[0].invars), f"{site}/s{k}/", exact=False)
+            inner.update(*got)
+            inner.update(s for s in self.sites if s.startswith(f"{site}/s{k}/"))
+        return [union | frozenset(inner)] * n_out
+
+    def _scan(self, eqn: Any, ins: list[Taint], site: str, exact: bool) -> list[Taint]:
+        n_consts, n_carry = eqn.params["num_consts"], eqn.params["num_carry"]
+        consts, carry, xs = ins[:n_consts], ins[n_consts : n_consts + n_carry], ins[n_consts + n_carry :]
+        while True:
+            outs = self.run(eqn.params["jaxpr"], [*consts, *carry, *xs], f"{site}/", exact)
+            new_carry = [c | o for c, o in zip(carry, outs[:n_carry])]
+            if new_carry == carry:
+                return [*carry, *outs[n_carry:]]
+            carry = new_carry
+
+    def _while(self, eqn: Any, ins: list[Taint], site: str, exact: bool) -> list[Taint]:
+        n_cond, n_body = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
+        cond_consts, body_consts, carry = ins[:n_cond], ins[n_cond : n_cond + n_body], ins[n_cond + n_body :]
+        while True:
+            (pred,) = self.run(eqn.params["cond_jaxpr"], [*cond_consts, *carry], f"{site}/c/", exact)
+            outs = self.run(eqn.params["body_jaxpr"], [*body_consts, *carry], f"{site}/", exact)
+            new_carry = [c | o | pred for c, o in zip(carry, outs)]
+            if new_carry == carry:
+                return carry
+            carry = new_carry
+
+
+def kernel_sites(closed: Any) -> list[KernelSite]:
+    """Every kernel call site in the program and whether its result reaches an output."""
+    reach = _Reach()
+    body, _ = _open(closed)
+    outs = reach.run(closed, [_EMPTY] * len(body.invars), "")
+    reaching = frozenset().union(*outs) if outs else _EMPTY
+    return [
+        KernelSite(site, name, site in reaching, exact) for site, (name, exact) in sorted(reach.sites.items())
+    ]
+
+
+class AblationUnsupported(Exception):
+    """The program puts a kernel where the evaluator cannot substitute its result."""
+
+
+def _perturbations() -> list[Callable[[Any], Any]]:
+    def flip(o: Any) -> Any:
+        if jnp.issubdtype(o.dtype, jnp.floating) or jnp.issubdtype(o.dtype, jnp.complexfloating):
+            return (o * -2 + 1).astype(o.dtype)
+        if o.dtype == jnp.bool_:
+            return jnp.logical_not(o)
+        return o + 1
+
+    def shift(o: Any) -> Any:
+        if jnp.issubdtype(o.dtype, jnp.floating) or jnp.issubdtype(o.dtype, jnp.complexfloating):
+            return (o + (jnp.abs(o) + 1) * 3).astype(o.dtype)
+        if o.dtype == jnp.bool_:
+            return jnp.logical_not(o)
+        return o - 7
+
+    return [flip, shift]
+
+
+def evaluate_with_kernels(closed: Any, args: Sequence[Any], perturb: Callable[[Any], Any] | None) -> list[Any]:
+    """Evaluate the program, passing every kernel result through `perturb` (None: unchanged)."""
+    body, consts = _open(closed)
+    env: dict[Any, Any] = {}
+
+    def read(v: Any) -> Any:
+        return v.val if isinstance(v, jcore.Literal) else env[v]
+
+    for var, val in zip(body.constvars, consts):
+        env[var] = val
+    for var, val in zip(body.invars, args):
+        env[var] = val
+    for eqn in body.eqns:
+        ins = [read(v) for v in eqn.invars]
+        name = eqn.primitive.name
+        sub = _call_body(eqn)
+        if name in KERNEL_PRIMITIVES:
+            outs = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(eqn.params))
+            outs = [perturb(o) if perturb else o for o in outs]
+        elif sub is not None and contains_kernel(sub):
+            outs = evaluate_with_kernels(sub, ins, perturb)
+        elif any(contains_kernel(s) for s in jcore.jaxprs_in_params(eqn.params)):
+            raise AblationUnsupported(f"a kernel sits inside `{name}`, where its result cannot be substituted")
+        else:
+            result = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(eqn.params))
+            outs = result if eqn.primitive.multiple_results else [result]
+        for var, val in zip(eqn.outvars, outs):
+            env[var] = val
+    return [read(v) for v in body.outvars]
+
+
+def ablated_runs(closed: Any, args: Sequence[Any]) -> tuple[list[Any], list[list[Any]]]:
+    """(outputs with kernels untouched, outputs under each perturbation), all jitted."""
+    base = jax.jit(lambda *a: evaluate_with_kernels(closed, a, None))(*args)
+    perturbed = [jax.jit(lambda *a, p=p: evaluate_with_kernels(closed, a, p))(*args) for p in _perturbations()]
+    return base, perturbed

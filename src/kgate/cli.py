@@ -1,0 +1,205 @@
+"""The `kgate` command line: parse, call one library function, render, exit.
+
+Exit codes: 0 pass, 1 pass with advisory findings, 2 gate failure / anomaly / bad input.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from kgate import __version__
+from kgate.errors import KgateError
+
+app = typer.Typer(
+    name="kgate",
+    help="Make kernel-optimization claims trustworthy: parity, firing audit, honest timing.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Shared option definitions: every command that loads a problem takes the same ones.
+ReferenceOpt = Annotated[
+    Path,
+    typer.Option("--reference", "--baseline", "-r", help="Reference problem module (CONFIG, create_inputs, workload)."),
+]
+CandidateOpt = Annotated[Path, typer.Option("--candidate", "-c", help="Candidate module that replaces the reference.")]
+EntryOpt = Annotated[str, typer.Option("--entry", help="Name of the candidate's entry function.")]
+ClassOpt = Annotated[
+    str, typer.Option("--class", help="Intervention class: kernel-authored | xla-rewrite | flag.")
+]
+SetOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--set", help="Op-point override KEY=VALUE applied to CONFIG before inputs are made (repeatable)."),
+]
+SeedOpt = Annotated[Optional[list[int]], typer.Option("--seed", help="Probe seed (repeatable). Default: 42 and 43.")]
+DtypeOpt = Annotated[
+    Optional[str], typer.Option("--dtype", help="Graded dtype passed to create_inputs(dtype=...), e.g. bfloat16.")
+]
+ParityOpt = Annotated[
+    str, typer.Option("--parity", help="Parity spec: floor | floor:MULT | atol=A,rtol=R | bitexact.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print only the JSON report on stdout.")]
+OutOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="Also write the JSON report to this file.")]
+ExpectHloOpt = Annotated[
+    Optional[list[str]], typer.Option("--expect-hlo", help="Regex that must match the compiled program (repeatable).")
+]
+ForbidHloOpt = Annotated[
+    Optional[list[str]], typer.Option("--forbid-hlo", help="Regex that must not match the compiled program.")
+]
+KernelCallsOpt = Annotated[
+    Optional[int], typer.Option("--kernel-calls", help="Exact number of kernel calls expected.")
+]
+ForbidShapeOpt = Annotated[
+    Optional[list[str]], typer.Option("--forbid-shape", help="HLO shape that must never be materialized, e.g. f32[8,128,128].")
+]
+
+
+def _fail_usage(exc: KgateError, as_json: bool) -> None:
+    from kgate.report import dumps, render_error
+
+    if as_json:
+        print(dumps({"status": "ERROR", "exit_code": 2, "error": exc.to_json()}))
+    else:
+        render_error(exc.problem, exc.fix, Console(stderr=True))
+    raise typer.Exit(2)
+
+
+def _check_output_path(path: Path | None) -> None:
+    if path is not None and not path.parent.exists():
+        raise KgateError(f"the folder of -o {path} does not exist.", "create it first or choose another path.")
+
+
+def _emit(report: object, as_json: bool, output: Path | None) -> None:
+    from kgate.report import dumps, render_report, write_atomic
+
+    payload = dumps(report.to_json())  # type: ignore[attr-defined]
+    if output is not None:
+        write_atomic(output, payload + "\n")
+    if as_json:
+        print(payload)
+    else:
+        render_report(report, Console(width=None if sys.stdout.isatty() else 120))  # type: ignore[arg-type]
+    raise typer.Exit(report.exit_code)  # type: ignore[attr-defined]
+
+
+def _request(
+    reference: Path,
+    candidate: Path,
+    entry: str,
+    klass: str,
+    overrides: list[str] | None,
+    seeds: list[int] | None,
+    dtype: str | None,
+    parity_spec: str,
+    expect_hlo: list[str] | None = None,
+    forbid_hlo: list[str] | None = None,
+    kernel_calls: int | None = None,
+    forbid_shape: list[str] | None = None,
+):  # -> CheckRequest
+    from kgate.gates.firing import FiringSpec
+    from kgate.gates.parity import ParitySpec
+    from kgate.problem import parse_overrides
+    from kgate.verify import CheckRequest
+
+    return CheckRequest(
+        reference=reference,
+        candidate=candidate,
+        entry=entry,
+        klass=klass,
+        seeds=tuple(seeds) if seeds else (42, 43),
+        dtype=dtype,
+        overrides=parse_overrides(overrides or []),
+        parity_spec=ParitySpec.parse(parity_spec),
+        firing_spec=FiringSpec(
+            expect_hlo=tuple(expect_hlo or ()),
+            forbid_hlo=tuple(forbid_hlo or ()),
+            kernel_calls=kernel_calls,
+            forbid_shapes=tuple(forbid_shape or ()),
+        ),
+    )
+
+
+@app.command()
+def gate(
+    reference: ReferenceOpt,
+    candidate: CandidateOpt,
+    entry: EntryOpt = "workload",
+    klass: ClassOpt = "kernel-authored",
+    overrides: SetOpt = None,
+    seed: SeedOpt = None,
+    dtype: DtypeOpt = None,
+    parity_spec: ParityOpt = "floor",
+    expect_hlo: ExpectHloOpt = None,
+    forbid_hlo: ForbidHloOpt = None,
+    kernel_calls: KernelCallsOpt = None,
+    forbid_shape: ForbidShapeOpt = None,
+    as_json: JsonOpt = False,
+    output: OutOpt = None,
+) -> None:
+    """Early-kill gate: integrity + parity at the TINY op-point + firing audit, in seconds.
+
+    Runs the candidate in interpret mode on the CPU at the module's TINY op-point (or the
+    --set overrides), checks it against the reference on several seeds, and audits that
+    the authored kernel is what ran. Exit 0 pass, 1 pass with advisories, 2 fail.
+    """
+    try:
+        _check_output_path(output)
+        request = _request(
+            reference, candidate, entry, klass, overrides, seed, dtype, parity_spec,
+            expect_hlo, forbid_hlo, kernel_calls, forbid_shape,
+        )
+        from kgate.verify import run_gate
+
+        report = run_gate(request)
+    except KgateError as exc:
+        _fail_usage(exc, as_json)
+    _emit(report, as_json, output)
+
+
+@app.command()
+def parity(
+    reference: ReferenceOpt,
+    candidate: CandidateOpt,
+    entry: EntryOpt = "workload",
+    overrides: SetOpt = None,
+    seed: SeedOpt = None,
+    dtype: DtypeOpt = None,
+    parity_spec: ParityOpt = "floor",
+    as_json: JsonOpt = False,
+    output: OutOpt = None,
+) -> None:
+    """Parity gate: does the candidate compute what the reference computes?
+
+    Multi-seed, at the module's CONFIG op-point (with --set overrides). The default spec
+    compares against the reference recomputed in float32 (float64 when that floor is
+    degenerate) and allows MULT x the reference's own error. Exit 0 pass, 2 fail.
+    """
+    try:
+        _check_output_path(output)
+        request = _request(reference, candidate, entry, "kernel-authored", overrides, seed, dtype, parity_spec)
+        from kgate.verify import run_parity
+
+        report = run_parity(request)
+    except KgateError as exc:
+        _fail_usage(exc, as_json)
+    _emit(report, as_json, output)
+
+
+@app.command()
+def version() -> None:
+    """Print kgate's version."""
+    print(__version__)
+
+
+def main() -> None:
+    app(prog_name="kgate")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""The shared shape of a gate result: named checks, each with evidence and a fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+GateStatus = Literal["PASS", "FAIL", "SKIPPED"]
+CheckStatus = Literal["PASS", "FAIL", "ADVISORY", "SKIPPED"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One named check inside a gate. `fix` says what to do when it did not pass."""
+
+    name: str
+    status: CheckStatus
+    detail: str
+    fix: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "status": self.status, "detail": self.detail}
+        if self.fix:
+            out["fix"] = self.fix
+        return out
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """A gate's verdict: FAIL if any check failed; the numbers behind it in `details`."""
+
+    gate: str
+    checks: tuple[Check, ...]
+    details: dict[str, Any] = field(default_factory=dict)
+    skipped_reason: str = ""
+
+    @property
+    def status(self) -> GateStatus:
+        if self.skipped_reason:
+            return "SKIPPED"
+        return "FAIL" if any(c.status == "FAIL" for c in self.checks) else "PASS"
+
+    @property
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if c.status == "FAIL"]
+
+    @property
+    def advisories(self) -> list[Check]:
+        return [c for c in self.checks if c.status == "ADVISORY"]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status, "checks": [c.to_json() for c in self.checks]}
+        if self.skipped_reason:
+            out["reason"] = self.skipped_reason
+        out.update(self.details)
+        return out
+
+
+def skipped(gate: str, reason: str) -> GateResult:
+    return GateResult(gate, (), {}, reason)

@@ -1,0 +1,321 @@
+"""The firing audit: is the mechanism the author claims what actually ran?
+
+kernel-authored: a kernel call is in the traced program, every kernel's result reaches
+the workload's outputs (static dataflow), perturbing the kernels' results moves the
+outputs (ablation), and on an accelerator the compiled program holds the matching
+custom call. xla-rewrite / flag: the candidate's optimized program must differ from the
+reference's. Optional declarative assertions come from the stub or the command line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kgate.backends.base import ProgramFacts
+from kgate.errors import KgateError
+from kgate.gates.common import Check, GateResult
+
+InterventionClass = Literal["kernel-authored", "xla-rewrite", "flag"]
+CLASSES: tuple[str, ...] = ("kernel-authored", "xla-rewrite", "flag")
+
+# Exact custom-call targets of authored kernels per platform. Matched whole: the bare
+# word "triton" also names XLA's own fusions and must never count as a kernel.
+KERNEL_TARGETS: dict[str, frozenset[str]] = {
+    "tpu": frozenset({"tpu_custom_call"}),
+    "gpu": frozenset({"__gpu$xla.gpu.triton", "mosaic_gpu_v2", "mosaic_gpu"}),
+}
+
+_SHAPE = re.compile(r"^(?:([a-z]+[0-9]*)\s*)?\[\s*(\d+(?:\s*,\s*\d+)*)?\s*\]$")
+
+
+@dataclass(frozen=True)
+class FiringSpec:
+    """Declarative assertions on the candidate's programs."""
+
+    expect_hlo: tuple[str, ...] = ()
+    forbid_hlo: tuple[str, ...] = ()
+    kernel_calls: int | None = None
+    forbid_shapes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for pattern in (*self.expect_hlo, *self.forbid_hlo):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise KgateError(
+                    f"HLO pattern {pattern!r} is not a valid regular expression ({exc}).",
+                    "quote it and escape regex metacharacters, e.g. 'custom-call\\(' .",
+                ) from exc
+        for shape in self.forbid_shapes:
+            if not _SHAPE.match(shape.strip()):
+                raise KgateError(
+                    f"forbidden shape {shape!r} is not an HLO shape.",
+                    "write it as DTYPE[D0,D1,...] or [D0,D1,...], e.g. f32[8,4096,4096].",
+                )
+        if self.kernel_calls is not None and self.kernel_calls < 0:
+            raise KgateError("--kernel-calls must be >= 0.", "give the exact number of kernel calls expected.")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "expect_hlo": list(self.expect_hlo),
+            "forbid_hlo": list(self.forbid_hlo),
+            "kernel_calls": self.kernel_calls,
+            "forbid_shapes": list(self.forbid_shapes),
+        }
+
+
+def shape_pattern(shape: str) -> re.Pattern[str]:
+    m = _SHAPE.match(shape.strip())
+    assert m is not None
+    dtype, dims = m.group(1), (m.group(2) or "")
+    dims = ",".join(d.strip() for d in dims.split(",")) if dims else ""
+    prefix = re.escape(dtype) if dtype else r"[a-z]+[0-9]*"
+    return re.compile(rf"(?<![\w]){prefix}\[{re.escape(dims)}\]")
+
+
+_METADATA = re.compile(r",?\s*(metadata|frontend_attributes)=\{[^{}]*\}")
+_MODULE_LINE = re.compile(r"^HloModule\s+\S+", re.MULTILINE)
+_DEBUG_TABLES = re.compile(r"^(FileNames|FunctionNames|FileLocations|StackFrames)\n(?:.+\n?)*", re.MULTILINE)
+_NAME = re.compile(r"%?[A-Za-z_][\w.\-]*(?=[\s,)=:]|$)")
+
+
+def normalize_hlo(text: str) -> str:
+    """Optimized HLO with names, metadata and the module name canonicalized away."""
+    text = _MODULE_LINE.sub("HloModule m", text)
+    text = _DEBUG_TABLES.sub("", text)  # source locations: they differ for identical programs
+    text = _METADATA.sub("", text)
+    names: dict[str, str] = {}
+    out_lines = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("//"):
+            continue
+
+        def rename(m: re.Match[str]) -> str:
+            token = m.group(0)
+            if not token.startswith("%") and "." not in token:
+                return token  # opcodes, types, keywords
+            return names.setdefault(token, f"%v{len(names)}")
+
+        out_lines.append(_NAME.sub(rename, line))
+    return "\n".join(out_lines)
+
+
+def _kernel_count(facts: ProgramFacts) -> int:
+    targets = KERNEL_TARGETS.get(facts.platform)
+    if targets is None:
+        return len(facts.kernel_sites)
+    return sum(1 for t in facts.custom_call_targets if t in targets)
+
+
+def _assertions(spec: FiringSpec, facts: ProgramFacts) -> list[Check]:
+    checks: list[Check] = []
+    for pattern in spec.expect_hlo:
+        found = re.search(pattern, facts.compiled_text, re.MULTILINE) is not None
+        checks.append(
+            Check(
+                "expect_hlo",
+                "PASS" if found else "FAIL",
+                f"pattern {pattern!r} {'found' if found else 'not found'} in the compiled program",
+                "" if found else "the compiled program lacks what the stub expects: check the lowering.",
+            )
+        )
+    for pattern in spec.forbid_hlo:
+        m = re.search(pattern, facts.compiled_text, re.MULTILINE)
+        checks.append(
+            Check(
+                "forbid_hlo",
+                "FAIL" if m else "PASS",
+                f"forbidden pattern {pattern!r} " + (f"found: {m.group(0)[:80]!r}" if m else "absent"),
+                "remove what produces the forbidden op from the candidate." if m else "",
+            )
+        )
+    if spec.kernel_calls is not None:
+        n = _kernel_count(facts)
+        where = "custom calls in the compiled program" if facts.platform in KERNEL_TARGETS else "kernel calls in the traced program"
+        checks.append(
+            Check(
+                "kernel_calls",
+                "PASS" if n == spec.kernel_calls else "FAIL",
+                f"{n} {where}, expected exactly {spec.kernel_calls}",
+                "" if n == spec.kernel_calls else "the number of kernel launches differs from the stub's claim.",
+            )
+        )
+    for shape in spec.forbid_shapes:
+        pat = shape_pattern(shape)
+        m = pat.search(facts.compiled_text) or pat.search(facts.program_text)
+        checks.append(
+            Check(
+                "forbid_shape",
+                "FAIL" if m else "PASS",
+                f"shape {shape} " + (f"materialized ({m.group(0)})" if m else "never materialized"),
+                "the candidate materializes a tensor the mechanism should avoid." if m else "",
+            )
+        )
+    return checks
+
+
+def _kernel_checks(facts: ProgramFacts) -> list[Check]:
+    checks: list[Check] = []
+    sites = facts.kernel_sites
+    if not sites:
+        checks.append(
+            Check(
+                "kernel_present",
+                "FAIL",
+                "no pallas_call in the candidate's traced program: the authored kernel never runs "
+                "(a fallback path, or the reference under a new name).",
+                "make the entry call the Pallas kernel on every path; remove try/except fallbacks.",
+            )
+        )
+        return checks
+    names = sorted({s.name for s in sites})
+    checks.append(Check("kernel_present", "PASS", f"{len(sites)} pallas_call site(s): {', '.join(names)}"))
+    ghosts = [s for s in sites if not s.reaches_output]
+    if ghosts:
+        checks.append(
+            Check(
+                "kernel_reaches_output",
+                "FAIL",
+                "ghost kernel: the result of "
+                + ", ".join(f"{s.name} ({s.site})" for s in ghosts)
+                + " never reaches the workload's outputs.",
+                "return the kernel's result (or something computed from it); a discarded kernel proves nothing.",
+            )
+        )
+    else:
+        inexact = [s for s in sites if not s.exact]
+        note = " (conservatively, inside a construct kgate does not trace through)" if inexact else ""
+        checks.append(Check("kernel_reaches_output", "PASS", f"every kernel result reaches an output{note}"))
+    ab = facts.ablation
+    if not ab.evaluated:
+        checks.append(Check("kernel_result_matters", "ADVISORY", f"ablation not evaluated: {ab.reason}"))
+    elif ab.changed_elements == 0:
+        checks.append(
+            Check(
+                "kernel_result_matters",
+                "FAIL",
+                f"ghost kernel: perturbing every kernel result changes none of the {ab.total_elements} output "
+                "elements (the result is masked, multiplied by zero or otherwise discarded).",
+                "compute the output from the kernel's result.",
+            )
+        )
+    elif ab.changed_elements < ab.total_elements:
+        uncovered = ab.total_elements - ab.changed_elements
+        checks.append(
+            Check(
+                "kernel_result_matters",
+                "ADVISORY",
+                f"{uncovered} of {ab.total_elements} output elements ({uncovered / ab.total_elements:.1%}) do not "
+                "depend on any kernel result: part of the output comes from elsewhere.",
+                "if part of the output is computed outside the kernel on purpose, say so in the stub.",
+            )
+        )
+    else:
+        checks.append(
+            Check(
+                "kernel_result_matters",
+                "PASS",
+                f"perturbing the kernel results moves all {ab.total_elements} output elements",
+            )
+        )
+    targets = KERNEL_TARGETS.get(facts.platform)
+    if targets is None:
+        checks.append(
+            Check(
+                "compiled_custom_call",
+                "SKIPPED",
+                f"on {facts.platform} the kernels run in interpret mode and lower to ordinary ops; the "
+                "compiled-program check runs on TPU/GPU",
+            )
+        )
+    else:
+        n = _kernel_count(facts)
+        checks.append(
+            Check(
+                "compiled_custom_call",
+                "PASS" if n else "FAIL",
+                f"{n} custom call(s) with target in {sorted(targets)} in the compiled program",
+                "" if n else "the compiled program holds no kernel custom call: the kernel was not lowered to "
+                "the device (or was optimized away).",
+            )
+        )
+    return checks
+
+
+def audit(
+    klass: str,
+    facts: ProgramFacts | None,
+    *,
+    spec: FiringSpec = FiringSpec(),
+    reference_compiled: str | None = None,
+    trace_error: str = "",
+) -> GateResult:
+    """Grade the candidate's programs for its intervention class."""
+    if klass not in CLASSES:
+        raise KgateError(f"unknown intervention class {klass!r}.", f"use one of {', '.join(CLASSES)}.")
+    if facts is None:
+        return GateResult(
+            "firing",
+            (
+                Check(
+                    "traced",
+                    "FAIL",
+                    f"the candidate could not be traced and compiled: {trace_error}",
+                    "fix the error; a program kgate cannot inspect cannot pass the firing audit.",
+                ),
+            ),
+            {"class": klass},
+        )
+    checks: list[Check] = []
+    details: dict[str, Any] = {
+        "class": klass,
+        "platform": facts.platform,
+        "kernel_sites": [s.to_json() for s in facts.kernel_sites],
+        "ablation": facts.ablation.to_json(),
+        "custom_call_targets": sorted(set(facts.custom_call_targets)),
+        "assertions": spec.to_json(),
+    }
+    if klass == "kernel-authored":
+        checks.extend(_kernel_checks(facts))
+    else:
+        if reference_compiled is None:
+            checks.append(
+                Check(
+                    "program_differs",
+                    "FAIL",
+                    "the reference's compiled program was not available to compare against",
+                    "re-run; this is a kgate bug if it persists.",
+                )
+            )
+        else:
+            same = normalize_hlo(reference_compiled) == normalize_hlo(facts.compiled_text)
+            details["programs_identical"] = same
+            checks.append(
+                Check(
+                    "program_differs",
+                    "FAIL" if same else "PASS",
+                    "mechanism absent: the candidate's optimized program is identical to the reference's "
+                    "(modulo names and metadata)"
+                    if same
+                    else "the candidate's optimized program differs from the reference's",
+                    f"a {klass} candidate must change the compiled program; this one is a no-op."
+                    if same
+                    else "",
+                )
+            )
+    checks.extend(_assertions(spec, facts))
+    return GateResult("firing", tuple(checks), details)
+
+
+def parse_classes(value: str) -> str:
+    if value not in CLASSES:
+        raise KgateError(f"--class {value!r} is not an intervention class.", f"use one of: {', '.join(CLASSES)}.")
+    return value
+
+
+def sites_summary(facts: ProgramFacts) -> Sequence[str]:
+    return [f"{s.name}@{s.site}" for s in facts.kernel_sites]

@@ -1,0 +1,370 @@
+"""The parity gate: does the candidate compute what the reference computes?
+
+Default spec `floor`: the oracle is the reference recomputed on the same input values in
+float32 (float64 on the host when the float32 floor is degenerate); the floor is the
+reference's own error against that oracle, and the candidate passes when its error is at
+most `multiplier x floor` on both max-abs and mean-abs. `atol=..,rtol=..` and `bitexact`
+compare against the reference's output directly. Every output must be finite, and a probe
+whose reference output or inputs are constant is vacuous and fails.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from kgate.backends.base import HostTree
+from kgate.errors import KgateError
+from kgate.gates.common import Check, GateResult
+
+DEFAULT_MULTIPLIER = 4.0
+REL_GUARD = 1e-3  # max-rel divides by max(|expected|, REL_GUARD * max|expected|)
+
+SPEC_GRAMMAR = "floor | floor:MULT (e.g. floor:4) | atol=A,rtol=R | bitexact"
+
+
+@dataclass(frozen=True)
+class ParitySpec:
+    kind: Literal["floor", "tolerance", "bitexact"]
+    multiplier: float = DEFAULT_MULTIPLIER
+    atol: float = 0.0
+    rtol: float = 0.0
+
+    def describe(self) -> str:
+        if self.kind == "floor":
+            return f"floor:{self.multiplier:g}"
+        if self.kind == "tolerance":
+            return f"atol={self.atol:g},rtol={self.rtol:g}"
+        return "bitexact"
+
+    @staticmethod
+    def parse(text: str) -> ParitySpec:
+        raw = text.strip().lower()
+        if raw == "bitexact":
+            return ParitySpec("bitexact")
+        m = re.fullmatch(r"floor(?::x?([0-9]*\.?[0-9]+))?", raw)
+        if m:
+            mult = float(m.group(1)) if m.group(1) else DEFAULT_MULTIPLIER
+            if mult < 1:
+                raise KgateError(
+                    f"parity spec {text!r} has multiplier {mult:g} < 1: even the reference would fail.",
+                    "use a multiplier of at least 1, e.g. floor:4.",
+                )
+            return ParitySpec("floor", multiplier=mult)
+        parts = dict(p.split("=", 1) for p in raw.split(",") if "=" in p)
+        if parts and set(parts) <= {"atol", "rtol"} and len(parts) == raw.count("=") == raw.count(",") + 1:
+            try:
+                atol, rtol = float(parts.get("atol", 0)), float(parts.get("rtol", 0))
+            except ValueError:
+                atol = rtol = -1.0
+            if atol >= 0 and rtol >= 0 and (atol > 0 or rtol > 0):
+                return ParitySpec("tolerance", atol=atol, rtol=rtol)
+        raise KgateError(f"parity spec {text!r} is not understood.", f"write one of: {SPEC_GRAMMAR}.")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One seed's worth of evidence, all on the host."""
+
+    seed: int
+    inputs: HostTree
+    reference: HostTree
+    oracle: HostTree | None
+    oracle_kind: str  # "float32" or "float64"
+    candidate: HostTree | None
+    candidate_error: str = ""
+
+
+def _f64(a: np.ndarray) -> np.ndarray:
+    if a.dtype == np.bool_:
+        return a.astype(np.float64)
+    return np.asarray(a).astype(np.float64)
+
+
+def _eps(dtype: np.dtype) -> float:
+    try:
+        import ml_dtypes
+
+        return float(ml_dtypes.finfo(dtype).eps)
+    except Exception:
+        return 0.0
+
+
+def _is_constant(a: np.ndarray) -> bool:
+    if a.size == 0:
+        return True
+    flat = _f64(a).ravel()
+    return bool(np.all(flat == flat[0]))
+
+
+def floor_is_degenerate(reference: HostTree, oracle: HostTree) -> bool:
+    """True when the reference equals the oracle exactly: the float32 floor measures nothing."""
+    return all(
+        np.array_equal(_f64(r), _f64(o), equal_nan=True) for r, o in zip(reference.leaves, oracle.leaves)
+    )
+
+
+@dataclass(frozen=True)
+class LeafErrors:
+    max_abs: float
+    mean_abs: float
+    max_rel: float
+    worst_index: tuple[int, ...]
+    got: float
+    expected: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "max_abs": self.max_abs,
+            "mean_abs": self.mean_abs,
+            "max_rel": self.max_rel,
+            "worst_index": list(self.worst_index),
+            "got": self.got,
+            "expected": self.expected,
+        }
+
+
+def leaf_errors(got: np.ndarray, expected: np.ndarray) -> LeafErrors:
+    g, e = _f64(got), _f64(expected)
+    diff = np.abs(g - e)
+    if diff.size == 0:
+        return LeafErrors(0.0, 0.0, 0.0, (), 0.0, 0.0)
+    scale = float(np.max(np.abs(e)))
+    denom = np.maximum(np.abs(e), max(REL_GUARD * scale, np.finfo(np.float64).tiny))
+    worst = np.unravel_index(int(np.argmax(diff)), diff.shape)
+    return LeafErrors(
+        max_abs=float(diff.max()),
+        mean_abs=float(diff.mean()),
+        max_rel=float(np.max(diff / denom)),
+        worst_index=tuple(int(i) for i in worst),
+        got=float(g[worst]),
+        expected=float(e[worst]),
+    )
+
+
+def _nonfinite(a: np.ndarray) -> tuple[int, tuple[int, ...]]:
+    bad = ~np.isfinite(_f64(a))
+    if not bad.any():
+        return 0, ()
+    first = np.unravel_index(int(np.argmax(bad)), bad.shape)
+    return int(bad.sum()), tuple(int(i) for i in first)
+
+
+def _structure_problem(probe: Probe) -> str:
+    ref, cand = probe.reference, probe.candidate
+    assert cand is not None
+    if ref.structure != cand.structure:
+        return f"output structure differs: reference {ref.structure}, candidate {cand.structure}"
+    for path, r, c in zip(ref.paths, ref.leaves, cand.leaves):
+        if r.shape != c.shape:
+            return f"output {path}: shape {c.shape}, reference {r.shape}"
+        if r.dtype != c.dtype:
+            return f"output {path}: dtype {c.dtype}, reference {r.dtype}"
+    return ""
+
+
+def _vacuity(probe: Probe) -> str:
+    if probe.reference.leaves and all(
+        _is_constant(r) and (r.size > 1 or not np.any(_f64(r))) for r in probe.reference.leaves
+    ):
+        return "the reference output is constant (e.g. all zeros): any constant-returning candidate would match"
+    floating = [x for x in probe.inputs.leaves if x.dtype.kind in "fc" or "float" in str(x.dtype)]
+    considered = floating or list(probe.inputs.leaves)
+    if considered and all(_is_constant(x) for x in considered):
+        return "every input is constant: the probe cannot tell a kernel from a constant"
+    return ""
+
+
+def _probe_checks(spec: ParitySpec, probe: Probe) -> tuple[list[Check], dict[str, Any]]:
+    seed = probe.seed
+    checks: list[Check] = []
+    record: dict[str, Any] = {"seed": seed, "outputs": []}
+    vacuous = _vacuity(probe)
+    if vacuous:
+        checks.append(
+            Check(
+                f"seed{seed}.vacuous",
+                "FAIL",
+                f"vacuous probe: {vacuous}.",
+                "register a non-degenerate probe: random (ideally heavy-tailed) inputs and weights for which "
+                "the reference output varies.",
+            )
+        )
+    for path, r in zip(probe.reference.paths, probe.reference.leaves):
+        count, first = _nonfinite(r)
+        if count:
+            checks.append(
+                Check(
+                    f"seed{seed}.reference_finite",
+                    "FAIL",
+                    f"the reference output {path} has {count} non-finite values (first at {list(first)}).",
+                    "choose inputs for which the reference is finite; NaN is never a wildcard.",
+                )
+            )
+    if probe.candidate is None:
+        checks.append(
+            Check(
+                f"seed{seed}.candidate_ran",
+                "FAIL",
+                f"the candidate raised: {probe.candidate_error}",
+                "run the candidate on the probe inputs and fix the error.",
+            )
+        )
+        return checks, record
+    problem = _structure_problem(probe)
+    if problem:
+        checks.append(
+            Check(f"seed{seed}.structure", "FAIL", problem, "return the same pytree, shapes and dtypes as the reference.")
+        )
+        return checks, record
+    expected_tree = probe.oracle if spec.kind == "floor" and probe.oracle is not None else probe.reference
+    against = f"oracle-{probe.oracle_kind}" if expected_tree is probe.oracle else "reference"
+    record["against"] = against
+    for k, path in enumerate(probe.reference.paths):
+        r, c, e = probe.reference.leaves[k], probe.candidate.leaves[k], expected_tree.leaves[k]
+        out: dict[str, Any] = {"path": path, "shape": list(r.shape), "dtype": str(r.dtype)}
+        record["outputs"].append(out)
+        count, first = _nonfinite(c)
+        if count:
+            checks.append(
+                Check(
+                    f"seed{seed}.finite",
+                    "FAIL",
+                    f"candidate output {path} has {count} non-finite values (first at index {list(first)}).",
+                    "every output element must be finite: check boundary tiles, masking and uncovered rows.",
+                )
+            )
+        cand_err = leaf_errors(c, e)
+        out["candidate"] = cand_err.to_json()
+        if spec.kind == "floor":
+            floor = leaf_errors(r, e)
+            # Only a floor that is exactly zero even against float64 (the reference is exact
+            # on these inputs) falls back to half an ulp of the output dtype at its magnitude.
+            half_ulp = 0.5 * _eps(r.dtype)
+            mag = np.abs(_f64(e))
+            floor_max, floor_mean, source = floor.max_abs, floor.mean_abs, against
+            if floor_max == 0.0 and mag.size:
+                floor_max, floor_mean, source = half_ulp * float(mag.max()), half_ulp * float(mag.mean()), "ulp-guard"
+            elif floor_mean == 0.0 and mag.size:
+                floor_mean = half_ulp * float(mag.mean())
+            out["floor"] = {**floor.to_json(), "max_abs_used": floor_max, "mean_abs_used": floor_mean, "source": source}
+            limit_max, limit_mean = spec.multiplier * floor_max, spec.multiplier * floor_mean
+            out["limit"] = {"max_abs": limit_max, "mean_abs": limit_mean}
+            ok = cand_err.max_abs <= limit_max and cand_err.mean_abs <= limit_mean and not count
+            ratio = cand_err.max_abs / floor_max if floor_max else float("inf") if cand_err.max_abs else 0.0
+            out["max_abs_over_floor"] = ratio
+            detail = (
+                f"{path}: max-abs {cand_err.max_abs:.3g} vs limit {limit_max:.3g} "
+                f"({spec.multiplier:g}x floor {floor_max:.3g}), mean-abs {cand_err.mean_abs:.3g} vs limit "
+                f"{limit_mean:.3g}; max-rel {cand_err.max_rel:.3g}; worst at {list(cand_err.worst_index)} "
+                f"(got {cand_err.got:.6g}, expected {cand_err.expected:.6g}) against {against}"
+            )
+        elif spec.kind == "tolerance":
+            g, ex = _f64(c), _f64(r)
+            allowed = spec.atol + spec.rtol * np.abs(ex)
+            over = np.abs(g - ex) > allowed
+            over |= ~np.isfinite(g)
+            n_over = int(over.sum())
+            out["violations"] = n_over
+            ok = n_over == 0
+            detail = (
+                f"{path}: {n_over} elements outside atol={spec.atol:g} + rtol={spec.rtol:g}*|ref|; "
+                f"max-abs {cand_err.max_abs:.3g}, max-rel {cand_err.max_rel:.3g}, worst at "
+                f"{list(cand_err.worst_index)}"
+            )
+        else:
+            same = np.array_equal(np.asarray(c).view(np.uint8), np.asarray(r).view(np.uint8))
+            ok = bool(same)
+            detail = f"{path}: {'bit-identical' if same else 'differs'}; max-abs {cand_err.max_abs:.3g}"
+        checks.append(
+            Check(
+                f"seed{seed}.error",
+                "PASS" if ok else "FAIL",
+                detail,
+                ""
+                if ok
+                else "the candidate's error exceeds the spec: look at the worst element's row/tile, the "
+                "accumulation dtype, and the masking of boundary blocks.",
+            )
+        )
+    return checks, record
+
+
+def evaluate(
+    spec: ParitySpec,
+    probes: Sequence[Probe],
+    prefill_mismatch: str | None = None,
+) -> GateResult:
+    """Grade every probe; also fail when the reference ignores the seed.
+
+    `prefill_mismatch`: None when the uninitialized-memory check did not run, "" when the
+    candidate's outputs were identical under NaN- and zero-filled fresh buffers, else the
+    difference found.
+    """
+    checks: list[Check] = []
+    records = []
+    for probe in probes:
+        probe_checks, record = _probe_checks(spec, probe)
+        checks.extend(probe_checks)
+        records.append(record)
+    if len(probes) >= 2:
+        first = probes[0]
+        if all(
+            all(np.array_equal(a, b) for a, b in zip(first.inputs.leaves, p.inputs.leaves)) for p in probes[1:]
+        ):
+            checks.append(
+                Check(
+                    "seeds_differ",
+                    "FAIL",
+                    f"create_inputs made identical inputs for seeds {[p.seed for p in probes]}: "
+                    "multi-seed parity cannot catch a replayed or seed-overfitted result.",
+                    "give create_inputs a `seed` parameter, or derive its keys from jax.random.key(...) so "
+                    "kgate can inject the seed.",
+                )
+            )
+        elif all(
+            p.candidate is not None
+            and all(np.array_equal(a, b) for a, b in zip(first.reference.leaves, p.reference.leaves))
+            for p in probes[1:]
+        ):
+            checks.append(
+                Check(
+                    "reference_depends_on_inputs",
+                    "FAIL",
+                    "vacuous problem: the reference output is identical for every seed.",
+                    "register a problem whose output depends on its inputs.",
+                )
+            )
+    if prefill_mismatch is not None:
+        checks.append(
+            Check(
+                "uninitialized_memory",
+                "FAIL" if prefill_mismatch else "PASS",
+                prefill_mismatch
+                or "outputs identical with fresh buffers filled with NaN and with zeros",
+                "the candidate reads or returns memory it never wrote (partial work / uncovered blocks): "
+                "cover every output block."
+                if prefill_mismatch
+                else "",
+            )
+        )
+    details = {"spec": spec.describe(), "seeds": [p.seed for p in probes], "probes": records}
+    return GateResult("parity", tuple(checks), details)
+
+
+def compare_prefill(nan_fill: HostTree, zero_fill: HostTree) -> str:
+    """'' when the two runs agree bit for bit (NaN equal to NaN), else what differed."""
+    for path, a, b in zip(nan_fill.paths, nan_fill.leaves, zero_fill.leaves):
+        fa, fb = _f64(a), _f64(b)
+        differ = ~((fa == fb) | (np.isnan(fa) & np.isnan(fb)))
+        if differ.any():
+            first = np.unravel_index(int(np.argmax(differ)), differ.shape)
+            return (
+                f"output {path} depends on uninitialized memory: {int(differ.sum())} elements differ between "
+                f"NaN-filled and zero-filled runs (first at {[int(i) for i in first]})"
+            )
+    return ""

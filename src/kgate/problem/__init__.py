@@ -1,0 +1,16 @@
+"""The problem-module protocol: load reference and candidate modules, resolve entries,
+apply op-point overrides, and snapshot what a candidate's import must not change."""
+
+from kgate.problem.module import ProblemModule, load_pair, LoadedPair
+from kgate.problem.oppoint import parse_overrides, OpPoint
+from kgate.problem.snapshot import ModuleSnapshot, snapshot_module
+
+__all__ = [
+    "LoadedPair",
+    "ModuleSnapshot",
+    "OpPoint",
+    "ProblemModule",
+    "load_pair",
+    "parse_overrides",
+    "snapshot_module",
+]

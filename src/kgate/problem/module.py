@@ -1,0 +1,198 @@
+"""Loading a reference and a candidate module under the problem-module protocol.
+
+The reference is imported first and registered under its own name (so a candidate's
+`import baseline` gets the very same module object), its entry is bound, the op-point
+is applied to its CONFIG, and only then is the candidate imported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import inspect
+import sys
+import traceback
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from kgate.errors import KgateError
+from kgate.problem.oppoint import OpPoint, resolve_op_point
+from kgate.problem.snapshot import ModuleSnapshot, snapshot_module
+
+Role = Literal["reference", "candidate"]
+
+
+@dataclass(frozen=True)
+class ProblemModule:
+    """A loaded module and the entry kgate bound from it at load time."""
+
+    role: Role
+    path: Path
+    module: types.ModuleType
+    entry_name: str
+    entry: Callable[..., Any]
+    sha256: str
+
+    @property
+    def config(self) -> dict[str, Any] | None:
+        config = vars(self.module).get("CONFIG")
+        return config if isinstance(config, dict) else None
+
+    @property
+    def create_inputs(self) -> Callable[..., Any]:
+        fn = vars(self.module).get("create_inputs")
+        if not callable(fn):
+            raise KgateError(
+                f"{self.path} has no create_inputs function.",
+                "define create_inputs(...) returning a tuple of input arrays.",
+            )
+        return fn
+
+    def create_inputs_params(self) -> set[str]:
+        """Which of `seed`/`dtype` create_inputs accepts by name."""
+        params = inspect.signature(self.create_inputs).parameters
+        accepts_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        return {name for name in ("seed", "dtype") if name in params or accepts_kwargs}
+
+    def optional(self, name: str) -> Callable[..., Any] | None:
+        fn = vars(self.module).get(name)
+        return fn if callable(fn) else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": str(self.path), "sha256": self.sha256, "entry": self.entry_name}
+
+
+@dataclass(frozen=True)
+class LoadedPair:
+    """Reference and candidate, loaded in protocol order, plus what the candidate's import changed."""
+
+    reference: ProblemModule
+    candidate: ProblemModule
+    op_point: OpPoint
+    reference_changes: tuple[str, ...]
+    config_mismatches: tuple[str, ...]
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _check_path(path: Path, role: Role) -> Path:
+    flag = "--reference" if role == "reference" else "--candidate"
+    if not path.exists():
+        raise KgateError(f"{role} module {path} does not exist.", f"pass an existing .py file to {flag}.")
+    if not path.is_file() or path.suffix != ".py":
+        raise KgateError(f"{role} module {path} is not a .py file.", f"pass a Python source file to {flag}.")
+    return path.resolve()
+
+
+def _exec_module(path: Path, name: str, role: Role) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise KgateError(f"cannot import {path} as a module.", "check that it is a Python source file.")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the module's own error: report it, with where it happened
+        sys.modules.pop(name, None)
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        raise KgateError(
+            f"importing the {role} module {path} raised {type(exc).__name__}: {exc} "
+            f"(at {Path(where.filename).name}:{where.lineno}).",
+            f"run `python {path}` to see the full traceback and fix the module.",
+        ) from exc
+    return module
+
+
+def _bind_entry(module: types.ModuleType, path: Path, role: Role, entry: str) -> Callable[..., Any]:
+    fn = vars(module).get(entry)
+    if not callable(fn):
+        available = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
+        hint = f" (callables: {', '.join(available)})" if available else ""
+        flag = " with --entry NAME" if role == "candidate" else ""
+        raise KgateError(
+            f"{role} module {path} has no callable {entry!r}{hint}.",
+            f"define {entry}(*inputs) in it, or name the entry{flag}.",
+        )
+    return fn
+
+
+def _load(path: Path, role: Role, name: str, entry: str) -> ProblemModule:
+    module = _exec_module(path, name, role)
+    return ProblemModule(role, path, module, entry, _bind_entry(module, path, role, entry), file_sha256(path))
+
+
+def _candidate_module_name(candidate: Path, reference_name: str) -> str:
+    stem = candidate.stem
+    return stem if stem != reference_name and stem.isidentifier() else f"kgate_candidate_{abs(hash(candidate)) % 10**8}"
+
+
+@contextlib.contextmanager
+def _import_scope(dirs: Sequence[Path], names: Sequence[str]) -> Iterator[None]:
+    """Put the modules' folders first on sys.path; restore sys.path and sys.modules after."""
+    saved_path = list(sys.path)
+    saved_modules = {name: sys.modules.get(name) for name in names}
+    for folder in reversed(dirs):
+        sys.path.insert(0, str(folder))
+    try:
+        yield
+    finally:
+        sys.path[:] = saved_path
+        for name, module in saved_modules.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+
+
+def _config_mismatches(reference: Mapping[str, Any] | None, candidate: Mapping[str, Any] | None) -> list[str]:
+    if reference is None or candidate is None or reference is candidate:
+        return []
+    return [
+        f"CONFIG[{key!r}]: reference {reference[key]!r}, candidate {candidate[key]!r}"
+        for key in sorted(set(reference) & set(candidate))
+        if reference[key] != candidate[key]
+    ]
+
+
+@contextlib.contextmanager
+def load_pair(
+    reference_path: str | Path,
+    candidate_path: str | Path,
+    *,
+    entry: str = "workload",
+    overrides: Mapping[str, Any] | None = None,
+    use_tiny: bool = False,
+) -> Iterator[LoadedPair]:
+    """Load reference then candidate in protocol order; the modules stay importable inside."""
+    ref_path = _check_path(Path(reference_path), "reference")
+    cand_path = _check_path(Path(candidate_path), "candidate")
+    ref_name = ref_path.stem if ref_path.stem.isidentifier() else "kgate_reference"
+    cand_name = _candidate_module_name(cand_path, ref_name)
+    dirs = [cand_path.parent, ref_path.parent] if cand_path.parent != ref_path.parent else [ref_path.parent]
+    with _import_scope(dirs, [ref_name, cand_name]):
+        reference = _load(ref_path, "reference", ref_name, "workload")
+        updates, source = resolve_op_point(
+            reference.config, vars(reference.module).get("TINY"), dict(overrides or {}), use_tiny
+        )
+        if reference.config is not None:
+            reference.config.update(updates)
+        before: ModuleSnapshot = snapshot_module(reference.module)
+        candidate = _load(cand_path, "candidate", cand_name, entry)
+        if candidate.config is not None and candidate.config is not reference.config:
+            # A candidate carrying its own copy of CONFIG shrinks with the reference.
+            candidate.config.update({k: v for k, v in updates.items() if k in candidate.config})
+        changes = tuple(before.diff(reference.module))
+        op_point = OpPoint(dict(reference.config or {}), source, dict(updates))
+        yield LoadedPair(
+            reference,
+            candidate,
+            op_point,
+            changes,
+            tuple(_config_mismatches(reference.config, candidate.config)),
+        )

@@ -1,0 +1,68 @@
+"""The report a command produces: gate results, the context they were taken in, the status."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kgate import __version__
+from kgate.gates.common import GateResult
+
+RunStatus = Literal["PASS", "FAIL", "ANOMALY"]
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Report:
+    command: str
+    gates: dict[str, GateResult]
+    context: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # advisories that belong to no gate (e.g. "no TINY op-point")
+
+    @property
+    def status(self) -> RunStatus:
+        if "integrity" in self.gates and self.gates["integrity"].status == "FAIL":
+            return "ANOMALY"
+        if any(g.status == "FAIL" for g in self.gates.values()):
+            return "FAIL"
+        return "PASS"
+
+    @property
+    def advisories(self) -> list[str]:
+        found = list(self.notes)
+        for name, gate in self.gates.items():
+            found.extend(f"{name}.{c.name}: {c.detail}" for c in gate.advisories)
+        return found
+
+    @property
+    def exit_code(self) -> int:
+        if self.status != "PASS":
+            return 2
+        return 1 if self.advisories else 0
+
+    @property
+    def failed_checks(self) -> list[tuple[str, Any]]:
+        return [(name, c) for name, gate in self.gates.items() for c in gate.failures]
+
+    @property
+    def next_step(self) -> str:
+        failed = self.failed_checks
+        if failed:
+            name, check = failed[0]
+            return f"fix {name}.{check.name}: {check.fix}"
+        if self.command == "gate":
+            return "early-kill gate passed: check parity at the full op-point with `kgate parity` next."
+        return "parity passed: this candidate is correct on the probed seeds and op-point."
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "kgate_version": __version__,
+            "command": self.command,
+            "status": self.status,
+            "exit_code": self.exit_code,
+            **self.context,
+            "gates": {name: gate.to_json() for name, gate in self.gates.items()},
+            "advisories": self.advisories,
+            "next_step": self.next_step,
+        }
