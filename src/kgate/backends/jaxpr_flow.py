@@ -20,6 +20,11 @@ from jax.extend import core as jcore
 from kgate.backends.base import KernelSite
 
 KERNEL_PRIMITIVES = frozenset({"pallas_call"})
+# Primitives that call a sub-program once with their own operands (no loop, no branch).
+CALL_PRIMITIVES = frozenset(
+    {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
+     "remat", "remat2", "checkpoint"}
+)
 _SUB_JAXPR_PARAMS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
 
 Taint = frozenset[str]
@@ -34,7 +39,9 @@ def _open(j: Any) -> tuple[Any, Sequence[Any]]:
 
 
 def _call_body(eqn: Any) -> Any | None:
-    """The sub-jaxpr whose inputs/outputs map one-to-one onto the equation's, if any."""
+    """The sub-jaxpr a call-like equation runs once on its own operands, if any."""
+    if eqn.primitive.name not in CALL_PRIMITIVES:
+        return None
     for name in _SUB_JAXPR_PARAMS:
         sub = eqn.params.get(name)
         if isinstance(sub, (jcore.ClosedJaxpr, jcore.Jaxpr)):
@@ -192,7 +199,9 @@ def evaluate_with_kernels(closed: Any, args: Sequence[Any], perturb: Callable[[A
         elif sub is not None and contains_kernel(sub):
             outs = evaluate_with_kernels(sub, ins, perturb)
         elif any(contains_kernel(s) for s in jcore.jaxprs_in_params(eqn.params)):
-            raise AblationUnsupported(f"a kernel sits inside `{name}`, where its result cannot be substituted")
+            # A loop or branch: bind it again with kernel-perturbing copies of its bodies.
+            result = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(_rewritten_params(eqn, perturb)))
+            outs = result if eqn.primitive.multiple_results else [result]
         else:
             result = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(eqn.params))
             outs = result if eqn.primitive.multiple_results else [result]
@@ -201,8 +210,32 @@ def evaluate_with_kernels(closed: Any, args: Sequence[Any], perturb: Callable[[A
     return [read(v) for v in body.outvars]
 
 
+def _rewrite(sub: Any, perturb: Callable[[Any], Any] | None) -> Any:
+    if not isinstance(sub, jcore.ClosedJaxpr) or not contains_kernel(sub):
+        if isinstance(sub, jcore.Jaxpr) and contains_kernel(sub):
+            raise AblationUnsupported("a kernel sits inside an open sub-program kgate cannot rebuild")
+        return sub
+    specs = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in sub.jaxpr.invars]
+    return jax.make_jaxpr(lambda *a: evaluate_with_kernels(sub, a, perturb))(*specs)
+
+
+def _rewritten_params(eqn: Any, perturb: Callable[[Any], Any] | None) -> dict[str, Any]:
+    params = dict(eqn.params)
+    for key, value in params.items():
+        if isinstance(value, (jcore.ClosedJaxpr, jcore.Jaxpr)):
+            params[key] = _rewrite(value, perturb)
+        elif isinstance(value, tuple) and value and all(isinstance(v, jcore.ClosedJaxpr) for v in value):
+            params[key] = tuple(_rewrite(v, perturb) for v in value)
+    return params
+
+
 def ablated_runs(closed: Any, args: Sequence[Any]) -> tuple[list[Any], list[list[Any]]]:
     """(outputs with kernels untouched, outputs under each perturbation), all jitted."""
-    base = jax.jit(lambda *a: evaluate_with_kernels(closed, a, None))(*args)
-    perturbed = [jax.jit(lambda *a, p=p: evaluate_with_kernels(closed, a, p))(*args) for p in _perturbations()]
+    try:
+        base = jax.jit(lambda *a: evaluate_with_kernels(closed, a, None))(*args)
+        perturbed = [jax.jit(lambda *a, p=p: evaluate_with_kernels(closed, a, p))(*args) for p in _perturbations()]
+    except AblationUnsupported:
+        raise
+    except Exception as exc:  # a construct whose rebuilt form jax rejects: say so, don't guess
+        raise AblationUnsupported(f"the program could not be re-evaluated with perturbed kernels ({type(exc).__name__}: {exc})"[:300]) from exc
     return base, perturbed

@@ -134,15 +134,24 @@ def _candidate_module_name(candidate: Path, reference_name: str) -> str:
 
 @contextlib.contextmanager
 def _import_scope(dirs: Sequence[Path], names: Sequence[str]) -> Iterator[None]:
-    """Put the modules' folders first on sys.path; restore sys.path and sys.modules after."""
+    """Put the modules' folders first on sys.path; restore sys.path and sys.modules after.
+
+    Sibling modules the candidate imported from these folders (`from pallas import ...`)
+    are dropped on exit too, so the next problem's same-named sibling loads fresh.
+    """
     saved_path = list(sys.path)
     saved_modules = {name: sys.modules.get(name) for name in names}
+    before = set(sys.modules)
     for folder in reversed(dirs):
         sys.path.insert(0, str(folder))
     try:
         yield
     finally:
         sys.path[:] = saved_path
+        for name in set(sys.modules) - before:
+            origin = getattr(sys.modules.get(name), "__file__", None)
+            if origin and any(Path(origin).resolve().parent == folder for folder in dirs):
+                sys.modules.pop(name, None)
         for name, module in saved_modules.items():
             if module is None:
                 sys.modules.pop(name, None)

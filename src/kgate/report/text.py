@@ -41,10 +41,11 @@ def render_report(report: Report, console: Console) -> None:
             table.add_row(name, check.name, Text(check.status, _STYLE.get(check.status, "")), check.detail)
     console.print(table)
     for advisory in report.advisories:
-        console.print(Text(f"advisory: {advisory}", _STYLE["ADVISORY"]))
-    console.print(Text(f"next: {report.next_step}", "bold" if status != "PASS" else ""))
+        console.print(Text(f"advisory: {advisory}", _STYLE["ADVISORY"]), soft_wrap=True)
+    console.print(Text(f"next: {report.next_step}", "bold" if status != "PASS" else ""), soft_wrap=True)
 
 
 def render_error(problem: str, fix: str, console: Console) -> None:
-    console.print(Text.assemble(("error: ", "bold red"), problem))
-    console.print(Text.assemble(("  fix: ", "bold"), fix))
+    # soft_wrap: an agent greps these lines, so never break them at the terminal width.
+    console.print(Text.assemble(("error: ", "bold red"), problem), soft_wrap=True)
+    console.print(Text.assemble(("  fix: ", "bold"), fix), soft_wrap=True)

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# `make demo`: the early-kill gate and parity on the bundled RMSNorm problem, once for a
+# correct Pallas kernel and once for a known-bad one. Expected exit codes are checked.
+set -uo pipefail
+cd "$(dirname "$0")/rmsnorm"
+KGATE=../../.venv/bin/kgate
+
+run() {  # run EXPECTED_EXIT CMD...
+  local expected=$1; shift
+  echo
+  echo "\$ kgate ${*}"
+  "$KGATE" "$@"
+  local rc=$?
+  echo "(exit code $rc)"
+  if [ "$rc" -ne "$expected" ]; then
+    echo "demo: expected exit code $expected, got $rc" >&2
+    exit 1
+  fi
+}
+
+echo "== A correct Pallas kernel: early-kill gate (TINY op-point, interpret mode)"
+run 0 gate --reference reference.py --candidate pallas.py
+echo
+echo "== The same kernel: parity at a larger op-point"
+run 0 parity --reference reference.py --candidate pallas.py --set seq_len=64
+echo
+echo "== A known-bad candidate: the kernel runs but its result is discarded (ghost kernel)"
+run 2 gate --reference reference.py --candidate bad_ghost.py
+echo
+echo "== A known-bad candidate: the grid covers half the rows (partial work)"
+run 2 gate --reference reference.py --candidate bad_partial.py

@@ -1,0 +1,47 @@
+"""Shared helpers: run kgate's gates in-process on the bundled examples."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kgate.gates.parity import ParitySpec
+from kgate.verify import CheckRequest, Report, run_gate, run_parity
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def request(reference: str, candidate: str, **kwargs) -> CheckRequest:
+    ref = Path(reference) if Path(reference).is_absolute() else EXAMPLES / reference
+    cand = Path(candidate) if Path(candidate).is_absolute() else EXAMPLES / candidate
+    if isinstance(kwargs.get("parity_spec"), str):
+        kwargs["parity_spec"] = ParitySpec.parse(kwargs["parity_spec"])
+    return CheckRequest(reference=ref, candidate=cand, **kwargs)
+
+
+def gate(reference: str, candidate: str, **kwargs) -> Report:
+    return run_gate(request(reference, candidate, **kwargs))
+
+
+def parity(reference: str, candidate: str, **kwargs) -> Report:
+    return run_parity(request(reference, candidate, **kwargs))
+
+
+def failed(report: Report) -> set[str]:
+    """`gate.check` names that FAILed, with the `seedNN.` prefix dropped."""
+    return {f"{name}.{re.sub(r'^seed[0-9]+[.]', '', c.name)}" for name, c in report.failed_checks}
+
+
+@pytest.fixture
+def write_module(tmp_path: Path):
+    """Write a module file into a temp problem folder and return its path."""
+
+    def _write(name: str, source: str) -> Path:
+        path = tmp_path / name
+        path.write_text(source)
+        return path
+
+    return _write

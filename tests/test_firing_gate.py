@@ -1,0 +1,115 @@
+"""The firing audit as a pure function of program facts (synthetic, no framework)."""
+
+import pytest
+
+from kgate.backends.base import Ablation, KernelSite, ProgramFacts
+from kgate.errors import KgateError
+from kgate.gates.firing import FiringSpec, audit, normalize_hlo
+
+LIVE = KernelSite("eqn0/eqn2", "my_kernel (k.py:3)", True, True)
+GHOST = KernelSite("eqn0/eqn5", "my_kernel (k.py:3)", False, True)
+FULL = Ablation(True, "", 64, 64)
+
+
+def facts(sites=(LIVE,), ablation=FULL, platform="cpu", targets=(), compiled="", program=""):
+    return ProgramFacts(platform, tuple(sites), program, compiled, tuple(targets), ablation)
+
+
+def status(result, name):
+    return [c.status for c in result.checks if c.name == name]
+
+
+def test_live_kernel_passes_on_cpu_and_says_the_device_check_did_not_run():
+    result = audit("kernel-authored", facts())
+    assert result.status == "PASS"
+    assert status(result, "compiled_custom_call") == ["SKIPPED"]
+
+
+def test_no_kernel_fails():
+    assert status(audit("kernel-authored", facts(sites=())), "kernel_present") == ["FAIL"]
+
+
+def test_any_discarded_kernel_fails_even_beside_a_live_one():
+    result = audit("kernel-authored", facts(sites=(LIVE, GHOST)))
+    assert status(result, "kernel_reaches_output") == ["FAIL"]
+    assert "eqn0/eqn5" in result.failures[0].detail
+
+
+def test_ablation_that_moves_nothing_fails():
+    result = audit("kernel-authored", facts(ablation=Ablation(True, "", 0, 64)))
+    assert status(result, "kernel_result_matters") == ["FAIL"]
+
+
+def test_partial_influence_is_advisory_and_ablation_not_run_is_advisory():
+    assert status(audit("kernel-authored", facts(ablation=Ablation(True, "", 32, 64))), "kernel_result_matters") == ["ADVISORY"]
+    not_run = audit("kernel-authored", facts(ablation=Ablation(False, "a kernel sits inside `while`")))
+    assert status(not_run, "kernel_result_matters") == ["ADVISORY"] and not_run.status == "PASS"
+
+
+def test_tpu_requires_tpu_custom_call():
+    assert audit("kernel-authored", facts(platform="tpu", targets=("tpu_custom_call",))).status == "PASS"
+    assert status(audit("kernel-authored", facts(platform="tpu", targets=())), "compiled_custom_call") == ["FAIL"]
+
+
+@pytest.mark.parametrize("target", ["triton", "__triton_gemm", "xla.gpu.triton_fusion", "cublas$gemm"])
+def test_gpu_never_counts_the_bare_word_triton(target):
+    result = audit("kernel-authored", facts(platform="gpu", targets=(target,)))
+    assert status(result, "compiled_custom_call") == ["FAIL"]
+
+
+@pytest.mark.parametrize("target", ["__gpu$xla.gpu.triton", "mosaic_gpu_v2"])
+def test_gpu_kernel_targets_count(target):
+    assert audit("kernel-authored", facts(platform="gpu", targets=(target,))).status == "PASS"
+
+
+HLO_A = """HloModule jit_workload, entry_computation_layout={(f32[8]{0})->f32[8]{0}}
+
+FileNames
+1 "/a/ref.py"
+
+ENTRY %main.4 (x.1: f32[8]) -> f32[8] {
+  %x.1 = f32[8]{0} parameter(0), metadata={op_name="x"}
+  %constant.2 = f32[] constant(2)
+  %broadcast.3 = f32[8]{0} broadcast(%constant.2), dimensions={}
+  ROOT %multiply.4 = f32[8]{0} multiply(%x.1, %broadcast.3), metadata={op_name="jit(workload)/mul" stack_frame_id=2}
+}
+"""
+HLO_B = HLO_A.replace("jit_workload", "jit_fast").replace("%x.1", "%arg.7").replace('"/a/ref.py"', '"/b/cand.py"')
+
+
+def test_identical_programs_modulo_names_are_mechanism_absent():
+    assert normalize_hlo(HLO_A) == normalize_hlo(HLO_B)
+    result = audit("xla-rewrite", facts(sites=(), compiled=HLO_B), reference_compiled=HLO_A)
+    assert status(result, "program_differs") == ["FAIL"]
+
+
+def test_a_changed_constant_is_a_different_program():
+    changed = HLO_B.replace("constant(2)", "constant(3)")
+    assert audit("flag", facts(sites=(), compiled=changed), reference_compiled=HLO_A).status == "PASS"
+
+
+def test_declarative_assertions():
+    spec = FiringSpec(expect_hlo=(r"multiply\(",), forbid_hlo=(r"divide\(",), forbid_shapes=("f32[8,8]",), kernel_calls=1)
+    assert audit("kernel-authored", facts(compiled=HLO_A), spec=spec).status == "PASS"
+    bad = FiringSpec(expect_hlo=(r"dot\(",), forbid_hlo=(r"multiply",), forbid_shapes=("[8]",), kernel_calls=2)
+    result = audit("kernel-authored", facts(compiled=HLO_A), spec=bad)
+    assert {c.name for c in result.failures} == {"expect_hlo", "forbid_hlo", "forbid_shape", "kernel_calls"}
+
+
+def test_forbidden_shape_matches_whole_dimensions_only():
+    result = audit("kernel-authored", facts(compiled="f32[128,1280]{1,0}"), spec=FiringSpec(forbid_shapes=("f32[128,128]",)))
+    assert result.status == "PASS"
+
+
+def test_bad_assertions_are_rejected_up_front():
+    with pytest.raises(KgateError, match="not a valid regular expression"):
+        FiringSpec(expect_hlo=("custom-call(",))
+    with pytest.raises(KgateError, match="not an HLO shape"):
+        FiringSpec(forbid_shapes=("128 by 128",))
+    with pytest.raises(KgateError, match="intervention class"):
+        audit("kernel_authored", facts())
+
+
+def test_untraceable_candidate_fails():
+    result = audit("kernel-authored", None, trace_error="TypeError: bad block")
+    assert result.status == "FAIL" and "TypeError: bad block" in result.failures[0].detail

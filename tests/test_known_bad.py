@@ -1,0 +1,81 @@
+"""Known-bad candidates FAIL, each in the gate and check that names its failure class.
+
+Each bad candidate is a file under examples/ whose docstring says what it gets wrong.
+"""
+
+from conftest import failed, gate
+
+
+def test_partial_work_grid_covering_half_the_rows_fails_parity():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_partial.py")
+    assert report.status == "FAIL"
+    assert {"parity.finite", "parity.error", "parity.uninitialized_memory"} <= failed(report)
+    advisories = [c for c in report.gates["firing"].checks if c.name == "kernel_result_matters"]
+    assert advisories[0].status == "ADVISORY" and "50.0%" in advisories[0].detail
+
+
+def test_stale_scratch_row_fails_parity():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_stale_scratch.py")
+    assert "parity.error" in failed(report)
+
+
+def test_ghost_pallas_call_fails_firing():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_ghost.py")
+    assert report.gates["parity"].status == "PASS"  # the output is the reference's: only firing can tell
+    assert {"firing.kernel_reaches_output", "firing.kernel_result_matters"} <= failed(report)
+
+
+def test_kernel_multiplied_by_zero_is_a_ghost_despite_dataflow():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_masked_ghost.py")
+    assert failed(report) == {"firing.kernel_result_matters"}
+
+
+def test_result_computed_once_and_replayed_fails_on_the_second_seed():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_replay.py")
+    parity_fails = [c.name for c in report.gates["parity"].failures]
+    assert "seed43.error" in parity_fails and "seed42.error" not in parity_fails
+
+
+def test_lower_precision_accumulation_fails_floor_parity():
+    report = gate("softmax/reference.py", "softmax/bad_low_precision.py")
+    assert failed(report) == {"parity.error"}
+    probe = report.gates["parity"].details["probes"][0]["outputs"][0]
+    assert probe["max_abs_over_floor"] > 100
+
+
+def test_nan_on_a_boundary_row_fails_finiteness():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_nan_boundary.py")
+    finite = [c for c in report.gates["parity"].failures if c.name.endswith(".finite")]
+    assert finite and "[0, 15, 0]" in finite[0].detail  # the last row of the TINY op-point
+
+
+def test_all_zero_output_on_a_vacuous_problem_fails():
+    report = gate("vacuous/reference.py", "vacuous/zeros.py")
+    assert report.status == "FAIL"
+    assert {"parity.vacuous", "parity.reference_depends_on_inputs"} <= failed(report)
+    assert "non-degenerate probe" in report.next_step
+
+
+def test_candidate_whose_import_patches_the_reference_is_an_anomaly():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_patches_reference.py")
+    assert report.status == "ANOMALY" and report.exit_code == 2
+    detail = report.gates["integrity"].failures[0].detail
+    assert "reference.workload was rebound" in detail
+    assert "reference.CONFIG was mutated" in detail
+    # kgate graded against the reference bound before the import, so parity is honest.
+    assert report.gates["parity"].status == "PASS"
+
+
+def test_platform_fallback_to_library_softmax_fails_firing():
+    report = gate("softmax/reference.py", "softmax/bad_fallback.py")
+    assert failed(report) == {"firing.kernel_present"}
+
+
+def test_rewrite_identical_to_what_xla_already_does_is_mechanism_absent():
+    report = gate("softmax/reference.py", "softmax/bad_noop_rewrite.py", klass="xla-rewrite")
+    assert failed(report) == {"firing.program_differs"}
+
+
+def test_flash_attention_with_wrong_softmax_scale_fails_parity():
+    report = gate("jax_ops/attention_reference.py", "jax_ops/flash_attention_bad_scale.py")
+    assert failed(report) == {"parity.error"}

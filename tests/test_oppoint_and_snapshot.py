@@ -1,0 +1,72 @@
+"""Op-point parsing and module snapshots (pure Python)."""
+
+import types
+
+import pytest
+
+from kgate.errors import KgateError
+from kgate.problem import parse_overrides, snapshot_module
+from kgate.problem.oppoint import resolve_op_point
+
+
+def test_overrides_parse_python_literals():
+    assert parse_overrides(["n=128", "scale=0.5", "causal=True", "mode=causal", "name='x y'"]) == {
+        "n": 128,
+        "scale": 0.5,
+        "causal": True,
+        "mode": "causal",
+        "name": "x y",
+    }
+
+
+@pytest.mark.parametrize("item", ["n", "=3", "n 3", "1n=3"])
+def test_malformed_override_is_rejected(item):
+    with pytest.raises(KgateError, match="key=value"):
+        parse_overrides([item])
+
+
+def test_tiny_then_set_with_source_label():
+    updates, source = resolve_op_point({"n": 4096, "d": 512}, {"n": 16}, {"d": 128}, use_tiny=True)
+    assert updates == {"n": 16, "d": 128} and source == "TINY+--set"
+    assert resolve_op_point({"n": 1}, None, {}, use_tiny=True) == ({}, "CONFIG")
+
+
+def test_float_key_accepts_int_but_int_key_rejects_float():
+    resolve_op_point({"eps": 1e-6}, None, {"eps": 0}, use_tiny=False)
+    with pytest.raises(KgateError, match="give n a int value"):
+        resolve_op_point({"n": 1}, None, {"n": 1.5}, use_tiny=False)
+
+
+def test_overrides_without_config_are_rejected():
+    with pytest.raises(KgateError, match="no CONFIG"):
+        resolve_op_point(None, None, {"n": 1}, use_tiny=False)
+
+
+def _module():
+    lib = types.ModuleType("fakelib")
+    lib.exp = lambda x: x
+    mod = types.ModuleType("reference")
+    mod.fakelib = lib
+    mod.CONFIG = {"n": 8}
+
+    def workload(x):
+        return x
+
+    mod.workload = workload
+    return mod, lib
+
+
+def test_snapshot_names_each_kind_of_change(monkeypatch):
+    mod, lib = _module()
+    monkeypatch.setitem(__import__("sys").modules, "fakelib", lib)
+    snap = snapshot_module(mod)
+    assert snap.diff(mod) == []
+    mod.CONFIG["n"] = 9
+    mod.workload.__code__ = (lambda x: x * 2).__code__
+    lib.exp = lambda x: x * 0
+    mod.helper = 1
+    changes = snap.diff(mod)
+    assert any("reference.CONFIG was mutated" in c for c in changes)
+    assert any("reference.workload had its code or defaults replaced" in c for c in changes)
+    assert any("fakelib.exp (used by the reference) was monkeypatched" in c for c in changes)
+    assert any("reference.helper was added" in c for c in changes)

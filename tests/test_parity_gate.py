@@ -1,0 +1,157 @@
+"""The parity gate as a pure function of host arrays (no framework involved)."""
+
+import numpy as np
+import pytest
+
+from kgate.backends.base import HostTree
+from kgate.errors import KgateError
+from kgate.gates.parity import ParitySpec, Probe, compare_prefill, evaluate, floor_is_degenerate, leaf_errors
+
+
+def tree(*leaves):
+    return HostTree("PyTreeDef(*)", tuple(f"out{i}" for i in range(len(leaves))), tuple(np.asarray(x) for x in leaves))
+
+
+def probe(seed, ref, oracle, cand, inputs=None):
+    rng = np.random.default_rng(seed)
+    inputs = inputs if inputs is not None else rng.standard_normal((4, 8)).astype(np.float32)
+    return Probe(seed, tree(inputs), tree(ref), tree(oracle), "float32", tree(cand) if cand is not None else None)
+
+
+def synthetic(seed, floor_err, cand_err, n=64):
+    rng = np.random.default_rng(seed)
+    oracle = rng.standard_normal(n)
+    ref = oracle + floor_err * rng.choice([-1.0, 1.0], n)
+    cand = oracle + cand_err * rng.choice([-1.0, 1.0], n)
+    return probe(seed, ref.astype(np.float32), oracle, cand.astype(np.float32))
+
+
+def statuses(result):
+    return {c.name: c.status for c in result.checks}
+
+
+def test_candidate_within_multiplier_times_floor_passes():
+    result = evaluate(ParitySpec("floor", 4), [synthetic(1, 1e-3, 3e-3), synthetic(2, 1e-3, 3e-3)])
+    assert result.status == "PASS"
+
+
+def test_candidate_beyond_multiplier_times_floor_fails_with_the_arithmetic():
+    result = evaluate(ParitySpec("floor", 4), [synthetic(1, 1e-3, 5e-3), synthetic(2, 1e-3, 3e-3)])
+    assert statuses(result)["seed1.error"] == "FAIL"
+    assert statuses(result)["seed2.error"] == "PASS"
+    detail = next(c.detail for c in result.checks if c.name == "seed1.error")
+    assert "(4x floor 0.001)" in detail
+
+
+def test_mean_abs_is_gated_as_well_as_max_abs():
+    rng = np.random.default_rng(0)
+    oracle = rng.standard_normal(1000)
+    ref = oracle.copy()
+    ref[0] += 1e-2  # one large reference error: big max-abs floor, tiny mean-abs floor
+    cand = oracle + 5e-3  # every element off: within max-abs limit, far beyond mean-abs
+    result = evaluate(ParitySpec("floor", 4), [probe(1, ref, oracle, cand)])
+    assert result.status == "FAIL"
+
+
+def test_nonfinite_candidate_fails_even_when_errors_look_small():
+    oracle = np.linspace(-1, 1, 32)
+    cand = oracle.copy()
+    cand[-1] = np.nan
+    result = evaluate(ParitySpec("floor", 4), [probe(1, oracle + 1e-6, oracle, cand)])
+    finite = next(c for c in result.checks if c.name == "seed1.finite")
+    assert finite.status == "FAIL" and "[31]" in finite.detail
+
+
+def test_nan_is_never_a_wildcard_under_tolerance_or_bitexact():
+    ref = np.linspace(-1, 1, 8).astype(np.float32)
+    cand = ref.copy()
+    cand[3] = np.nan
+    for spec in (ParitySpec.parse("atol=1,rtol=1"), ParitySpec.parse("bitexact")):
+        assert evaluate(spec, [probe(1, ref, ref, cand)]).status == "FAIL"
+
+
+def test_constant_reference_output_is_vacuous():
+    zeros = np.zeros(16, np.float32)
+    result = evaluate(ParitySpec("floor", 4), [probe(1, zeros, zeros, zeros)])
+    assert statuses(result)["seed1.vacuous"] == "FAIL"
+
+
+def test_constant_inputs_are_vacuous():
+    out = np.linspace(0, 1, 16)
+    result = evaluate(ParitySpec("floor", 4), [probe(1, out, out, out, inputs=np.ones((4, 4), np.float32))])
+    assert statuses(result)["seed1.vacuous"] == "FAIL"
+
+
+def test_reference_identical_across_seeds_is_vacuous():
+    out = np.linspace(0, 1, 16)
+    result = evaluate(ParitySpec("floor", 4), [probe(1, out, out, out), probe(2, out, out, out)])
+    assert statuses(result)["reference_depends_on_inputs"] == "FAIL"
+
+
+def test_identical_inputs_across_seeds_fail():
+    x = np.random.default_rng(0).standard_normal((4, 4))
+    out = np.linspace(0, 1, 16)
+    result = evaluate(ParitySpec("floor", 4), [probe(1, out, out, out, inputs=x), probe(2, out + 1, out + 1, out + 1, inputs=x)])
+    assert statuses(result)["seeds_differ"] == "FAIL"
+
+
+def test_shape_and_dtype_mismatch_fail_structure():
+    ref = (np.zeros((4, 4)) + np.arange(4)).astype(np.float32)
+    assert evaluate(ParitySpec("floor"), [probe(1, ref, ref, ref.reshape(16))]).status == "FAIL"
+    result = evaluate(ParitySpec("floor"), [probe(1, ref, ref, ref.astype(np.float64))])
+    assert "dtype float64, reference float32" in result.failures[0].detail
+
+
+def test_tolerance_spec_compares_to_the_reference():
+    ref = np.linspace(1, 2, 10).astype(np.float32)
+    ok = evaluate(ParitySpec.parse("atol=1e-3,rtol=0"), [probe(1, ref, ref * 0, ref + 5e-4)])
+    bad = evaluate(ParitySpec.parse("atol=1e-3,rtol=0"), [probe(1, ref, ref * 0, ref + 5e-3)])
+    assert ok.status == "PASS" and bad.status == "FAIL"
+
+
+def test_bitexact_means_bit_identical():
+    ref = np.linspace(1, 2, 10).astype(np.float32)
+    assert evaluate(ParitySpec.parse("bitexact"), [probe(1, ref, ref, ref.copy())]).status == "PASS"
+    assert evaluate(ParitySpec.parse("bitexact"), [probe(1, ref, ref, np.nextafter(ref, 3))]).status == "FAIL"
+
+
+def test_degenerate_floor_falls_back_to_half_an_ulp_guard():
+    ref = np.linspace(1, 2, 10).astype(np.float32)
+    result = evaluate(ParitySpec("floor", 4), [probe(1, ref, ref.astype(np.float64), ref + 1e-3)])
+    out = result.details["probes"][0]["outputs"][0]
+    assert out["floor"]["source"] == "ulp-guard"
+    assert result.status == "FAIL"  # 1e-3 >> 4 x half an f32 ulp at 2.0
+    assert floor_is_degenerate(tree(ref), tree(ref.astype(np.float64)))
+
+
+def test_guarded_max_rel_does_not_explode_near_zero():
+    expected = np.array([0.0, 1e-12, 10.0])
+    got = expected + np.array([1e-6, 1e-6, 1e-6])
+    errs = leaf_errors(got, expected)
+    assert errs.max_rel == pytest.approx(1e-6 / (1e-3 * 10.0))
+    assert errs.worst_index in {(0,), (1,), (2,)}
+
+
+def test_worst_element_index_is_reported():
+    expected = np.zeros((3, 4)) + 1
+    got = expected.copy()
+    got[2, 1] = 5
+    errs = leaf_errors(got, expected)
+    assert errs.worst_index == (2, 1) and errs.got == 5 and errs.expected == 1
+
+
+def test_prefill_comparison_finds_uninitialized_reads():
+    a = tree(np.array([1.0, np.nan, 3.0]))
+    assert compare_prefill(a, tree(np.array([1.0, np.nan, 3.0]))) == ""
+    assert "depends on uninitialized memory" in compare_prefill(a, tree(np.array([1.0, 0.0, 3.0])))
+
+
+@pytest.mark.parametrize("text", ["floor", "floor:2", "floor:x8", "atol=1e-3,rtol=1e-2", "rtol=0.01", "bitexact"])
+def test_spec_grammar_accepts(text):
+    assert ParitySpec.parse(text).describe()
+
+
+@pytest.mark.parametrize("text", ["flor", "floor:0.5", "atol=abc", "atol=1e-3;rtol=1", "atol=0,rtol=0", "close enough"])
+def test_spec_grammar_rejects_with_the_grammar(text):
+    with pytest.raises(KgateError, match="floor"):
+        ParitySpec.parse(text)
