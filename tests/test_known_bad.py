@@ -79,3 +79,9 @@ def test_rewrite_identical_to_what_xla_already_does_is_mechanism_absent():
 def test_flash_attention_with_wrong_softmax_scale_fails_parity():
     report = gate("jax_ops/attention_reference.py", "jax_ops/flash_attention_bad_scale.py")
     assert failed(report) == {"parity.error"}
+
+
+def test_lower_precision_slips_through_a_loose_fixed_tolerance_which_is_why_floor_is_default():
+    loose = gate("softmax/reference.py", "softmax/bad_low_precision.py", parity_spec="atol=1e-2,rtol=0")
+    assert loose.gates["parity"].status == "PASS"
+    assert gate("softmax/reference.py", "softmax/bad_low_precision.py").gates["parity"].status == "FAIL"

@@ -2,7 +2,8 @@
 
 import pytest
 
-from conftest import gate, parity
+from conftest import EXAMPLES, gate, parity
+from kgate.gates.firing import FiringSpec
 
 GOOD = [
     ("rmsnorm/reference.py", "rmsnorm/pallas.py", "kernel-authored"),
@@ -58,3 +59,12 @@ def test_report_json_contract():
     assert {"max_abs", "mean_abs", "max_rel", "worst_index"} <= set(out["candidate"])
     assert data["seeds"] == [42, 43]
     assert data["reference"]["sha256"] and data["candidate"]["sha256"]
+
+
+def test_flash_attention_never_materializes_the_score_matrix(tmp_path):
+    forbid = dict(overrides={"seq_len": 256}, firing_spec=FiringSpec(forbid_shapes=("[1,2,256,256]",)))
+    assert gate("jax_ops/attention_reference.py", "jax_ops/flash_attention_pallas.py", **forbid).status == "PASS"
+    naive = tmp_path / "naive_attention.py"
+    naive.write_text((EXAMPLES / "jax_ops" / "attention_reference.py").read_text())
+    report = gate("jax_ops/attention_reference.py", str(naive), klass="xla-rewrite", **forbid)
+    assert "f32[1,2,256,256]" in next(c.detail for c in report.gates["firing"].failures if c.name == "forbid_shape")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -19,14 +20,24 @@ def _op_point(context: dict[str, Any]) -> str:
     return f"{op.get('source', '?')} ({values})" if values else str(op.get("source", "?"))
 
 
+def _shown(path: str | None) -> str:
+    """A path relative to the working directory when it lies below it."""
+    if not path:
+        return "?"
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
 def render_report(report: Report, console: Console) -> None:
     ctx = report.context
     status = report.status
     console.print(Text.assemble(f"kgate {report.command}: ", (status, _STYLE[status])))
     device = ctx.get("device", {})
     mode = "interpret mode" if ctx.get("interpreted") else "compiled"
-    console.print(f"  reference  {ctx.get('reference', {}).get('path')}")
-    console.print(f"  candidate  {ctx.get('candidate', {}).get('path')}  [{ctx.get('class')}]")
+    console.print(f"  reference  {_shown(ctx.get('reference', {}).get('path'))}")
+    console.print(f"  candidate  {_shown(ctx.get('candidate', {}).get('path'))}  \\[{ctx.get('class')}]")
     console.print(f"  op-point   {_op_point(ctx)}   seeds {ctx.get('seeds')}")
     console.print(f"  device     {device.get('platform')} ({device.get('kind')}), {mode}")
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
