@@ -47,6 +47,12 @@ PALLAS_TANH = textwrap.dedent(
 )
 
 
+EXP_REFERENCE = (
+    "import jax, jax.numpy as jnp\ndef create_inputs(seed=0):\n"
+    "    return (jax.random.normal(jax.random.key(seed), (4, 32)),)\ndef workload(x):\n    return jnp.exp(x)\n"
+)
+
+
 def test_jaxbench_baseline_loads_unchanged_and_gets_injected_seeds(write_module):
     ref = write_module("baseline.py", JAXBENCH_BASELINE)
     cand = write_module("kernel.py", PALLAS_TANH)
@@ -170,11 +176,7 @@ def test_candidate_that_monkeypatches_a_library_the_reference_uses(write_module)
 
 
 def test_entry_selects_a_named_candidate_function(write_module):
-    ref = write_module(
-        "reference.py",
-        "import jax, jax.numpy as jnp\ndef create_inputs(seed=0):\n"
-        "    return (jax.random.normal(jax.random.key(seed), (4, 32)),)\ndef workload(x):\n    return jnp.exp(x)\n",
-    )
+    ref = write_module("reference.py", EXP_REFERENCE)
     cand = write_module("cand.py", "import jax.numpy as jnp\ndef fast_exp(x):\n    return jnp.exp(x)\n")
     with pytest.raises(KgateError, match="no callable 'workload' .*fast_exp"):
         parity(str(ref), str(cand))
@@ -182,11 +184,7 @@ def test_entry_selects_a_named_candidate_function(write_module):
 
 
 def test_candidate_that_raises_fails_parity_and_firing(write_module):
-    ref = write_module(
-        "reference.py",
-        "import jax, jax.numpy as jnp\ndef create_inputs(seed=0):\n"
-        "    return (jax.random.normal(jax.random.key(seed), (4, 32)),)\ndef workload(x):\n    return jnp.exp(x)\n",
-    )
+    ref = write_module("reference.py", EXP_REFERENCE)
     cand = write_module("cand.py", "def workload(x):\n    raise ValueError('block shape does not divide 32')\n")
     report = gate(str(ref), str(cand))
     assert {"parity.candidate_ran", "firing.traced"} <= failed(report)
@@ -194,11 +192,7 @@ def test_candidate_that_raises_fails_parity_and_firing(write_module):
 
 
 def test_wrong_output_dtype_fails_structure(write_module):
-    ref = write_module(
-        "reference.py",
-        "import jax, jax.numpy as jnp\ndef create_inputs(seed=0):\n"
-        "    return (jax.random.normal(jax.random.key(seed), (4, 32)),)\ndef workload(x):\n    return jnp.exp(x)\n",
-    )
+    ref = write_module("reference.py", EXP_REFERENCE)
     cand = write_module("cand.py", "import jax.numpy as jnp\ndef workload(x):\n    return jnp.exp(x).astype(jnp.bfloat16)\n")
     report = parity(str(ref), str(cand))
     assert "parity.structure" in failed(report)
