@@ -69,3 +69,22 @@ def test_help_documents_the_contract():
     assert proc.returncode == 0
     for flag in ("--reference", "--baseline", "--candidate", "--entry", "--class", "--set", "--json", "--output"):
         assert flag in proc.stdout
+
+
+def test_measure_json_and_human_output_label_interpreter_timings():
+    args = ["measure", "-r", RMS / "reference.py", "-c", RMS / "aa_copy.py", "--set", "seq_len=32", "--budget", "1"]
+    proc = kgate(*args, "--json")
+    assert proc.returncode in (0, 1, 2), proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["command"] == "measure" and data["interpreted"] is True
+    assert data["gates"]["timing"]["speedup"]["low"] <= data["gates"]["timing"]["speedup"]["high"]
+    human = kgate(*args)
+    assert "interpreter/CPU timings, NOT device timings" in human.stdout
+    assert "95% CI" in human.stdout and "minimum detectable speedup" in human.stdout
+
+
+def test_bar_the_grammar_rejects_is_bad_input():
+    proc = kgate("measure", "-r", RMS / "reference.py", "-c", RMS / "aa_copy.py", "--bar", "faster than before")
+    assert proc.returncode == 2
+    assert "bar clause 'faster than before' is not understood" in proc.stderr
+    assert "p50 beats naive by >2%" in proc.stderr

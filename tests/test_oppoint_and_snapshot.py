@@ -68,5 +68,5 @@ def test_snapshot_names_each_kind_of_change(monkeypatch):
     changes = snap.diff(mod)
     assert any("reference.CONFIG was mutated" in c for c in changes)
     assert any("reference.workload had its code or defaults replaced" in c for c in changes)
-    assert any("fakelib.exp (used by the reference) was monkeypatched" in c for c in changes)
+    assert any("fakelib.exp (reached from reference) was monkeypatched" in c for c in changes)
     assert any("reference.helper was added" in c for c in changes)

@@ -172,7 +172,7 @@ def test_candidate_that_monkeypatches_a_library_the_reference_uses(write_module)
     finally:
         jnp.tanh = real_tanh
     assert report.status == "ANOMALY"
-    assert "jax.numpy.tanh (used by the reference) was monkeypatched" in report.gates["integrity"].failures[0].detail
+    assert "jax.numpy.tanh (reached from reference) was monkeypatched" in report.gates["integrity"].failures[0].detail
 
 
 def test_entry_selects_a_named_candidate_function(write_module):

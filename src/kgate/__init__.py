@@ -2,6 +2,7 @@
 
 __version__ = "0.1.0"
 
+from kgate import clock as _clock  # noqa: E402,F401  (binds the clocks first)
 from kgate.errors import KgateError  # noqa: E402
 
 __all__ = ["KgateError", "__version__"]

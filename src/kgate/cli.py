@@ -191,6 +191,130 @@ def parity(
     _emit(report, as_json, output)
 
 
+BarOpt = Annotated[
+    Optional[str],
+    typer.Option("--bar", help='Falsification bar, e.g. "p50 beats naive by >2% AND 3σ" or "speedup > 1.5x".'),
+]
+BudgetOpt = Annotated[float, typer.Option("--budget", help="Time budget in seconds for the timed rounds.")]
+TargetCiOpt = Annotated[
+    float, typer.Option("--target-ci", help="Stop when the speedup CI's relative width (high-low)/speedup is at most this.")
+]
+MinRoundsOpt = Annotated[int, typer.Option("--min-rounds", help="Rounds before the stop rule may fire.")]
+MaxRoundsOpt = Annotated[int, typer.Option("--max-rounds", help="Upper bound on rounds.")]
+PerRoundOpt = Annotated[int, typer.Option("--per-round", help="Interleaved pairs per round (0: sized from the warm-up).")]
+SessionsOpt = Annotated[
+    int, typer.Option("--sessions", help="Sessions, each with fresh compiles and input buffers; the interval carries their spread.")
+]
+
+
+def _progress(as_json: bool):  # -> callback or None
+    if as_json or not sys.stderr.isatty():
+        return None
+    console = Console(stderr=True)
+
+    def show(rounds: int, width: float) -> None:
+        console.print(f"  round {rounds}: CI relative width {width:.4f}", end="\r")
+
+    return show
+
+
+@app.command()
+def measure(
+    reference: ReferenceOpt,
+    candidate: CandidateOpt,
+    entry: EntryOpt = "workload",
+    overrides: SetOpt = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for the timed inputs.")] = 42,
+    dtype: DtypeOpt = None,
+    bar: BarOpt = None,
+    budget: BudgetOpt = 20.0,
+    target_ci: TargetCiOpt = 0.02,
+    min_rounds: MinRoundsOpt = 10,
+    max_rounds: MaxRoundsOpt = 200,
+    per_round: PerRoundOpt = 0,
+    sessions: SessionsOpt = 4,
+    as_json: JsonOpt = False,
+    output: OutOpt = None,
+) -> None:
+    """Co-measure reference and candidate: interleaved, synchronized, with a 95% interval.
+
+    Both legs are jitted by kgate and run on the same input buffers in one process, the
+    candidate first (after the output's shapes are poisoned with NaN), interleaved in
+    coin-flip order, in rounds until the speedup's interval is narrow enough or the
+    budget is spent. Reports per-leg p50/mean/std/min/IQR, the speedup with its bootstrap
+    interval, the run-to-run sigma and the minimum detectable effect; with --bar, MET /
+    MISSED / UNDECIDED with the arithmetic. Interpreter/CPU timings are labelled as such.
+    Exit 0: measured (and bar MET); 2: bar not MET, anomaly, or bad input.
+    """
+    try:
+        _check_output_path(output)
+        from kgate.gates.bar import parse_bar
+        from kgate.problem import parse_overrides
+        from kgate.verify.measure import MeasureRequest, run_measure
+
+        request = MeasureRequest(
+            reference=reference,
+            candidate=candidate,
+            entry=entry,
+            seed=seed,
+            dtype=dtype,
+            overrides=parse_overrides(overrides or []),
+            bar=parse_bar(bar) if bar is not None else None,
+            budget_s=budget,
+            target_ci=target_ci,
+            min_rounds=min_rounds,
+            max_rounds=max_rounds,
+            per_round=per_round,
+            sessions=sessions,
+        )
+        report = run_measure(request, progress=_progress(as_json))
+    except KgateError as exc:
+        _fail_usage(exc, as_json)
+    _emit(report, as_json, output)
+
+
+@app.command()
+def calibrate(
+    reference: ReferenceOpt,
+    overrides: SetOpt = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for the timed inputs.")] = 42,
+    dtype: DtypeOpt = None,
+    bar: BarOpt = None,
+    budget: BudgetOpt = 10.0,
+    per_round: PerRoundOpt = 0,
+    sessions: SessionsOpt = 4,
+    as_json: JsonOpt = False,
+    output: OutOpt = None,
+) -> None:
+    """Measure the rig: A/A noise floor, dispatch floor, and the minimum detectable effect.
+
+    Times the reference against a separately loaded copy of itself (the A/A interval
+    must contain 1.0) and one trivial op on the same buffers (the dispatch floor), then
+    says which speedups this machine can confirm for this workload: is a 2% bar (or the
+    --bar you plan to register) even measurable here? Exit 0 ok, 1 advisories, 2 biased rig.
+    """
+    try:
+        _check_output_path(output)
+        from kgate.gates.bar import parse_bar
+        from kgate.problem import parse_overrides
+        from kgate.verify.measure import CalibrateRequest, run_calibrate
+
+        request = CalibrateRequest(
+            reference=reference,
+            seed=seed,
+            dtype=dtype,
+            overrides=parse_overrides(overrides or []),
+            bar=parse_bar(bar) if bar is not None else None,
+            budget_s=budget,
+            per_round=per_round,
+            sessions=sessions,
+        )
+        report = run_calibrate(request, progress=_progress(as_json))
+    except KgateError as exc:
+        _fail_usage(exc, as_json)
+    _emit(report, as_json, output)
+
+
 @app.command()
 def version() -> None:
     """Print kgate's version."""

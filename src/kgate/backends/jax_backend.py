@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+from pathlib import Path
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -79,6 +80,25 @@ class SeedInjection:
             jax.random.key, jax.random.PRNGKey = originals["key"], originals["PRNGKey"]  # type: ignore[assignment]
             np.random.default_rng, np.random.seed = originals["default_rng"], originals["np_seed"]  # type: ignore[assignment]
             module_globals.update(patched_globals)
+
+
+def _cpu_flush_bytes() -> int:
+    """4x the L2 size (or 2x the LLC when it is at most 64 MiB), from sysfs; 16 MiB if unknown."""
+    sizes: dict[int, int] = {}
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            level = int((index / "level").read_text())
+            text = (index / "size").read_text().strip().upper()
+            mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1], 1)
+            sizes[level] = max(sizes.get(level, 0), int(text.rstrip("KMG")) * mult)
+        except (OSError, ValueError):
+            continue
+    if not sizes:
+        return 16 * 2**20
+    last = max(sizes)
+    if sizes[last] <= 64 * 2**20:
+        return 2 * sizes[last]
+    return 4 * sizes.get(2, 4 * 2**20)
 
 
 def _hashable(value: Any) -> bool:
@@ -212,6 +232,89 @@ class JaxBackend:
             h.update(np.ascontiguousarray(a).tobytes())
         return h.hexdigest()
 
+    # -- timing -------------------------------------------------------------------------
+    def compile_timed(
+        self,
+        fn: Callable[..., Any],
+        inputs: Sequence[Any],
+        clock: Callable[[], int],
+        flush: Callable[[], None] | None = None,
+    ) -> TimedCall:
+        """jit and compile `fn` ahead of time on these input buffers (compile never timed)."""
+        with self._mode():
+            compiled = jax.jit(fn).lower(*inputs).compile()
+        return TimedCall(compiled, inputs, clock, flush)
+
+    def cache_flusher(self) -> tuple[Callable[[], None], str]:
+        """A function that evicts the caches the legs share, and what it does.
+
+        Both legs read the same input buffers, so whichever runs second would find them
+        cached: a position effect that is physics, not kernel quality. On the CPU the
+        private caches are overwritten with a buffer of 4x the L2 size (2x the last-level
+        cache when that is at most 64 MiB); on a GPU an L2-sized device buffer is
+        rewritten; a TPU has no cache between HBM and the cores to flush.
+        """
+        if self.platform == "tpu":
+            return (lambda: None), "no cache flush (TPU: no cache between HBM and the cores)"
+        if self.platform == "gpu":
+            size = 2 * 64 * 2**20
+            buf = jnp.zeros(size // 4, jnp.float32)
+            touch = jax.jit(lambda b: b + 1.0)
+
+            def flush_gpu() -> None:
+                jax.block_until_ready(touch(buf))
+
+            return flush_gpu, f"L2 flush: a {size // 2**20} MiB device buffer rewritten before every timed call"
+        size = _cpu_flush_bytes()
+        host = np.zeros(size // 8)
+
+        def flush_cpu() -> None:
+            np.add(host, 1.0, out=host)
+
+        return flush_cpu, f"cache flush: a {size // 2**20} MiB host buffer rewritten before every timed call"
+
+    @staticmethod
+    def copy_inputs(inputs: Sequence[Any]) -> tuple[Any, ...]:
+        """Fresh device buffers holding the same values (a new placement in memory)."""
+        copies = tuple(jax.tree_util.tree_map(lambda x: jnp.array(x, copy=True), tuple(inputs)))
+        jax.block_until_ready(copies)
+        return copies
+
+    @staticmethod
+    def dispatch_probe(inputs: Sequence[Any]) -> Callable[..., Any]:
+        """The cheapest real op on the same buffers: one add on the first array input."""
+
+        def probe(*args: Any) -> Any:
+            first = next(a for a in jax.tree_util.tree_leaves(args) if hasattr(a, "shape"))
+            return first + jnp.ones((), first.dtype)
+
+        return probe
+
+    @staticmethod
+    def output_spec(fn: Callable[..., Any], inputs: Sequence[Any]) -> list[tuple[tuple[int, ...], str]]:
+        """(shape, dtype) of each output leaf, from abstract evaluation (nothing runs)."""
+        shapes = jax.eval_shape(fn, *inputs)
+        return [(tuple(s.shape), str(s.dtype)) for s in jax.tree_util.tree_leaves(shapes)]
+
+    @staticmethod
+    def poison(spec: Sequence[tuple[tuple[int, ...], str]], copies: int = 2) -> None:
+        """Fill buffers of the output's shapes with NaN (or the dtype's max) and free them,
+        so an output the candidate never writes lands on poison, not on a stale answer."""
+        held = []
+        for _ in range(copies):
+            for shape, dtype in spec:
+                dt = jnp.dtype(dtype)
+                if jnp.issubdtype(dt, jnp.inexact):
+                    fill: Any = jnp.nan
+                elif dt == jnp.bool_:
+                    fill = True
+                else:
+                    fill = jnp.iinfo(dt).max
+                held.append(jnp.full(shape, fill, dtype=dt))
+        jax.block_until_ready(held)
+        for buf in held:
+            buf.delete()
+
     # -- inspection ---------------------------------------------------------------------
     def inspect(self, fn: Callable[..., Any], inputs: Sequence[Any], *, ablate: bool = True) -> ProgramFacts:
         """Trace, compile and (optionally) ablate the kernels of `fn` on `inputs`."""
@@ -254,3 +357,44 @@ def _isnan(a: np.ndarray) -> np.ndarray:
     if np.issubdtype(a.dtype, np.inexact) or a.dtype.kind == "V" or "float" in str(a.dtype):
         return np.isnan(a.astype(np.float64))
     return np.zeros(a.shape, dtype=bool)
+
+
+class TimedCall:
+    """One leg, compiled ahead of time on fixed input buffers; each call is synchronized.
+
+    `clock` is the perf_counter_ns kgate bound before any candidate code was imported.
+    The last two outputs are kept alive so a new output can never reuse their buffers
+    (an answer cached by pointer would otherwise look fresh).
+    """
+
+    def __init__(
+        self,
+        compiled: Any,
+        inputs: Sequence[Any],
+        clock: Callable[[], int],
+        flush: Callable[[], None] | None = None,
+    ) -> None:
+        self._compiled = compiled
+        self._inputs = tuple(inputs)
+        self._clock = clock
+        self._flush = flush
+        self._alive: list[Any] = []
+
+    def __call__(self) -> int:
+        """Flush the caches (untimed), run once, return the elapsed wall-clock nanoseconds
+        from dispatch to completion."""
+        if self._flush is not None:
+            self._flush()
+        clock = self._clock
+        t0 = clock()
+        out = self._compiled(*self._inputs)
+        jax.block_until_ready(out)
+        t1 = clock()
+        self._alive = [out, *self._alive[:1]]
+        return t1 - t0
+
+    def output(self) -> HostTree:
+        out = self._compiled(*self._inputs)
+        jax.block_until_ready(out)
+        return JaxBackend.to_host(out)
+

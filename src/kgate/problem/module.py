@@ -177,8 +177,13 @@ def load_pair(
     entry: str = "workload",
     overrides: Mapping[str, Any] | None = None,
     use_tiny: bool = False,
+    watch: Sequence[types.ModuleType] = (),
 ) -> Iterator[LoadedPair]:
-    """Load reference then candidate in protocol order; the modules stay importable inside."""
+    """Load reference then candidate in protocol order; the modules stay importable inside.
+
+    `watch`: more modules (kgate's own clocks and statistics, say) whose bindings the
+    candidate's import must not change; their changes are reported with the reference's.
+    """
     ref_path = _check_path(Path(reference_path), "reference")
     cand_path = _check_path(Path(candidate_path), "candidate")
     ref_name = ref_path.stem if ref_path.stem.isidentifier() else "kgate_reference"
@@ -192,11 +197,14 @@ def load_pair(
         if reference.config is not None:
             reference.config.update(updates)
         before: ModuleSnapshot = snapshot_module(reference.module)
+        watched = [snapshot_module(module) for module in watch]
         candidate = _load(cand_path, "candidate", cand_name, entry)
         if candidate.config is not None and candidate.config is not reference.config:
             # A candidate carrying its own copy of CONFIG shrinks with the reference.
             candidate.config.update({k: v for k, v in updates.items() if k in candidate.config})
-        changes = tuple(before.diff(reference.module))
+        changes = tuple(before.diff(reference.module)) + tuple(
+            change for snap, module in zip(watched, watch) for change in snap.diff(module)
+        )
         op_point = OpPoint(dict(reference.config or {}), source, dict(updates))
         yield LoadedPair(
             reference,

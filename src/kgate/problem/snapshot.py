@@ -73,9 +73,9 @@ class ModuleSnapshot:
             lib_vars = vars(lib)
             for attr, ident in attrs.items():
                 if attr not in lib_vars:
-                    changes.append(f"{lib_name}.{attr} (used by the reference) was deleted")
+                    changes.append(f"{lib_name}.{attr} (reached from {self.module_name}) was deleted")
                 elif id(lib_vars[attr]) != ident:
-                    changes.append(f"{lib_name}.{attr} (used by the reference) was monkeypatched")
+                    changes.append(f"{lib_name}.{attr} (reached from {self.module_name}) was monkeypatched")
         return changes
 
 

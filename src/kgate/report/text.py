@@ -37,9 +37,14 @@ def render_report(report: Report, console: Console) -> None:
     device = ctx.get("device", {})
     mode = "interpret mode" if ctx.get("interpreted") else "compiled"
     console.print(f"  reference  {_shown(ctx.get('reference', {}).get('path'))}")
-    console.print(f"  candidate  {_shown(ctx.get('candidate', {}).get('path'))}  \\[{ctx.get('class')}]")
-    console.print(f"  op-point   {_op_point(ctx)}   seeds {ctx.get('seeds')}")
+    klass = f"  \\[{ctx['class']}]" if ctx.get("class") else ""
+    if "candidate" in ctx:
+        console.print(f"  candidate  {_shown(ctx['candidate'].get('path'))}{klass}")
+    seeds = f"seeds {ctx['seeds']}" if "seeds" in ctx else f"seed {ctx.get('seed')}"
+    console.print(f"  op-point   {_op_point(ctx)}   {seeds}")
     console.print(f"  device     {device.get('platform')} ({device.get('kind')}), {mode}")
+    if "timing" in report.gates and "speedup" in report.gates["timing"].details:
+        _render_timing(report, console)
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("gate")
     table.add_column("check")
@@ -54,6 +59,54 @@ def render_report(report: Report, console: Console) -> None:
     for advisory in report.advisories:
         console.print(Text(f"advisory: {advisory}", _STYLE["ADVISORY"]), soft_wrap=True)
     console.print(Text(f"next: {report.next_step}", "bold" if status != "PASS" else ""), soft_wrap=True)
+
+
+def _render_timing(report: Report, console: Console) -> None:
+    t = report.gates["timing"].details
+    interpreted = report.context.get("interpreted")
+    label = "interpreter/CPU timings, NOT device timings" if interpreted else "device timings"
+    console.print(Text(f"timing ({label})", "bold yellow" if interpreted else "bold"))
+    legs = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("leg", "p50 ms", "mean ms", "std ms", "min ms", "IQR ms", "n"):
+        legs.add_column(col, justify="left" if col == "leg" else "right")
+    for name, label in zip(("reference", "candidate"), t.get("legs", ("reference", "candidate"))):
+        leg = t[name]
+        legs.add_row(
+            f"  {label}",
+            *(f"{leg[k]:.4g}" for k in ("p50_ms", "mean_ms", "std_ms", "min_ms", "iqr_ms")),
+            str(leg["n"]),
+        )
+    console.print(legs)
+    sp = t["speedup"]
+    console.print(
+        f"  speedup {sp['estimate']:.4f}x  [95% CI {sp['low']:.4f}, {sp['high']:.4f}]  (reference p50 / candidate p50)",
+        soft_wrap=True,
+    )
+    console.print(
+        f"  run-to-run sigma of the per-round p50 difference: {t['sigma_ms']:.4g} ms; minimum detectable speedup "
+        f"at {t['sigma_k']:g} sigma: {t['minimum_detectable_speedup']:.4f}x",
+        soft_wrap=True,
+    )
+    m = t["method"]
+    console.print(
+        f"  method: {m['rounds']} rounds x {m['pairs_per_round']} interleaved pairs in {m.get('sessions', 1)} sessions "
+        f"(fresh compile + buffers each), coin-flip order, synchronized calls, {m.get('cache', 'no cache flush')}; "
+        f"stopped: {m['stop_reason']}",
+        soft_wrap=True,
+    )
+    if "calibration" in report.gates:
+        c = report.gates["calibration"].details
+        console.print(
+            f"  noise floor (run-to-run sigma / p50): {c['noise_floor']:.2%}; dispatch floor {c['dispatch_floor_ms']:.4g} ms "
+            f"(workload = {c['workload_over_dispatch']:.1f}x dispatch)",
+            soft_wrap=True,
+        )
+    if "bar" in report.gates:
+        bar = report.gates["bar"].details
+        style = {"MET": "green", "MISSED": "bold red", "UNDECIDED": "yellow"}[bar["outcome"]]
+        console.print(Text.assemble(f"bar {bar['bar']!r}: ", (bar["outcome"], style)))
+        for clause in bar["clauses"]:
+            console.print(f"  {clause['text']}: {clause['outcome']} — {clause['arithmetic']}", soft_wrap=True)
 
 
 def render_error(problem: str, fix: str, console: Console) -> None:

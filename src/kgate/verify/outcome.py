@@ -50,9 +50,13 @@ class Report:
         if failed:
             name, check = failed[0]
             return f"fix {name}.{check.name}: {check.fix}"
-        if self.command == "gate":
-            return "early-kill gate passed: check parity at the full op-point with `kgate parity` next."
-        return "parity passed: this candidate is correct on the probed seeds and op-point."
+        return {
+            "gate": "early-kill gate passed: check parity at the full op-point with `kgate parity` next.",
+            "parity": "parity passed: this candidate is correct on the probed seeds and op-point.",
+            "measure": "measured: read the interval, not the point estimate; only device timings in a verify "
+            "receipt can back a verdict.",
+            "calibrate": "calibrated: register a bar above the minimum detectable speedup, or it cannot be met here.",
+        }.get(self.command, "done.")
 
     def to_json(self) -> dict[str, Any]:
         return {

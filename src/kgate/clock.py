@@ -1,0 +1,24 @@
+"""Clocks bound when kgate is imported, before any candidate code exists in the process.
+
+Timing loops use the functions captured here; after a candidate is imported and again
+after measuring, `tampered()` names every `time` clock that was replaced since.
+"""
+
+from __future__ import annotations
+
+import time
+
+_WATCHED = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time")
+BOUND = {name: getattr(time, name) for name in _WATCHED}
+perf_counter_ns = BOUND["perf_counter_ns"]
+
+
+def tampered() -> list[str]:
+    """`time.<name>` clocks that no longer are the functions bound at import."""
+    return [f"time.{name}" for name, fn in BOUND.items() if getattr(time, name) is not fn]
+
+
+def restore() -> None:
+    """Put the bound clocks back (a candidate's patch must not outlive its run)."""
+    for name, fn in BOUND.items():
+        setattr(time, name, fn)

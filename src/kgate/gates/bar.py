@@ -1,0 +1,148 @@
+"""The falsification bar: a small grammar, evaluated against a measured speedup.
+
+    bar     := clause ( "AND" clause )*
+    clause  := "speedup" (">" | ">=") NUMBER ["x"]
+             | "p50 beats naive by" (">" | ">=") NUMBER "%"
+             | NUMBER ("σ" | "sigma")
+
+`speedup > 1.5x` and `p50 beats naive by >2%` are thresholds on the pooled p50 speedup
+(naive = the reference): MET when the whole confidence interval clears the threshold,
+MISSED when the whole interval is below it, UNDECIDED when it straddles. `3σ` is MET when
+the pooled p50 difference exceeds 3 x the run-to-run standard deviation of the per-round
+difference, MISSED when the candidate is slower by more than that, UNDECIDED otherwise.
+A bar is MET when every clause is MET, MISSED when any clause is MISSED.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from kgate.errors import KgateError
+
+Outcome = Literal["MET", "MISSED", "UNDECIDED"]
+GRAMMAR = (
+    "clauses joined by AND: `speedup > 1.5x`, `p50 beats naive by >2%`, `3σ` (or `3sigma`); "
+    'e.g. "p50 beats naive by >2% AND 3σ"'
+)
+
+_NUMBER = r"([0-9]*\.?[0-9]+)"
+_SPEEDUP = re.compile(rf"^speedup\s*(>=|>)\s*{_NUMBER}\s*x?$")
+_BEATS = re.compile(rf"^p50\s+beats\s+naive\s+by\s*(>=|>)\s*{_NUMBER}\s*%$")
+_SIGMA = re.compile(rf"^{_NUMBER}\s*(?:σ|sigma)$")
+
+
+@dataclass(frozen=True)
+class Clause:
+    kind: Literal["threshold", "sigma"]
+    value: float  # the speedup threshold, or k
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "value": self.value, "text": self.text}
+
+
+@dataclass(frozen=True)
+class Bar:
+    text: str
+    clauses: tuple[Clause, ...]
+
+    @property
+    def sigma_k(self) -> float | None:
+        ks = [c.value for c in self.clauses if c.kind == "sigma"]
+        return max(ks) if ks else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "clauses": [c.to_json() for c in self.clauses]}
+
+
+def parse_bar(text: str) -> Bar:
+    raw = " ".join(text.strip().split())
+    if not raw:
+        raise KgateError("the bar is empty.", f"write a bar in the grammar: {GRAMMAR}.")
+    clauses = []
+    for part in re.split(r"\s+AND\s+", raw, flags=re.IGNORECASE):
+        low = part.strip().lower()
+        if m := _SPEEDUP.match(low):
+            value = float(m.group(2))
+            if value <= 0:
+                raise KgateError(f"bar clause {part!r} has a non-positive speedup.", "use a threshold such as 1.1x.")
+            clauses.append(Clause("threshold", value, part))
+        elif m := _BEATS.match(low):
+            clauses.append(Clause("threshold", 1.0 + float(m.group(2)) / 100.0, part))
+        elif m := _SIGMA.match(part.strip()) or _SIGMA.match(low):
+            k = float(m.group(1))
+            if k <= 0:
+                raise KgateError(f"bar clause {part!r} needs k > 0.", "use e.g. 3σ.")
+            clauses.append(Clause("sigma", k, part))
+        else:
+            raise KgateError(f"bar clause {part!r} is not understood.", f"write the bar as {GRAMMAR}.")
+    return Bar(raw, tuple(clauses))
+
+
+@dataclass(frozen=True)
+class ClauseResult:
+    clause: Clause
+    outcome: Outcome
+    arithmetic: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.clause.to_json(), "outcome": self.outcome, "arithmetic": self.arithmetic}
+
+
+@dataclass(frozen=True)
+class BarResult:
+    bar: Bar
+    outcome: Outcome
+    clauses: tuple[ClauseResult, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"bar": self.bar.text, "outcome": self.outcome, "clauses": [c.to_json() for c in self.clauses]}
+
+
+def evaluate_bar(
+    bar: Bar,
+    *,
+    speedup: float,
+    low: float,
+    high: float,
+    p50_difference_ms: float,
+    sigma_ms: float,
+) -> BarResult:
+    """Grade the bar against a speedup interval and the run-to-run sigma (pure)."""
+    results = []
+    for clause in bar.clauses:
+        if clause.kind == "threshold":
+            t = clause.value
+            if low > t:
+                outcome: Outcome = "MET"
+            elif high < t:
+                outcome = "MISSED"
+            else:
+                outcome = "UNDECIDED"
+            arithmetic = f"speedup {speedup:.4f} [95% CI {low:.4f}, {high:.4f}] vs threshold {t:.4f}: " + {
+                "MET": "the whole interval is above",
+                "MISSED": "the whole interval is below",
+                "UNDECIDED": "the interval straddles it",
+            }[outcome]
+        else:
+            k = clause.value
+            margin = k * sigma_ms
+            if not math.isfinite(sigma_ms):
+                outcome, arithmetic = "UNDECIDED", "run-to-run sigma unavailable (fewer than 2 rounds)"
+            else:
+                if p50_difference_ms > margin:
+                    outcome = "MET"
+                elif p50_difference_ms < -margin:
+                    outcome = "MISSED"
+                else:
+                    outcome = "UNDECIDED"
+                arithmetic = (
+                    f"p50 difference {p50_difference_ms:.6g} ms vs {k:g} x sigma {sigma_ms:.6g} ms = {margin:.6g} ms"
+                )
+        results.append(ClauseResult(clause, outcome, arithmetic))
+    outcomes = {r.outcome for r in results}
+    overall: Outcome = "MISSED" if "MISSED" in outcomes else "MET" if outcomes == {"MET"} else "UNDECIDED"
+    return BarResult(bar, overall, tuple(results))

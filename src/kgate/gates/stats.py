@@ -1,0 +1,283 @@
+"""Statistics over timing samples: pure functions of numpy arrays, no I/O, no framework.
+
+Samples are collected in rounds; each round times both legs the same number of times,
+interleaved. The speedup is the ratio of pooled medians (reference / candidate); its
+confidence interval comes from a bootstrap over whole rounds, which keeps the pairing of
+the two legs within a round (drift that hits both legs cancels instead of widening it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+DEFAULT_BOOTSTRAP = 2000
+
+
+@dataclass(frozen=True)
+class LegStats:
+    """Summary of one leg's samples, in milliseconds."""
+
+    n: int
+    p50: float
+    mean: float
+    std: float
+    min: float
+    iqr: float
+
+    @property
+    def relative_iqr(self) -> float:
+        return self.iqr / self.p50 if self.p50 > 0 else math.inf
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "p50_ms": self.p50,
+            "mean_ms": self.mean,
+            "std_ms": self.std,
+            "min_ms": self.min,
+            "iqr_ms": self.iqr,
+            "iqr_over_p50": self.relative_iqr,
+        }
+
+
+def summarize(samples_ms: np.ndarray) -> LegStats:
+    s = np.asarray(samples_ms, dtype=np.float64).ravel()
+    if s.size == 0:
+        raise ValueError("no samples")
+    q1, q3 = np.percentile(s, [25, 75])
+    return LegStats(
+        n=int(s.size),
+        p50=float(np.median(s)),
+        mean=float(s.mean()),
+        std=float(s.std(ddof=1)) if s.size > 1 else 0.0,
+        min=float(s.min()),
+        iqr=float(q3 - q1),
+    )
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: float
+    low: float
+    high: float
+    level: float = 0.95
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+    @property
+    def relative_width(self) -> float:
+        return (self.high - self.low) / self.estimate if self.estimate > 0 else math.inf
+
+    def disjoint(self, other: Interval) -> bool:
+        return self.high < other.low or other.high < self.low
+
+    def to_json(self) -> dict[str, Any]:
+        return {"estimate": self.estimate, "low": self.low, "high": self.high, "level": self.level}
+
+
+def _small_sample_factor(rounds: int, level: float) -> float:
+    """t(rounds-1) / z quantile ratio at `level` (1 for many rounds)."""
+    from statistics import NormalDist
+
+    q = 1.0 - (1.0 - level) / 2.0
+    z = NormalDist().inv_cdf(q)
+    return _student_t_quantile(q, rounds - 1) / z
+
+
+def _student_t_quantile(q: float, df: int) -> float:
+    """Student-t quantile by bisection on the regularized incomplete beta (no SciPy)."""
+    from statistics import NormalDist
+
+    if df >= 200:
+        return NormalDist().inv_cdf(q)
+
+    def cdf(t: float) -> float:
+        x = df / (df + t * t)
+        tail = 0.5 * _betainc(df / 2.0, 0.5, x)
+        return 1.0 - tail if t > 0 else tail
+
+    lo, hi = 0.0, 100.0
+    for _ in range(100):
+        mid = (lo + hi) / 2.0
+        if cdf(mid) < q:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2.0
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta I_x(a, b) by continued fraction (Numerical Recipes)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    lbeta = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(1.0 - x)
+    front = math.exp(lbeta)
+    if x > (a + 1.0) / (a + b + 2.0):
+        return 1.0 - _betainc(b, a, 1.0 - x)
+    f, c, d = 1.0, 1.0, 0.0
+    for i in range(200):
+        m = i // 2
+        if i == 0:
+            num = 1.0
+        elif i % 2 == 0:
+            num = (m * (b - m) * x) / ((a + 2.0 * m - 1.0) * (a + 2.0 * m))
+        else:
+            num = -((a + m) * (a + b + m) * x) / ((a + 2.0 * m) * (a + 2.0 * m + 1.0))
+        d = 1.0 + num * d
+        d = 1.0 / (d if abs(d) > 1e-300 else 1e-300)
+        c = 1.0 + num / (c if abs(c) > 1e-300 else 1e-300)
+        f *= c * d
+        if abs(1.0 - c * d) < 1e-12:
+            break
+    return front * (f - 1.0) / a
+
+
+def _block_picks(rng: np.random.Generator, rounds: int, resamples: int) -> np.ndarray:
+    """Circular moving-block bootstrap indices over rounds (block length ~ rounds^(1/3)).
+
+    Neighbouring rounds share the machine's state (a busy spell spans several rounds);
+    resampling blocks of rounds keeps that correlation, so the interval widens for it
+    instead of pretending each round is independent.
+    """
+    block = max(1, round(rounds ** (1.0 / 3.0)))
+    n_blocks = -(-rounds // block)
+    starts = rng.integers(0, rounds, size=(resamples, n_blocks))
+    idx = (starts[:, :, None] + np.arange(block)[None, None, :]) % rounds
+    return idx.reshape(resamples, -1)[:, :rounds]
+
+
+def speedup_interval(
+    reference_rounds: np.ndarray,
+    candidate_rounds: np.ndarray,
+    *,
+    sessions: Sequence[int] | None = None,
+    level: float = 0.95,
+    resamples: int = DEFAULT_BOOTSTRAP,
+    seed: int = 0,
+) -> Interval:
+    """Pooled-median speedup (reference / candidate) with a bootstrap CI.
+
+    Both arrays are (rounds, samples_per_round); row r of each was measured interleaved.
+    `sessions` labels each round with the session (fresh compile, fresh buffers) it ran
+    in. The bootstrap resamples sessions, then blocks of rounds within each, and the
+    log-space percentile interval is widened by t(units-1)/z, where the units are the
+    sessions (or the rounds, without sessions): two compilations of the same program can
+    differ by a percent, and a run's interval must carry that, not only round noise.
+    """
+    ref = np.asarray(reference_rounds, dtype=np.float64)
+    cand = np.asarray(candidate_rounds, dtype=np.float64)
+    if ref.ndim != 2 or ref.shape != cand.shape or ref.size == 0:
+        raise ValueError("reference and candidate rounds must be equal, non-empty (rounds, n) arrays")
+    estimate = float(np.median(ref) / np.median(cand))
+    rounds = ref.shape[0]
+    labels = np.zeros(rounds, dtype=int) if sessions is None else np.asarray(sessions, dtype=int)
+    groups = [np.flatnonzero(labels == g) for g in np.unique(labels)]
+    if rounds < 2:
+        return Interval(estimate, 0.0, math.inf, level)
+    rng = np.random.default_rng(seed)
+    if len(groups) >= 2:
+        units = len(groups)
+        picks = np.empty((resamples, rounds), dtype=int)
+        chosen = rng.integers(0, len(groups), size=(resamples, len(groups)))
+        for b in range(resamples):
+            parts = [g[_block_picks(rng, len(g), 1)[0]] for g in (groups[i] for i in chosen[b])]
+            row = np.concatenate(parts)
+            picks[b] = np.resize(row, rounds)
+    else:
+        units = rounds
+        picks = _block_picks(rng, rounds, resamples)
+    ref_med = np.median(ref[picks].reshape(resamples, -1), axis=1)
+    cand_med = np.median(cand[picks].reshape(resamples, -1), axis=1)
+    logs = np.log(ref_med / cand_med)
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(logs, [alpha, 1.0 - alpha])
+    center = math.log(estimate)
+    widen = _small_sample_factor(units, level)
+    low, high = center - (center - low) * widen, center + (high - center) * widen
+    return Interval(estimate, float(math.exp(low)), float(math.exp(high)), level)
+
+
+def median_interval(values: np.ndarray, *, level: float = 0.95, resamples: int = DEFAULT_BOOTSTRAP, seed: int = 0) -> Interval:
+    """Bootstrap CI of the median of i.i.d. values."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    if v.size == 0:
+        raise ValueError("no values")
+    estimate = float(np.median(v))
+    if v.size < 2:
+        return Interval(estimate, -math.inf, math.inf, level)
+    rng = np.random.default_rng(seed)
+    meds = np.median(v[rng.integers(0, v.size, size=(resamples, v.size))], axis=1)
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(meds, [alpha, 1.0 - alpha])
+    return Interval(estimate, float(low), float(high), level)
+
+
+def round_differences(reference_rounds: np.ndarray, candidate_rounds: np.ndarray) -> np.ndarray:
+    """Per-round p50 difference, reference minus candidate (ms): positive = candidate faster."""
+    return np.median(np.asarray(reference_rounds), axis=1) - np.median(np.asarray(candidate_rounds), axis=1)
+
+
+def run_to_run_sigma(reference_rounds: np.ndarray, candidate_rounds: np.ndarray) -> float:
+    """Standard deviation (not standard error) of the per-round p50 difference."""
+    diffs = round_differences(reference_rounds, candidate_rounds)
+    return float(np.std(diffs, ddof=1)) if diffs.size > 1 else math.inf
+
+
+def minimum_detectable_speedup(reference_p50: float, sigma: float, k: float) -> float:
+    """The smallest speedup whose p50 difference would exceed k x sigma (inf if none can)."""
+    margin = k * sigma
+    if not math.isfinite(margin) or margin >= reference_p50:
+        return math.inf
+    return reference_p50 / (reference_p50 - margin)
+
+
+def ordering_intervals(
+    reference_rounds: np.ndarray,
+    candidate_rounds: np.ndarray,
+    candidate_first: np.ndarray,
+    *,
+    level: float = 0.95,
+    resamples: int = DEFAULT_BOOTSTRAP,
+    seed: int = 0,
+) -> tuple[Interval, Interval] | None:
+    """Speedup intervals for the pairs where the candidate ran first and for those where
+    the reference ran first.
+
+    Each round gives one speedup per ordering (the ratio of that round's medians over the
+    pairs in that ordering); each interval is a bootstrap over rounds of the median of
+    those per-round speedups. A burst of noise that hits a few pairs skews one round, not
+    the median over rounds. None when fewer than 3 rounds have pairs in both orderings.
+    """
+    ref = np.asarray(reference_rounds, dtype=np.float64)
+    cand = np.asarray(candidate_rounds, dtype=np.float64)
+    first = np.asarray(candidate_first, dtype=bool)
+    per_round: list[tuple[float, float]] = []
+    for r in range(ref.shape[0]):
+        a, b = first[r], ~first[r]
+        if a.any() and b.any():
+            per_round.append(
+                (
+                    float(np.median(ref[r][a]) / np.median(cand[r][a])),
+                    float(np.median(ref[r][b]) / np.median(cand[r][b])),
+                )
+            )
+    if len(per_round) < 3:
+        return None
+    values = np.array(per_round)
+    return (
+        median_interval(values[:, 0], level=level, resamples=resamples, seed=seed),
+        median_interval(values[:, 1], level=level, resamples=resamples, seed=seed + 1),
+    )
+
+
+def naive_speedup(reference_ms: Sequence[float], candidate_ms: Sequence[float]) -> float:
+    """What people usually do: warm up, time each leg back to back, compare the p50s."""
+    return float(np.median(reference_ms) / np.median(candidate_ms))

@@ -1,0 +1,626 @@
+"""`kgate measure` and `kgate calibrate`: co-measured, interleaved timing of two legs in
+one process, with the integrity checks that keep the ratio honest.
+
+Protocol: inputs made once and shared by both legs; the output's shapes poisoned (NaN
+buffers allocated and freed); the candidate compiled and run first in the process; both
+legs warmed up; then rounds of interleaved pairs in coin-flip order until the speedup's
+confidence interval is narrow enough or the budget is spent. The clock is the one kgate
+bound at import, before any candidate code existed.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kgate import clock as kclock
+from kgate.backends import HostTree, get_backend
+from kgate.errors import KgateError
+from kgate.gates import stats
+from kgate.gates.bar import Bar, evaluate_bar
+from kgate.gates.common import Check, GateResult
+from kgate.problem import load_pair
+from kgate.verify.outcome import Report
+
+NOISY_IQR = 0.10  # IQR/median above this is called noisy, in plain words
+INTERPRETED_BUDGET_S = 6.0
+ORDERING_LEVEL = 0.99
+INTERPRETED_MAX_ROUNDS = 40
+
+
+@dataclass(frozen=True)
+class MeasureRequest:
+    reference: Path
+    candidate: Path
+    entry: str = "workload"
+    seed: int = 42
+    dtype: str | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    bar: Bar | None = None
+    budget_s: float = 20.0
+    target_ci: float = 0.02  # stop when (high - low) / speedup <= this
+    min_rounds: int = 10
+    max_rounds: int = 200
+    per_round: int = 0  # pairs per round; 0 = sized from the warm-up
+    sessions: int = 4  # fresh compilations and buffers; the interval carries their spread
+    order_seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.sessions < 1:
+            raise KgateError("--sessions must be >= 1.", "use e.g. --sessions 4.")
+        if self.budget_s <= 0 or self.target_ci <= 0:
+            raise KgateError("--budget and --target-ci must be positive.", "e.g. --budget 20 --target-ci 0.02.")
+        if self.min_rounds < 2 or self.max_rounds < self.min_rounds:
+            raise KgateError(
+                f"rounds must satisfy 2 <= min ({self.min_rounds}) <= max ({self.max_rounds}).",
+                "a confidence interval needs at least 2 rounds; e.g. --min-rounds 5.",
+            )
+        if self.per_round < 0:
+            raise KgateError("--per-round must be >= 0.", "use 0 to size rounds from the warm-up.")
+
+
+@dataclass
+class Samples:
+    """Raw interleaved samples: rounds x pairs, in milliseconds, and who went first."""
+
+    reference: list[list[float]] = field(default_factory=list)
+    candidate: list[list[float]] = field(default_factory=list)
+    candidate_first: list[list[bool]] = field(default_factory=list)
+    session: list[int] = field(default_factory=list)  # the session each round ran in
+    extra_threads: int = 0  # most Python threads seen alive right after a candidate call, over the baseline
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return np.array(self.reference), np.array(self.candidate), np.array(self.candidate_first)
+
+
+LegsFactory = Callable[[int], tuple[Callable[[], int], Callable[[], int]]]
+
+
+def _collect(
+    make_legs: LegsFactory,
+    *,
+    sessions: int,
+    per_round: int,
+    min_rounds: int,
+    max_rounds: int,
+    budget_s: float,
+    target_ci: float,
+    rng: random.Random,
+    threads: frozenset[int] = frozenset(),
+    progress: Callable[[int, float], None] | None = None,
+) -> tuple[Samples, str, int, float]:
+    """Collect rounds of interleaved pairs, session by session.
+
+    Each session gets fresh compilations and fresh input buffers from `make_legs`, a
+    warm-up, and an equal share of the rounds and the budget. Only in the last session
+    may the run stop early, once the interval over everything is narrow enough.
+    Returns the samples, why it stopped, the pairs per round, and the warm-up per-call s.
+    """
+    samples = Samples()
+    per_session_max = max(2, -(-max_rounds // sessions))
+    per_session_min = max(2, -(-min_rounds // sessions))
+    per_session_budget = budget_s / sessions
+    reason = ""
+    per_call_s = 0.0
+    for session in range(sessions):
+        ref, cand = make_legs(session)
+        n, warm = _per_round(ref, cand, per_round)
+        if session == 0:
+            per_round, per_call_s = n, warm
+        started = time.monotonic()
+        done = 0
+        while True:
+            r_row, c_row, f_row = [], [], []
+            for _ in range(per_round):
+                cand_first = rng.random() < 0.5
+                if cand_first:
+                    c_ns = cand()
+                    samples.extra_threads = max(samples.extra_threads, _new_threads(threads))
+                    r_ns = ref()
+                else:
+                    r_ns, c_ns = ref(), cand()
+                    samples.extra_threads = max(samples.extra_threads, _new_threads(threads))
+                r_row.append(r_ns / 1e6)
+                c_row.append(c_ns / 1e6)
+                f_row.append(cand_first)
+            samples.reference.append(r_row)
+            samples.candidate.append(c_row)
+            samples.candidate_first.append(f_row)
+            samples.session.append(session)
+            done += 1
+            width = math.inf
+            if len(samples.reference) >= 2:
+                r, c, _ = samples.arrays()
+                width = stats.speedup_interval(r, c, sessions=samples.session, resamples=300).relative_width
+            if progress:
+                progress(len(samples.reference), width)
+            if session == sessions - 1 and done >= per_session_min and width <= target_ci:
+                return samples, f"confidence interval reached the target width ({width:.4f} <= {target_ci})", per_round, per_call_s
+            if done >= per_session_max:
+                reason = f"max rounds reached ({per_session_max} per session)"
+                break
+            if time.monotonic() - started >= per_session_budget and done >= per_session_min:
+                reason = f"time budget spent ({per_session_budget:.1f} s per session)"
+                break
+    return samples, reason, per_round, per_call_s
+
+
+def python_threads() -> frozenset[int]:
+    return frozenset(t.ident for t in threading.enumerate() if t.ident is not None)
+
+
+def _new_threads(baseline: frozenset[int]) -> int:
+    """Python threads alive now that were not before the candidate first ran. Threads
+    created by native code (the framework's callback threads) show up as dummy threads
+    and are not counted; native threads a candidate starts are not visible here."""
+    return sum(
+        1
+        for t in threading.enumerate()
+        if t.ident not in baseline and not isinstance(t, threading._DummyThread)  # type: ignore[attr-defined]
+    )
+
+
+def _per_round(ref: Callable[[], int], cand: Callable[[], int], requested: int) -> tuple[int, float]:
+    """Warm both legs up; size a round to about 50 ms of work (3..50 pairs)."""
+    warm = [max(ref(), 1) for _ in range(3)] + [max(cand(), 1) for _ in range(3)]
+    per_call_s = float(np.median(warm)) / 1e9
+    if requested:
+        return requested, per_call_s
+    return int(min(50, max(3, round(0.05 / max(2 * per_call_s, 1e-9))))), per_call_s
+
+
+@dataclass(frozen=True)
+class LegPair:
+    reference_name: str
+    candidate_name: str
+
+
+def _timing_gate(
+    samples: Samples,
+    stop_reason: str,
+    interpreted: bool,
+    k: float,
+    names: LegPair,
+    per_call_s: float,
+    flush_text: str,
+) -> tuple[GateResult, dict[str, Any]]:
+    ref, cand, first = samples.arrays()
+    ref_stats, cand_stats = stats.summarize(ref), stats.summarize(cand)
+    interval = stats.speedup_interval(ref, cand, sessions=samples.session)
+    sigma = stats.run_to_run_sigma(ref, cand)
+    diff = ref_stats.p50 - cand_stats.p50
+    mde = stats.minimum_detectable_speedup(ref_stats.p50, sigma, k)
+    checks: list[Check] = []
+    if interpreted:
+        checks.append(
+            Check(
+                "interpreted",
+                "ADVISORY",
+                "these are interpreter/CPU timings, not device timings: they steer nothing and can never back "
+                "a `supported` verdict",
+            )
+        )
+    for name, leg in ((names.reference_name, ref_stats), (names.candidate_name, cand_stats)):
+        if leg.relative_iqr > NOISY_IQR:
+            checks.append(
+                Check(
+                    "noise",
+                    "ADVISORY",
+                    f"noisy run: the {name}'s IQR is {leg.relative_iqr:.0%} of its median (over {NOISY_IQR:.0%}); "
+                    "the machine is busy or the workload is too short to time reliably",
+                    "close other work on the machine, or enlarge the op-point.",
+                )
+            )
+    checks.append(
+        Check(
+            "measured",
+            "PASS",
+            f"{ref.shape[0]} rounds x {ref.shape[1]} interleaved pairs in {len(set(samples.session))} sessions; "
+            f"stopped: {stop_reason}",
+        )
+    )
+    details = {
+        "legs": [names.reference_name, names.candidate_name],
+        "method": {
+            "clock": "time.perf_counter_ns bound at kgate import; each call synchronized (block_until_ready)",
+            "order": "coin-flip per interleaved pair, same input buffers for both legs",
+            "cache": flush_text,
+            "rounds": int(ref.shape[0]),
+            "sessions": len(set(samples.session)),
+            "pairs_per_round": int(ref.shape[1]),
+            "warmup_calls_per_leg": 3,
+            "stop_reason": stop_reason,
+            "interval": "95% bootstrap of the pooled-median ratio: sessions, then blocks of rounds, resampled "
+            "(2000 times); log-space percentile interval widened by t(sessions-1)/z",
+        },
+        "reference": ref_stats.to_json(),
+        "candidate": cand_stats.to_json(),
+        "speedup": interval.to_json(),
+        "p50_difference_ms": diff,
+        "sigma_ms": sigma,
+        "sigma_k": k,
+        "minimum_detectable_speedup": mde,
+        "samples_ms": {
+            "reference": ref.tolist(),
+            "candidate": cand.tolist(),
+            "candidate_first": first.tolist(),
+            "session": list(samples.session),
+        },
+        "warmup_per_call_ms": per_call_s * 1e3,
+    }
+    numbers = {"interval": interval, "sigma": sigma, "diff": diff}
+    return GateResult("timing", tuple(checks), details), numbers
+
+
+def _ordering_check(samples: Samples) -> Check:
+    ref, cand, first = samples.arrays()
+    # 99% intervals: this is a second test on the same data, and a modest, balanced position
+    # effect (cache pollution by the previous call) is physics, not gaming.
+    intervals = stats.ordering_intervals(ref, cand, first, level=ORDERING_LEVEL)
+    if intervals is None:
+        return Check("ordering_independent", "SKIPPED", "too few pairs in one of the orderings to compare")
+    a, b = intervals
+    text = (
+        f"speedup with the candidate first {a.estimate:.4f} [{a.low:.4f}, {a.high:.4f}], with the reference first "
+        f"{b.estimate:.4f} [{b.low:.4f}, {b.high:.4f}]"
+    )
+    if a.disjoint(b):
+        return Check(
+            "ordering_independent",
+            "FAIL",
+            f"order dependence: {text} (disjoint intervals)",
+            "one leg changes the other's timing (caches, lazy work, deferred execution): investigate before "
+            "trusting any ratio.",
+        )
+    return Check("ordering_independent", "PASS", text)
+
+
+def run_measure(request: MeasureRequest, progress: Callable[[int, float], None] | None = None) -> Report:
+    """Co-measure reference and candidate; integrity + timing (+ bar) in one report."""
+    try:
+        return _measure(request, progress)
+    finally:
+        kclock.restore()
+
+
+def _measure(request: MeasureRequest, progress: Callable[[int, float], None] | None) -> Report:
+    started = time.perf_counter()
+    clock = kclock.perf_counter_ns  # bound before the candidate is imported below
+    backend = get_backend("jax")
+    with load_pair(
+        request.reference, request.candidate, entry=request.entry, overrides=request.overrides, watch=[stats, kclock]
+    ) as pair:
+        timer_changes_at_import = kclock.tampered()
+        inputs, _ = backend.create_inputs(pair.reference, request.seed, request.dtype)
+        created = backend.digest(inputs)
+        spec = backend.output_spec(pair.reference.entry, inputs)
+        backend.poison(spec)
+        threads = python_threads()
+        flush, flush_text = backend.cache_flusher()
+        integrity: list[Check] = []
+        try:
+            cand = backend.compile_timed(pair.candidate.entry, inputs, clock, flush)
+            first_out = cand.output()  # the candidate's first execution in this process
+        except Exception as exc:
+            return _unmeasurable(request, pair, backend, f"{type(exc).__name__}: {exc}".splitlines()[0][:400])
+        integrity.append(_outputs_valid(first_out, spec))
+        ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
+        ref.output()
+        interpreted = backend.interpreted
+        budget = min(request.budget_s, INTERPRETED_BUDGET_S) if interpreted else request.budget_s
+        max_rounds = min(request.max_rounds, INTERPRETED_MAX_ROUNDS) if interpreted else request.max_rounds
+        buffers = [(inputs, created)]
+        legs = {"candidate": cand}
+
+        def make_legs(session: int) -> tuple[Any, Any]:
+            if session == 0:
+                return ref, cand
+            fresh = backend.copy_inputs(inputs)
+            buffers.append((fresh, backend.digest(fresh)))
+            new_cand = backend.compile_timed(pair.candidate.entry, fresh, clock, flush)  # candidate first
+            new_ref = backend.compile_timed(pair.reference.entry, fresh, clock, flush)
+            legs["candidate"] = new_cand
+            return new_ref, new_cand
+
+        samples, stop_reason, per_round, per_call_s = _collect(
+            make_legs,
+            sessions=request.sessions,
+            per_round=request.per_round,
+            min_rounds=min(request.min_rounds, max_rounds),
+            max_rounds=max_rounds,
+            budget_s=budget,
+            target_ci=request.target_ci,
+            rng=random.Random(request.order_seed),
+            threads=threads,
+            progress=progress,
+        )
+        last_out = legs["candidate"].output()
+        after = created if all(backend.digest(b) == h for b, h in buffers) else "changed"
+        timer_changes = sorted(set(timer_changes_at_import) | set(kclock.tampered()))
+        integrity = [
+            _tamper_check(pair.reference_changes),
+            _timer_check(timer_changes),
+            Check(
+                "inputs_unchanged",
+                "PASS" if after == created else "FAIL",
+                "input hashes identical before and after timing"
+                if after == created
+                else "the inputs changed during timing (mutated, donated or deleted)",
+                "" if after == created else "never write into or donate the input buffers.",
+            ),
+            *integrity,
+            _stable_check(first_out, last_out),
+            _threads_check(samples.extra_threads),
+            _ordering_check(samples),
+        ]
+        k = request.bar.sigma_k if request.bar and request.bar.sigma_k else 3.0
+        timing, numbers = _timing_gate(
+            samples, stop_reason, interpreted, k, LegPair("reference", "candidate"), per_call_s, flush_text
+        )
+        gates = {"integrity": GateResult("integrity", tuple(integrity)), "timing": timing}
+        if request.bar is not None:
+            gates["bar"] = _bar_gate(request.bar, numbers, interpreted)
+        context = {
+            "reference": pair.reference.to_json(),
+            "candidate": pair.candidate.to_json(),
+            "op_point": pair.op_point.to_json(),
+            "seed": request.seed,
+            "dtype": request.dtype,
+            "device": backend.device().to_json(),
+            "interpreted": interpreted,
+            "input_sha256": created,
+            "wall_s": round(time.perf_counter() - started, 3),
+        }
+        return Report("measure", gates, context)
+
+
+def _bar_gate(bar: Bar, numbers: dict[str, Any], interpreted: bool) -> GateResult:
+    interval = numbers["interval"]
+    result = evaluate_bar(
+        bar,
+        speedup=interval.estimate,
+        low=interval.low,
+        high=interval.high,
+        p50_difference_ms=numbers["diff"],
+        sigma_ms=numbers["sigma"],
+    )
+    fixes = {
+        "MET": "",
+        "MISSED": "the candidate is confidently below this clause: the hypothesis behind the bar is refuted here.",
+        "UNDECIDED": "the interval straddles the bar: measure longer (--budget) or on a quieter machine; "
+        "`kgate calibrate` says whether this bar is measurable here at all.",
+    }
+    checks = [
+        Check(
+            f"clause{i + 1}",
+            "PASS" if c.outcome == "MET" else "FAIL",
+            f"{c.clause.text}: {c.outcome} — {c.arithmetic}",
+            fixes[c.outcome],
+        )
+        for i, c in enumerate(result.clauses)
+    ]
+    if interpreted:
+        checks.append(
+            Check(
+                "interpreted",
+                "ADVISORY",
+                f"the bar was graded on interpreter/CPU timings: {result.outcome} here can never back a "
+                "`supported` verdict",
+            )
+        )
+    details = result.to_json()
+    details["interpreted"] = interpreted
+    return GateResult("bar", tuple(checks), details)
+
+
+def _outputs_valid(out: HostTree, spec: list[tuple[tuple[int, ...], str]]) -> Check:
+    got = [(tuple(a.shape), str(a.dtype)) for a in out.leaves]
+    if got != list(spec):
+        return Check(
+            "outputs_valid",
+            "FAIL",
+            f"the candidate's outputs {got} do not match the reference's {list(spec)}",
+            "return the reference's shapes and dtypes.",
+        )
+    bad = sum(int((~np.isfinite(np.asarray(a, dtype=np.float64))).sum()) for a in out.leaves if a.dtype.kind in "fc" or "float" in str(a.dtype))
+    if bad:
+        return Check(
+            "outputs_valid",
+            "FAIL",
+            f"the candidate's first output (after the output buffers were poisoned with NaN) has {bad} non-finite values",
+            "write every output element; run `kgate gate` to find which.",
+        )
+    return Check("outputs_valid", "PASS", "first output finite and shape/dtype-matching after NaN poisoning")
+
+
+def _stable_check(first: HostTree, last: HostTree) -> Check:
+    same = all(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc") for a, b in zip(first.leaves, last.leaves))
+    if same:
+        return Check("outputs_stable", "PASS", "the candidate's output after timing equals its first output")
+    return Check(
+        "outputs_stable",
+        "FAIL",
+        "the candidate's output after the timed calls differs from its first output on the same inputs",
+        "the candidate behaves differently across calls (warm-up detection, caching, races): make it deterministic.",
+    )
+
+
+def _threads_check(extra: int) -> Check:
+    if extra > 0:
+        return Check(
+            "threads_quiet",
+            "FAIL",
+            f"{extra} extra Python thread(s) alive right after a candidate call returned: work escapes the "
+            "timed window into whatever runs next",
+            "finish all work before returning; no background threads.",
+        )
+    return Check("threads_quiet", "PASS", "no Python thread outlived a candidate call")
+
+
+def _tamper_check(changes: tuple[str, ...]) -> Check:
+    changes = tuple(c for c in changes if not c.startswith("time."))  # reported by timer_untouched
+    if changes:
+        return Check(
+            "reference_untouched",
+            "FAIL",
+            "importing the candidate changed what kgate measures against: " + "; ".join(changes),
+            "the candidate must not rebind or wrap the reference, kgate's statistics, or the libraries they use.",
+        )
+    return Check("reference_untouched", "PASS", "the reference, kgate's clocks and statistics are unchanged")
+
+
+def _timer_check(changes: list[str]) -> Check:
+    if changes:
+        return Check(
+            "timer_untouched",
+            "FAIL",
+            "timer tampering: " + ", ".join(changes) + " replaced by candidate code (kgate timed with the clock "
+            "it bound before the import, but nothing this process reports about time can be trusted)",
+            "remove the clock patching from the candidate.",
+        )
+    return Check("timer_untouched", "PASS", "the time module's clocks are the ones bound at kgate import")
+
+
+def _unmeasurable(request: MeasureRequest, pair: Any, backend: Any, error: str) -> Report:
+    gate = GateResult(
+        "timing",
+        (
+            Check(
+                "measured",
+                "FAIL",
+                f"the candidate could not be compiled and run: {error}",
+                "run `kgate gate` first; a candidate that does not run cannot be timed.",
+            ),
+        ),
+    )
+    context = {
+        "reference": pair.reference.to_json(),
+        "candidate": pair.candidate.to_json(),
+        "op_point": pair.op_point.to_json(),
+        "device": backend.device().to_json(),
+        "interpreted": backend.interpreted,
+    }
+    gates = {"integrity": GateResult("integrity", (_tamper_check(pair.reference_changes),)), "timing": gate}
+    return Report("measure", gates, context)
+
+
+@dataclass(frozen=True)
+class CalibrateRequest:
+    reference: Path
+    seed: int = 42
+    dtype: str | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    bar: Bar | None = None
+    budget_s: float = 10.0
+    per_round: int = 0
+    sessions: int = 4
+    order_seed: int | None = None
+
+
+def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], None] | None = None) -> Report:
+    """Measure the rig: the reference against a separately loaded copy of itself (A/A),
+    and the dispatch floor of one trivial op on the same buffers."""
+    started = time.perf_counter()
+    clock = kclock.perf_counter_ns
+    backend = get_backend("jax")
+    with load_pair(request.reference, request.reference, overrides=request.overrides) as pair:
+        inputs, _ = backend.create_inputs(pair.reference, request.seed, request.dtype)
+        flush, flush_text = backend.cache_flusher()
+        copy = backend.compile_timed(pair.candidate.entry, inputs, clock, flush)
+        copy.output()
+        ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
+        ref.output()
+        interpreted = backend.interpreted
+        budget = min(request.budget_s, INTERPRETED_BUDGET_S) if interpreted else request.budget_s
+        max_rounds = INTERPRETED_MAX_ROUNDS if interpreted else 200
+
+        def make_legs(session: int) -> tuple[Any, Any]:
+            if session == 0:
+                return ref, copy
+            fresh = backend.copy_inputs(inputs)
+            return (
+                backend.compile_timed(pair.reference.entry, fresh, clock, flush),
+                backend.compile_timed(pair.candidate.entry, fresh, clock, flush),
+            )
+
+        samples, stop_reason, per_round, per_call_s = _collect(
+            make_legs,
+            sessions=request.sessions,
+            per_round=request.per_round,
+            min_rounds=min(8, max_rounds),
+            max_rounds=max_rounds,
+            budget_s=budget,
+            target_ci=1e-9,  # calibration spends its whole budget: the noise is what we want
+            rng=random.Random(request.order_seed),
+            progress=progress,
+        )
+        probe = backend.compile_timed(backend.dispatch_probe(inputs), inputs, clock, flush)
+        for _ in range(3):
+            probe()
+        floor_ms = float(np.median([probe() / 1e6 for _ in range(max(20, per_round * 4))]))
+        k = request.bar.sigma_k if request.bar and request.bar.sigma_k else 3.0
+        timing, numbers = _timing_gate(
+            samples, stop_reason, interpreted, k, LegPair("reference", "reference copy"), per_call_s, flush_text
+        )
+        interval = numbers["interval"]
+        ref_p50 = timing.details["reference"]["p50_ms"]
+        calibration: dict[str, Any] = {
+            "aa_speedup": interval.to_json(),
+            "noise_floor": numbers["sigma"] / ref_p50 if ref_p50 else math.inf,
+            "ci_half_width": (interval.high - interval.low) / 2.0,
+            "minimum_detectable_speedup": timing.details["minimum_detectable_speedup"],
+            "dispatch_floor_ms": floor_ms,
+            "workload_over_dispatch": ref_p50 / floor_ms if floor_ms > 0 else math.inf,
+        }
+        checks = [
+            Check(
+                "aa_unbiased",
+                "PASS" if interval.contains(1.0) else "FAIL",
+                f"A/A speedup {interval.estimate:.4f} [95% CI {interval.low:.4f}, {interval.high:.4f}]"
+                + (" contains 1.0" if interval.contains(1.0) else " excludes 1.0: identical legs time differently"),
+                "" if interval.contains(1.0) else "the rig is biased (thermal drift, another process, frequency "
+                "scaling): fix the machine before trusting any comparison.",
+            ),
+        ]
+        if calibration["workload_over_dispatch"] < 3:
+            checks.append(
+                Check(
+                    "above_dispatch",
+                    "ADVISORY",
+                    f"the workload takes {calibration['workload_over_dispatch']:.1f}x the dispatch floor: most of "
+                    "what is timed is launch overhead, not the kernel",
+                    "enlarge the op-point to measure the kernel rather than the dispatch.",
+                )
+            )
+        thresholds = [c.value for c in request.bar.clauses if c.kind == "threshold"] if request.bar else [1.02]
+        for t in thresholds:
+            mde = calibration["minimum_detectable_speedup"]
+            measurable = mde < t and 1.0 + calibration["ci_half_width"] < t
+            calibration.setdefault("bar_measurable", {})[f"{t:.4f}"] = measurable
+            checks.append(
+                Check(
+                    "bar_measurable",
+                    "PASS" if measurable else "ADVISORY",
+                    f"a speedup of {t:.4f}x is {'measurable' if measurable else 'NOT measurable'} here: minimum "
+                    f"detectable speedup {mde:.4f}x at {k:g} sigma, A/A CI half-width {calibration['ci_half_width']:.4f}",
+                    "" if measurable else "raise the bar, enlarge the op-point, or measure on a quieter machine.",
+                )
+            )
+        gates = {"calibration": GateResult("calibration", tuple(checks), calibration), "timing": timing}
+        context = {
+            "reference": pair.reference.to_json(),
+            "op_point": pair.op_point.to_json(),
+            "seed": request.seed,
+            "device": backend.device().to_json(),
+            "interpreted": interpreted,
+            "wall_s": round(time.perf_counter() - started, 3),
+        }
+        return Report("calibrate", gates, context)

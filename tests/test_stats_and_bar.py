@@ -1,0 +1,126 @@
+"""Timing statistics and the falsification bar, on synthetic samples (pure, no JAX)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from kgate.errors import KgateError
+from kgate.gates import stats
+from kgate.gates.bar import evaluate_bar, parse_bar
+
+
+def rounds(median, spread, shape=(20, 10), seed=0, drift=None):
+    rng = np.random.default_rng(seed)
+    x = median * np.exp(rng.normal(0, spread, shape))
+    if drift is not None:
+        x = x * drift[:, None]
+    return x
+
+
+def test_summary_reports_p50_mean_std_min_iqr_n():
+    s = stats.summarize(np.array([1.0, 2.0, 3.0, 4.0, 100.0]))
+    assert (s.n, s.p50, s.min) == (5, 3.0, 1.0)
+    assert s.mean == pytest.approx(22.0)
+    assert s.iqr == pytest.approx(2.0)
+    assert s.relative_iqr == pytest.approx(2 / 3)
+
+
+def test_known_speedup_is_inside_a_narrow_interval():
+    ref, cand = rounds(2.0, 0.02, seed=1), rounds(1.0, 0.02, seed=2)
+    ci = stats.speedup_interval(ref, cand)
+    assert ci.contains(2.0) and ci.relative_width < 0.05
+
+
+def test_identical_legs_interval_contains_one():
+    ref, cand = rounds(1.0, 0.05, seed=3), rounds(1.0, 0.05, seed=4)
+    assert stats.speedup_interval(ref, cand).contains(1.0)
+
+
+def test_round_bootstrap_cancels_drift_shared_by_both_legs():
+    drift = np.linspace(1.0, 3.0, 20)  # the machine slows down 3x during the run
+    ref = rounds(1.0, 0.01, seed=5, drift=drift)
+    cand = rounds(1.0, 0.01, seed=6, drift=drift) / 1.10
+    ci = stats.speedup_interval(ref, cand)
+    assert ci.low > 1.05 and ci.high < 1.15
+
+
+def test_sigma_is_a_standard_deviation_across_rounds_not_an_error():
+    ref = np.array([[10.0, 10.0], [12.0, 12.0], [10.0, 10.0], [12.0, 12.0]])
+    cand = np.array([[10.0, 10.0], [10.0, 10.0], [10.0, 10.0], [10.0, 10.0]])
+    assert stats.round_differences(ref, cand).tolist() == [0.0, 2.0, 0.0, 2.0]
+    assert stats.run_to_run_sigma(ref, cand) == pytest.approx(np.std([0, 2, 0, 2], ddof=1))
+    # More rounds of the same noise do not shrink sigma (a standard error would).
+    assert stats.run_to_run_sigma(np.tile(ref, (10, 1)), np.tile(cand, (10, 1))) == pytest.approx(1.0, rel=0.2)
+
+
+def test_minimum_detectable_speedup():
+    assert stats.minimum_detectable_speedup(10.0, 0.1, 3) == pytest.approx(10 / 9.7)
+    assert stats.minimum_detectable_speedup(1.0, 0.5, 3) == math.inf
+
+
+def test_ordering_intervals_disjoint_only_for_a_real_order_effect():
+    ref, cand = rounds(1.0, 0.02, seed=7), rounds(1.0, 0.02, seed=8)
+    first = np.random.default_rng(9).random(ref.shape) < 0.5
+    a, b = stats.ordering_intervals(ref, cand, first)
+    assert not a.disjoint(b)
+    ref_after = np.where(first, ref * 1.5, ref)  # the reference is slower whenever it follows the candidate
+    a, b = stats.ordering_intervals(ref_after, cand, first)
+    assert a.disjoint(b) and a.estimate > b.estimate
+
+
+@pytest.mark.parametrize(
+    "text,kinds",
+    [
+        ("speedup > 1.5x", [("threshold", 1.5)]),
+        ("speedup >= 1.1", [("threshold", 1.1)]),
+        ("p50 beats naive by >2%", [("threshold", 1.02)]),
+        ("p50 beats naive by >2% AND 3σ", [("threshold", 1.02), ("sigma", 3.0)]),
+        ("speedup > 1.2x and 2.5sigma", [("threshold", 1.2), ("sigma", 2.5)]),
+    ],
+)
+def test_bar_grammar_accepts(text, kinds):
+    bar = parse_bar(text)
+    assert [(c.kind, pytest.approx(c.value)) for c in bar.clauses] == kinds
+
+
+@pytest.mark.parametrize("text", ["", "faster", "speedup > fast", "p50 beats naive by 2", "3 sigmas", "speedup < 2x", "beats by >2% OR 3σ"])
+def test_bar_grammar_rejects_with_the_grammar_in_the_message(text):
+    with pytest.raises(KgateError) as err:
+        parse_bar(text)
+    assert "p50 beats naive by >2%" in err.value.fix
+
+
+def test_bar_met_missed_undecided_with_arithmetic():
+    bar = parse_bar("p50 beats naive by >2% AND 3σ")
+    met = evaluate_bar(bar, speedup=1.10, low=1.06, high=1.14, p50_difference_ms=0.5, sigma_ms=0.1)
+    assert met.outcome == "MET"
+    assert "vs threshold 1.0200" in met.clauses[0].arithmetic and "3 x sigma" in met.clauses[1].arithmetic
+    missed = evaluate_bar(bar, speedup=1.00, low=0.99, high=1.01, p50_difference_ms=0.0, sigma_ms=0.1)
+    assert missed.outcome == "MISSED" and missed.clauses[0].outcome == "MISSED"
+    straddle = evaluate_bar(bar, speedup=1.03, low=1.00, high=1.06, p50_difference_ms=0.5, sigma_ms=0.1)
+    assert straddle.outcome == "UNDECIDED"
+    noisy = evaluate_bar(bar, speedup=1.10, low=1.06, high=1.14, p50_difference_ms=0.5, sigma_ms=0.2)
+    assert noisy.outcome == "UNDECIDED" and noisy.clauses[1].outcome == "UNDECIDED"
+
+
+def test_sigma_clause_is_missed_when_confidently_slower():
+    bar = parse_bar("3σ")
+    assert evaluate_bar(bar, speedup=0.5, low=0.4, high=0.6, p50_difference_ms=-1.0, sigma_ms=0.1).outcome == "MISSED"
+
+
+def test_session_spread_widens_the_interval():
+    # Four sessions whose compilations differ by +-2%: round noise alone would claim precision.
+    ref = np.vstack([rounds(1.0, 0.01, shape=(10, 10), seed=20 + s) * f for s, f in enumerate([1.02, 0.98, 1.01, 0.99])])
+    cand = np.vstack([rounds(1.0, 0.01, shape=(10, 10), seed=40 + s) for s in range(4)])
+    labels = [s for s in range(4) for _ in range(10)]
+    naive = stats.speedup_interval(ref, cand)
+    honest = stats.speedup_interval(ref, cand, sessions=labels)
+    assert honest.relative_width > 2 * naive.relative_width
+    assert honest.contains(1.0)
+
+
+def test_student_t_quantiles():
+    assert stats._student_t_quantile(0.975, 1) == pytest.approx(12.706, abs=1e-3)
+    assert stats._student_t_quantile(0.975, 3) == pytest.approx(3.182, abs=1e-3)
+    assert stats._student_t_quantile(0.975, 30) == pytest.approx(2.042, abs=1e-3)
