@@ -88,7 +88,7 @@ def main() -> int:
     naive_detected = sum(r < 1.0 for r in sd_naive)
     median_speedup = float(np.median([r["speedup"]["estimate"] for r in sd]))
     print(f"  kgate: slower with interval excluding 1.0 in {detected}/{args.runs} "
-          f"(median speedup {median_speedup:.3f}); anomalies {anomalies} {names or ''}")
+          f"(median speedup {median_speedup:.3f}); anomalies {anomalies}" + (f" {names}" if names else ""))
     print(f"  naive: p50 ratio < 1.0 in {naive_detected}/{args.runs}")
     print(f"  (interpreted/CPU timings: {all(r['interpreted'] for r in aa + sd)})")
     return 0

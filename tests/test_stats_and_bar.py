@@ -66,7 +66,10 @@ def test_ordering_intervals_disjoint_only_for_a_real_order_effect():
     assert not a.disjoint(b)
     ref_after = np.where(first, ref * 1.5, ref)  # the reference is slower whenever it follows the candidate
     a, b = stats.ordering_intervals(ref_after, cand, first)
-    assert a.disjoint(b) and a.estimate > b.estimate
+    assert a.disjoint(b) and b.estimate > a.estimate
+    # Every call 5% slower in second position, whichever leg: physics, balanced by the coin flip.
+    a, b = stats.ordering_intervals(np.where(first, ref * 1.05, ref), np.where(first, cand, cand * 1.05), first)
+    assert not a.disjoint(b)
 
 
 @pytest.mark.parametrize(
@@ -124,3 +127,13 @@ def test_student_t_quantiles():
     assert stats._student_t_quantile(0.975, 1) == pytest.approx(12.706, abs=1e-3)
     assert stats._student_t_quantile(0.975, 3) == pytest.approx(3.182, abs=1e-3)
     assert stats._student_t_quantile(0.975, 30) == pytest.approx(2.042, abs=1e-3)
+
+
+def test_ordering_with_sessions_still_flags_a_large_asymmetry_only():
+    ref, cand = rounds(1.0, 0.03, shape=(40, 12), seed=11), rounds(1.0, 0.03, shape=(40, 12), seed=12)
+    first = np.random.default_rng(13).random(ref.shape) < 0.5
+    labels = [r // 10 for r in range(40)]
+    a, b = stats.ordering_intervals(np.where(first, ref * 1.5, ref), cand, first, sessions=labels, level=0.99)
+    assert a.disjoint(b)
+    a, b = stats.ordering_intervals(np.where(first, ref * 1.03, ref), cand, first, sessions=labels, level=0.99)
+    assert not a.disjoint(b)

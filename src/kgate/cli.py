@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import Annotated, Optional
 
 import typer
@@ -73,6 +74,16 @@ def _fail_usage(exc: KgateError, as_json: bool) -> None:
 def _check_output_path(path: Path | None) -> None:
     if path is not None and not path.parent.exists():
         raise KgateError(f"the folder of -o {path} does not exist.", "create it first or choose another path.")
+
+
+def _run(as_json: bool, output: Path | None, produce: Callable[[], object]) -> None:
+    """The shape of every command: validate -o, produce a report, render it, exit."""
+    try:
+        _check_output_path(output)
+        report = produce()
+    except KgateError as exc:
+        _fail_usage(exc, as_json)
+    _emit(report, as_json, output)
 
 
 def _emit(report: object, as_json: bool, output: Path | None) -> None:
@@ -148,18 +159,12 @@ def gate(
     --set overrides), checks it against the reference on several seeds, and audits that
     the authored kernel is what ran. Exit 0 pass, 1 pass with advisories, 2 fail.
     """
-    try:
-        _check_output_path(output)
-        request = _request(
-            reference, candidate, entry, klass, overrides, seed, dtype, parity_spec,
-            expect_hlo, forbid_hlo, kernel_calls, forbid_shape,
-        )
-        from kgate.verify import run_gate
+    from kgate.verify import run_gate
 
-        report = run_gate(request)
-    except KgateError as exc:
-        _fail_usage(exc, as_json)
-    _emit(report, as_json, output)
+    _run(as_json, output, lambda: run_gate(_request(
+        reference, candidate, entry, klass, overrides, seed, dtype, parity_spec,
+        expect_hlo, forbid_hlo, kernel_calls, forbid_shape,
+    )))
 
 
 @app.command()
@@ -180,15 +185,11 @@ def parity(
     compares against the reference recomputed in float32 (float64 when that floor is
     degenerate) and allows MULT x the reference's own error. Exit 0 pass, 2 fail.
     """
-    try:
-        _check_output_path(output)
-        request = _request(reference, candidate, entry, "kernel-authored", overrides, seed, dtype, parity_spec)
-        from kgate.verify import run_parity
+    from kgate.verify import run_parity
 
-        report = run_parity(request)
-    except KgateError as exc:
-        _fail_usage(exc, as_json)
-    _emit(report, as_json, output)
+    _run(as_json, output, lambda: run_parity(
+        _request(reference, candidate, entry, "kernel-authored", overrides, seed, dtype, parity_spec)
+    ))
 
 
 BarOpt = Annotated[
@@ -246,13 +247,12 @@ def measure(
     MISSED / UNDECIDED with the arithmetic. Interpreter/CPU timings are labelled as such.
     Exit 0: measured (and bar MET); 2: bar not MET, anomaly, or bad input.
     """
-    try:
-        _check_output_path(output)
-        from kgate.gates.bar import parse_bar
-        from kgate.problem import parse_overrides
-        from kgate.verify.measure import MeasureRequest, run_measure
+    from kgate.gates.bar import parse_bar
+    from kgate.problem import parse_overrides
+    from kgate.verify.measure import MeasureRequest, run_measure
 
-        request = MeasureRequest(
+    _run(as_json, output, lambda: run_measure(
+        MeasureRequest(
             reference=reference,
             candidate=candidate,
             entry=entry,
@@ -266,11 +266,9 @@ def measure(
             max_rounds=max_rounds,
             per_round=per_round,
             sessions=sessions,
-        )
-        report = run_measure(request, progress=_progress(as_json))
-    except KgateError as exc:
-        _fail_usage(exc, as_json)
-    _emit(report, as_json, output)
+        ),
+        progress=_progress(as_json),
+    ))
 
 
 @app.command()
@@ -293,13 +291,12 @@ def calibrate(
     says which speedups this machine can confirm for this workload: is a 2% bar (or the
     --bar you plan to register) even measurable here? Exit 0 ok, 1 advisories, 2 biased rig.
     """
-    try:
-        _check_output_path(output)
-        from kgate.gates.bar import parse_bar
-        from kgate.problem import parse_overrides
-        from kgate.verify.measure import CalibrateRequest, run_calibrate
+    from kgate.gates.bar import parse_bar
+    from kgate.problem import parse_overrides
+    from kgate.verify.measure import CalibrateRequest, run_calibrate
 
-        request = CalibrateRequest(
+    _run(as_json, output, lambda: run_calibrate(
+        CalibrateRequest(
             reference=reference,
             seed=seed,
             dtype=dtype,
@@ -308,11 +305,9 @@ def calibrate(
             budget_s=budget,
             per_round=per_round,
             sessions=sessions,
-        )
-        report = run_calibrate(request, progress=_progress(as_json))
-    except KgateError as exc:
-        _fail_usage(exc, as_json)
-    _emit(report, as_json, output)
+        ),
+        progress=_progress(as_json),
+    ))
 
 
 @app.command()

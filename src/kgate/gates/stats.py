@@ -244,38 +244,67 @@ def ordering_intervals(
     candidate_rounds: np.ndarray,
     candidate_first: np.ndarray,
     *,
+    sessions: Sequence[int] | None = None,
     level: float = 0.95,
     resamples: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
 ) -> tuple[Interval, Interval] | None:
-    """Speedup intervals for the pairs where the candidate ran first and for those where
-    the reference ran first.
+    """The speedup measured with both legs in first position of their pair, and with both
+    in second position, each as a bootstrap interval over rounds.
 
-    Each round gives one speedup per ordering (the ratio of that round's medians over the
-    pairs in that ordering); each interval is a bootstrap over rounds of the median of
-    those per-round speedups. A burst of noise that hits a few pairs skews one round, not
-    the median over rounds. None when fewer than 3 rounds have pairs in both orderings.
+    Comparing like positions cancels a symmetric position effect (every call is a little
+    slower, or faster, right after another call: caches, clocks, thread pools), which a
+    coin-flip order already balances. What remains is asymmetric: one leg is slowed only
+    when it follows the other, which is what work leaking out of a call looks like.
+    Each round gives one speedup per position; each interval is a bootstrap over rounds
+    of their median (sessions resampled first when given, and the interval widened by
+    t(sessions-1)/z, as for the speedup). None when fewer than 3 rounds have pairs in
+    both orders.
     """
     ref = np.asarray(reference_rounds, dtype=np.float64)
     cand = np.asarray(candidate_rounds, dtype=np.float64)
     first = np.asarray(candidate_first, dtype=bool)
+    all_labels = np.zeros(ref.shape[0], dtype=int) if sessions is None else np.asarray(sessions, dtype=int)
     per_round: list[tuple[float, float]] = []
+    labels: list[int] = []
     for r in range(ref.shape[0]):
-        a, b = first[r], ~first[r]
-        if a.any() and b.any():
+        cand_first, ref_first = first[r], ~first[r]
+        if cand_first.any() and ref_first.any():
             per_round.append(
                 (
-                    float(np.median(ref[r][a]) / np.median(cand[r][a])),
-                    float(np.median(ref[r][b]) / np.median(cand[r][b])),
+                    float(np.median(ref[r][ref_first]) / np.median(cand[r][cand_first])),
+                    float(np.median(ref[r][cand_first]) / np.median(cand[r][ref_first])),
                 )
             )
+            labels.append(int(all_labels[r]))
     if len(per_round) < 3:
         return None
     values = np.array(per_round)
     return (
-        median_interval(values[:, 0], level=level, resamples=resamples, seed=seed),
-        median_interval(values[:, 1], level=level, resamples=resamples, seed=seed + 1),
+        _clustered_median_interval(values[:, 0], labels, level, resamples, seed),
+        _clustered_median_interval(values[:, 1], labels, level, resamples, seed + 1),
     )
+
+
+def _clustered_median_interval(values: np.ndarray, labels: Sequence[int], level: float, resamples: int, seed: int) -> Interval:
+    """Bootstrap CI of the median of positive values, resampling clusters then members."""
+    lab = np.asarray(labels)
+    groups = [np.flatnonzero(lab == g) for g in np.unique(lab)]
+    if len(groups) < 2:
+        return median_interval(values, level=level, resamples=resamples, seed=seed)
+    rng = np.random.default_rng(seed)
+    logs = np.log(values)
+    meds = np.empty(resamples)
+    for b in range(resamples):
+        picked = [groups[i] for i in rng.integers(0, len(groups), size=len(groups))]
+        members = np.concatenate([g[rng.integers(0, len(g), size=len(g))] for g in picked])
+        meds[b] = np.median(logs[members])
+    estimate = float(np.median(logs))
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(meds, [alpha, 1.0 - alpha])
+    widen = _small_sample_factor(len(groups), level)
+    low, high = estimate - (estimate - low) * widen, estimate + (high - estimate) * widen
+    return Interval(math.exp(estimate), math.exp(low), math.exp(high), level)
 
 
 def naive_speedup(reference_ms: Sequence[float], candidate_ms: Sequence[float]) -> float:
