@@ -8,7 +8,7 @@ import hashlib
 import re
 from pathlib import Path
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
@@ -38,7 +38,7 @@ class SeedInjection:
 
     @contextlib.contextmanager
     def active(self, module_globals: dict[str, Any]) -> Iterator[None]:
-        originals = {
+        originals: dict[str, Any] = {
             "key": jax.random.key,
             "PRNGKey": jax.random.PRNGKey,
             "default_rng": np.random.default_rng,
@@ -138,7 +138,7 @@ class JaxBackend:
         return DeviceInfo(self.platform, self._device_kind, self.interpreted, versions)
 
     @contextlib.contextmanager
-    def _mode(self, uninitialized: str = "nan") -> Iterator[None]:
+    def _mode(self, uninitialized: Literal["nan", "zero"] = "nan") -> Iterator[None]:
         if self.interpreted:
             with pltpu.force_tpu_interpret_mode(pltpu.InterpretParams(uninitialized_memory=uninitialized)):
                 yield
@@ -175,7 +175,9 @@ class JaxBackend:
         return inputs, how
 
     # -- running ------------------------------------------------------------------------
-    def run(self, fn: Callable[..., Any], inputs: Sequence[Any], *, uninitialized: str = "nan") -> HostTree:
+    def run(
+        self, fn: Callable[..., Any], inputs: Sequence[Any], *, uninitialized: Literal["nan", "zero"] = "nan"
+    ) -> HostTree:
         """jit `fn`, run it once on `inputs`, synchronize, and copy the outputs to the host."""
         try:
             with self._mode(uninitialized):

@@ -10,8 +10,7 @@ reference's. Optional declarative assertions come from the stub or the command l
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from kgate.backends.base import ProgramFacts
@@ -315,7 +314,3 @@ def parse_classes(value: str) -> str:
     if value not in CLASSES:
         raise KgateError(f"--class {value!r} is not an intervention class.", f"use one of: {', '.join(CLASSES)}.")
     return value
-
-
-def sites_summary(facts: ProgramFacts) -> Sequence[str]:
-    return [f"{s.name}@{s.site}" for s in facts.kernel_sites]

@@ -327,9 +327,7 @@ def evaluate(
                 )
             )
         elif all(
-            p.candidate is not None
-            and all(np.array_equal(a, b) for a, b in zip(first.reference.leaves, p.reference.leaves))
-            for p in probes[1:]
+            all(np.array_equal(a, b) for a, b in zip(first.reference.leaves, p.reference.leaves)) for p in probes[1:]
         ):
             checks.append(
                 Check(
