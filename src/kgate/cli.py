@@ -113,7 +113,6 @@ def _request(
     kernel_calls: int | None = None,
     forbid_shape: list[str] | None = None,
 ):  # -> CheckRequest
-    from kgate.gates.firing import FiringSpec
     from kgate.gates.parity import ParitySpec
     from kgate.problem import parse_overrides
     from kgate.verify import CheckRequest
@@ -127,12 +126,20 @@ def _request(
         dtype=dtype,
         overrides=parse_overrides(overrides or []),
         parity_spec=ParitySpec.parse(parity_spec),
-        firing_spec=FiringSpec(
-            expect_hlo=tuple(expect_hlo or ()),
-            forbid_hlo=tuple(forbid_hlo or ()),
-            kernel_calls=kernel_calls,
-            forbid_shapes=tuple(forbid_shape or ()),
-        ),
+        firing_spec=_firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape),
+    )
+
+
+def _firing_spec(
+    expect_hlo: list[str] | None, forbid_hlo: list[str] | None, kernel_calls: int | None, forbid_shape: list[str] | None
+):  # -> FiringSpec
+    from kgate.gates.firing import FiringSpec
+
+    return FiringSpec(
+        expect_hlo=tuple(expect_hlo or ()),
+        forbid_hlo=tuple(forbid_hlo or ()),
+        kernel_calls=kernel_calls,
+        forbid_shapes=tuple(forbid_shape or ()),
     )
 
 
@@ -308,6 +315,153 @@ def calibrate(
         ),
         progress=_progress(as_json),
     ))
+
+
+@app.command()
+def verify(
+    reference: ReferenceOpt,
+    candidate: CandidateOpt,
+    mode: Annotated[str, typer.Option("--mode", help="screen (full is not available yet).")] = "screen",
+    entry: EntryOpt = "workload",
+    klass: ClassOpt = "kernel-authored",
+    overrides: SetOpt = None,
+    seed: SeedOpt = None,
+    dtype: DtypeOpt = None,
+    parity_spec: ParityOpt = "floor",
+    bar: BarOpt = None,
+    budget: BudgetOpt = 20.0,
+    sessions: SessionsOpt = 4,
+    expect_hlo: ExpectHloOpt = None,
+    forbid_hlo: ForbidHloOpt = None,
+    kernel_calls: KernelCallsOpt = None,
+    forbid_shape: ForbidShapeOpt = None,
+    chip: Annotated[int, typer.Option("--chip", help="Chip to run on and lock.")] = 0,
+    lock_dir: Annotated[Optional[Path], typer.Option("--lock-dir", help="Folder of the chip lock files.")] = None,
+    receipt: Annotated[
+        Optional[Path], typer.Option("--receipt", help="Where to write the receipt (default: ./kgate-receipt-<cand>-<time>.json).")
+    ] = None,
+    as_json: JsonOpt = False,
+    output: OutOpt = None,
+) -> None:
+    """Independent verification: every leg in a fresh process, one report, one receipt.
+
+    --mode screen: integrity + multi-seed parity + firing audit at the op-point, then
+    co-measured timing (+ the bar), each leg in a fresh process holding the chip lock,
+    with a verifier-owned compilation cache. The receipt (self-hashed canonical JSON) is
+    written atomically at the end; `kgate verify-receipt` checks it later.
+    """
+    from kgate.problem import parse_overrides
+    from kgate.verify import receipt as receipts
+    from kgate.verify.screen import VerifyRequest, default_receipt_path, run_verify
+
+    err = Console(stderr=True)
+    say = (lambda m: None) if as_json else (lambda m: err.print(f"kgate verify: {m}", soft_wrap=True))
+
+    def produce():  # -> Report
+        if mode != "screen":
+            raise KgateError(f"--mode {mode!r} is not available.", "use --mode screen.")
+        request = VerifyRequest(
+            reference=reference,
+            candidate=candidate,
+            entry=entry,
+            klass=klass,
+            seeds=tuple(seed) if seed else (42, 43),
+            dtype=dtype,
+            overrides=parse_overrides(overrides or []),
+            parity=parity_spec,
+            firing=_firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape),
+            bar=bar,
+            budget_s=budget,
+            sessions=sessions,
+            chip=chip,
+            lock_dir=lock_dir,
+            receipt=receipt,
+            argv=tuple(sys.argv),
+        )
+        path = receipt or default_receipt_path(candidate)
+        try:
+            report, sealed = run_verify(request, say)
+        except KeyboardInterrupt:
+            err.print("kgate verify: interrupted: no receipt was written")
+            raise typer.Exit(2)
+        receipts.write(path, sealed)
+        report.context["receipt"] = {"path": str(path), "sha256": sealed[receipts.HASH_FIELD]}
+        say(f"receipt {path} (sha256 {sealed[receipts.HASH_FIELD][:16]}...)")
+        return report
+
+    _run(as_json, output, produce)
+
+
+@app.command("verify-receipt")
+def verify_receipt(
+    receipt: Annotated[Path, typer.Argument(help="A receipt written by kgate verify.")],
+    no_regenerate: Annotated[
+        bool, typer.Option("--no-regenerate", help="Do not regenerate the inputs to compare their hashes.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check a receipt: OK, TAMPERED, MISMATCH or INCOMPLETE (exit 0 only on OK).
+
+    Recomputes the self-hash, re-derives every status from the recorded numbers (a
+    re-hashed forgery with inconsistent numbers is still TAMPERED), checks the module
+    sources' sha256 and, when the modules are present, regenerates the inputs and
+    compares their hashes.
+    """
+    from kgate.report import dumps
+    from kgate.verify.check_receipt import check
+
+    try:
+        result = check(receipt, regenerate=not no_regenerate)
+    except KgateError as exc:
+        _fail_usage(exc, as_json)
+    if as_json:
+        print(dumps(result.to_json()))
+    else:
+        console = Console()
+        style = "green" if result.status == "OK" else "bold red"
+        console.print(f"kgate verify-receipt: [{style}]{result.status}[/]  {receipt}")
+        for key, value in result.checked.items():
+            console.print(f"  checked {key}: {'yes' if value else 'no'}")
+        for finding in result.findings:
+            console.print(f"  - {finding}", soft_wrap=True)
+    raise typer.Exit(result.exit_code)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def lock(
+    ctx: typer.Context,
+    chip: Annotated[int, typer.Argument(help="Chip index; the lock file is <lock-dir>/kgate-chip-<chip>.lock.")],
+    lock_dir: Annotated[
+        Optional[Path], typer.Option("--lock-dir", help="Folder of the lock files (default $KGATE_LOCK_DIR or /tmp).")
+    ] = None,
+) -> None:
+    """Run a command while holding the chip's lock: `kgate lock 0 -- python bench.py`.
+
+    The lock is an exclusive flock, compatible with the flock command. A waiting run says
+    whom it waits for. The command sees only that chip (CUDA_VISIBLE_DEVICES,
+    TPU_VISIBLE_CHIPS). Exits with the command's exit code.
+    """
+    import os
+    import subprocess
+
+    from kgate.verify.lock import hold, lock_path, visibility_env
+
+    command = list(ctx.args)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    try:
+        if not command:
+            raise KgateError("no command given to run under the lock.", "write it after --, e.g. kgate lock 0 -- sleep 2.")
+        path = lock_path(chip, lock_dir)
+    except KgateError as exc:
+        _fail_usage(exc, False)
+    err = Console(stderr=True)
+    with hold(path, say=lambda m: err.print(f"kgate lock: {m}", soft_wrap=True), what=" ".join(command)):
+        try:
+            code = subprocess.call(command, env={**os.environ, **visibility_env(chip)})
+        except FileNotFoundError:
+            _fail_usage(KgateError(f"command {command[0]!r} not found.", "check the command after --."), False)
+    raise typer.Exit(code)
 
 
 @app.command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,14 @@ class HostTree:
     structure: str
     paths: tuple[str, ...]
     leaves: tuple[np.ndarray, ...]
+
+    def sha256(self) -> str:
+        """sha256 over every leaf's dtype, shape and bytes (the same recipe as the backends')."""
+        h = hashlib.sha256()
+        for leaf in self.leaves:
+            h.update(f"{leaf.dtype}{leaf.shape}".encode())
+            h.update(np.ascontiguousarray(leaf).tobytes())
+        return h.hexdigest()
 
     def describe(self) -> list[dict[str, Any]]:
         return [

@@ -61,6 +61,11 @@ def render_report(report: Report, console: Console) -> None:
     console.print(Text(f"next: {report.next_step}", "bold" if status != "PASS" else ""), soft_wrap=True)
 
 
+def _f(value: Any, spec: str) -> str:
+    """Format a number; JSON-round-tripped reports spell inf/nan as strings."""
+    return value if isinstance(value, str) else format(value, spec)
+
+
 def _render_timing(report: Report, console: Console) -> None:
     t = report.gates["timing"].details
     interpreted = report.context.get("interpreted")
@@ -73,18 +78,18 @@ def _render_timing(report: Report, console: Console) -> None:
         leg = t[name]
         legs.add_row(
             f"  {label}",
-            *(f"{leg[k]:.4g}" for k in ("p50_ms", "mean_ms", "std_ms", "min_ms", "iqr_ms")),
+            *(f"{_f(leg[k], '.4g')}" for k in ("p50_ms", "mean_ms", "std_ms", "min_ms", "iqr_ms")),
             str(leg["n"]),
         )
     console.print(legs)
     sp = t["speedup"]
     console.print(
-        f"  speedup {sp['estimate']:.4f}x  [95% CI {sp['low']:.4f}, {sp['high']:.4f}]  (reference p50 / candidate p50)",
+        f"  speedup {_f(sp['estimate'], '.4f')}x  [95% CI {_f(sp['low'], '.4f')}, {_f(sp['high'], '.4f')}]  (reference p50 / candidate p50)",
         soft_wrap=True,
     )
     console.print(
-        f"  run-to-run sigma of the per-round p50 difference: {t['sigma_ms']:.4g} ms; minimum detectable speedup "
-        f"at {t['sigma_k']:g} sigma: {t['minimum_detectable_speedup']:.4f}x",
+        f"  run-to-run sigma of the per-round p50 difference: {_f(t['sigma_ms'], '.4g')} ms; minimum detectable speedup "
+        f"at {t['sigma_k']:g} sigma: {_f(t['minimum_detectable_speedup'], '.4f')}x",
         soft_wrap=True,
     )
     m = t["method"]
@@ -97,8 +102,8 @@ def _render_timing(report: Report, console: Console) -> None:
     if "calibration" in report.gates:
         c = report.gates["calibration"].details
         console.print(
-            f"  noise floor (run-to-run sigma / p50): {c['noise_floor']:.2%}; dispatch floor {c['dispatch_floor_ms']:.4g} ms "
-            f"(workload = {c['workload_over_dispatch']:.1f}x dispatch)",
+            f"  noise floor (run-to-run sigma / p50): {_f(c['noise_floor'], '.2%')}; dispatch floor {_f(c['dispatch_floor_ms'], '.4g')} ms "
+            f"(workload = {_f(c['workload_over_dispatch'], '.1f')}x dispatch)",
             soft_wrap=True,
         )
     if "bar" in report.gates:

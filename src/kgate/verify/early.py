@@ -130,6 +130,10 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             "op_point": pair.op_point.to_json(),
             "seeds": list(request.seeds),
             "seeding": {str(s): seeding[s] for s in request.seeds},
+            "input_sha256": {str(s): created[s] for s in request.seeds},
+            "output_sha256": {
+                str(s): (out.sha256() if (out := candidate_out[s]) is not None else None) for s in request.seeds
+            },
             "dtype": request.dtype,
             "device": backend.device().to_json(),
             "interpreted": backend.interpreted,
@@ -157,6 +161,11 @@ def _firing(backend: Any, pair: Any, request: CheckRequest, inputs: tuple[Any, .
 def run_parity(request: CheckRequest) -> Report:
     """Integrity + multi-seed parity at the op-point (CONFIG with `--set` overrides)."""
     return _run(request, "parity", use_tiny=False, with_firing=False)
+
+
+def run_screen_checks(request: CheckRequest) -> Report:
+    """verify's checks leg: integrity + multi-seed parity + firing, at the op-point (not TINY)."""
+    return _run(request, "checks", use_tiny=False, with_firing=True)
 
 
 def run_gate(request: CheckRequest) -> Report:

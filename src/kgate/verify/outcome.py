@@ -56,6 +56,7 @@ class Report:
             "measure": "measured: read the interval, not the point estimate; only device timings in a verify "
             "receipt can back a verdict.",
             "calibrate": "calibrated: register a bar above the minimum detectable speedup, or it cannot be met here.",
+            "verify": "verified: the receipt holds this run; anyone can check it with `kgate verify-receipt`.",
         }.get(self.command, "done.")
 
     def to_json(self) -> dict[str, Any]:

@@ -1,0 +1,122 @@
+"""`kgate verify-receipt`: is this receipt what kgate wrote, and does it still hold?
+
+OK         the hash matches, every status follows from the recorded numbers, and the
+           module sources (and regenerated inputs) match, where present
+TAMPERED   the hash does not match, or a status does not follow from the numbers
+MISMATCH   the receipt is intact but the modules or their inputs have changed since
+INCOMPLETE the receipt lacks required fields (not a kgate verify receipt, or truncated)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from kgate.errors import KgateError
+from kgate.problem.module import file_sha256
+from kgate.verify import receipt as receipts
+
+ReceiptStatus = Literal["OK", "TAMPERED", "MISMATCH", "INCOMPLETE"]
+
+
+@dataclass(frozen=True)
+class ReceiptCheck:
+    path: Path
+    status: ReceiptStatus
+    findings: tuple[str, ...]
+    checked: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.status == "OK" else 2
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "command": "verify-receipt",
+            "receipt": str(self.path),
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "findings": list(self.findings),
+            "checked": self.checked,
+        }
+
+
+def load(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise KgateError(f"receipt {path} does not exist.", "pass the path of a receipt written by kgate verify.")
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise KgateError(f"receipt {path} is not valid JSON ({exc}).", "pass an unedited kgate receipt.") from exc
+    if not isinstance(data, dict):
+        raise KgateError(f"receipt {path} is not a JSON object.", "pass a kgate receipt.")
+    return data
+
+
+def _regenerated_inputs(receipt: dict[str, Any]) -> dict[str, str]:
+    payload = {
+        "reference": receipt["modules"]["reference"]["path"],
+        "seeds": receipt["seeds"],
+        "dtype": receipt.get("dtype"),
+        "overrides": receipt.get("overrides", {}),
+    }
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(payload, handle)
+        name = handle.name
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "kgate.verify.leg", "inputs", name],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    finally:
+        Path(name).unlink(missing_ok=True)
+    try:
+        return dict(json.loads(proc.stdout).get("inputs", {}))
+    except json.JSONDecodeError:
+        return {}
+
+
+def check(path: Path, *, regenerate: bool = True) -> ReceiptCheck:
+    receipt = load(path)
+    missing = [k for k in receipts.REQUIRED if k not in receipt]
+    if missing or receipt.get("schema") != receipts.SCHEMA:
+        return ReceiptCheck(path, "INCOMPLETE", tuple(f"missing field: {k}" for k in missing) or ("not a kgate receipt",))
+    checked: dict[str, Any] = {"hash": True}
+    if receipts.digest(receipt) != receipt[receipts.HASH_FIELD]:
+        return ReceiptCheck(path, "TAMPERED", ("the self-hash does not match the contents: the receipt was edited",), checked)
+    problems = receipts.rederive(receipt)
+    checked["statuses"] = True
+    if problems:
+        return ReceiptCheck(path, "TAMPERED", tuple(problems), checked)
+    findings: list[str] = []
+    mismatch = False
+    sources_present = True
+    for role, module in receipt["modules"].items():
+        source = Path(module["path"])
+        if not source.is_file():
+            sources_present = False
+            findings.append(f"{role} module {source} not present: its hash and inputs were not checked")
+            continue
+        if file_sha256(source) != module["sha256"]:
+            mismatch = True
+            findings.append(f"{role} module {source} changed since the receipt (sha256 differs)")
+    checked["sources"] = sources_present
+    if regenerate and sources_present and not mismatch:
+        regenerated = _regenerated_inputs(receipt)
+        checked["inputs"] = bool(regenerated)
+        if not regenerated:
+            findings.append("the inputs could not be regenerated (the reference failed to run)")
+            mismatch = True
+        for seed, expected in receipt["inputs"].items():
+            if regenerated and regenerated.get(seed) != expected:
+                mismatch = True
+                findings.append(f"seed {seed}: regenerated inputs hash {regenerated.get(seed)}, receipt says {expected}")
+    return ReceiptCheck(path, "MISMATCH" if mismatch else "OK", tuple(findings), checked)

@@ -1,0 +1,89 @@
+"""One device leg of `kgate verify`, run as `python -m kgate.verify.leg KIND REQUEST.json`.
+
+The verifying parent never imports a framework; each leg runs here, in a fresh process,
+and prints its report as JSON on stdout. KIND is `checks` (integrity + parity + firing
+at the op-point), `measure`, or `inputs` (regenerate input hashes for verify-receipt).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from kgate.errors import KgateError
+
+
+def _checks(req: dict[str, Any]) -> dict[str, Any]:
+    from kgate.gates.firing import FiringSpec
+    from kgate.gates.parity import ParitySpec
+    from kgate.verify.early import CheckRequest, run_screen_checks
+
+    request = CheckRequest(
+        reference=Path(req["reference"]),
+        candidate=Path(req["candidate"]),
+        entry=req["entry"],
+        klass=req["class"],
+        seeds=tuple(req["seeds"]),
+        dtype=req["dtype"],
+        overrides=req["overrides"],
+        parity_spec=ParitySpec.parse(req["parity"]),
+        firing_spec=FiringSpec(
+            expect_hlo=tuple(req["firing"]["expect_hlo"]),
+            forbid_hlo=tuple(req["firing"]["forbid_hlo"]),
+            kernel_calls=req["firing"]["kernel_calls"],
+            forbid_shapes=tuple(req["firing"]["forbid_shapes"]),
+        ),
+    )
+    return run_screen_checks(request).to_json()
+
+
+def _measure(req: dict[str, Any]) -> dict[str, Any]:
+    from kgate.gates.bar import parse_bar
+    from kgate.verify.measure import MeasureRequest, run_measure
+
+    request = MeasureRequest(
+        reference=Path(req["reference"]),
+        candidate=Path(req["candidate"]),
+        entry=req["entry"],
+        seed=req["seeds"][0],
+        dtype=req["dtype"],
+        overrides=req["overrides"],
+        bar=parse_bar(req["bar"]) if req.get("bar") else None,
+        budget_s=req["budget_s"],
+        sessions=req["sessions"],
+    )
+    return run_measure(request).to_json()
+
+
+def _inputs(req: dict[str, Any]) -> dict[str, Any]:
+    from kgate.backends import get_backend
+    from kgate.problem import load_pair
+
+    backend = get_backend("jax")
+    hashes = {}
+    with load_pair(req["reference"], req["reference"], overrides=req["overrides"]) as pair:
+        for seed in req["seeds"]:
+            inputs, _ = backend.create_inputs(pair.reference, seed, req["dtype"])
+            hashes[str(seed)] = backend.digest(inputs)
+    return {"status": "PASS", "inputs": hashes}
+
+
+LEGS = {"checks": _checks, "measure": _measure, "inputs": _inputs}
+
+
+def main(argv: list[str]) -> int:
+    kind, request_path = argv[1], argv[2]
+    try:
+        result = LEGS[kind](json.loads(Path(request_path).read_text()))
+    except KgateError as exc:
+        result = {"status": "ERROR", "error": exc.to_json()}
+    from kgate.jsonio import dumps
+
+    sys.stdout.write(dumps(result) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,101 @@
+"""Per-chip locks: every device execution holds an exclusive `flock` on a lock file.
+
+The lock is the same kind the `flock(1)` command takes, so `flock /tmp/kgate-chip-0.lock
+CMD` and `kgate lock 0 -- CMD` exclude each other. The holder writes its pid and command
+into the file, so a waiting run can say whom it waits for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from kgate.errors import KgateError
+
+LOCK_DIR_ENV = "KGATE_LOCK_DIR"
+COMPILE_SLOTS = 2  # at most this many concurrent compiles per host
+
+
+def lock_path(chip: int, lock_dir: str | Path | None = None) -> Path:
+    if chip < 0:
+        raise KgateError(f"chip {chip} is not a chip index.", "use a non-negative chip number, e.g. 0.")
+    folder = Path(lock_dir or os.environ.get(LOCK_DIR_ENV) or "/tmp")
+    if not folder.is_dir():
+        raise KgateError(f"lock folder {folder} does not exist.", f"create it, or set {LOCK_DIR_ENV} to a folder.")
+    return folder / f"kgate-chip-{chip}.lock"
+
+
+def _holder(path: Path) -> str:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return "unknown holder"
+    return text or "a holder that did not say who it is (e.g. the flock command)"
+
+
+@contextlib.contextmanager
+def hold(path: Path, *, say: Callable[[str], None] | None = None, what: str = "") -> Iterator[float]:
+    """Hold an exclusive flock on `path`; yields the seconds spent waiting."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    started = time.monotonic()
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if say:
+                say(f"waiting for {path} (held by {_holder(path)})")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        waited = time.monotonic() - started
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}: {what or ' '.join(sys.argv)}\n".encode(), 0)
+        try:
+            yield waited
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def compile_slot(lock_dir: str | Path | None = None, say: Callable[[str], None] | None = None) -> Iterator[None]:
+    """One of COMPILE_SLOTS host-wide compile slots (take a free one, else wait on one)."""
+    folder = Path(lock_dir or os.environ.get(LOCK_DIR_ENV) or "/tmp")
+    fds = [os.open(folder / f"kgate-compile-{i}.lock", os.O_RDWR | os.O_CREAT, 0o666) for i in range(COMPILE_SLOTS)]
+    try:
+        taken = None
+        for fd in fds:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            taken = fd
+            break
+        if taken is None:
+            if say:
+                say(f"waiting for a compile slot ({COMPILE_SLOTS} compiles already running on this host)")
+            taken = fds[os.getpid() % len(fds)]
+            fcntl.flock(taken, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(taken, fcntl.LOCK_UN)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def visibility_env(chip: int) -> dict[str, str]:
+    """Variables that make only `chip` visible to a framework imported afterwards."""
+    return {
+        "CUDA_VISIBLE_DEVICES": str(chip),
+        "TPU_VISIBLE_CHIPS": str(chip),
+        "TPU_CHIPS_PER_PROCESS_BOUNDS": "1,1,1",
+        "TPU_PROCESS_BOUNDS": "1,1,1",
+        "KGATE_CHIP": str(chip),
+    }

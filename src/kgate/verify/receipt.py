@@ -1,0 +1,167 @@
+"""Receipts: canonical JSON with a self-hash, and the rules that re-derive every status
+from the recorded numbers. Pure functions: no framework, no device.
+
+Integrity, not authentication: anyone can recompute the hash, so a forger can re-hash an
+edited receipt. What a forger cannot do is make edited numbers agree with the recorded
+statuses, the raw samples and the module sources -- which is what `verify-receipt`
+re-derives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kgate.gates import stats
+from kgate.gates.bar import evaluate_bar, parse_bar
+from kgate.jsonio import clean, write_atomic
+
+SCHEMA = "kgate.receipt"
+SCHEMA_VERSION = 1
+HASH_FIELD = "receipt_sha256"
+REQUIRED = (
+    "schema",
+    "schema_version",
+    "kind",
+    "mode",
+    "kgate",
+    "timestamp",
+    "argv",
+    "device",
+    "interpreted",
+    "modules",
+    "op_point",
+    "seeds",
+    "inputs",
+    "gates",
+    "status",
+    HASH_FIELD,
+)
+REL_TOL = 1e-9
+
+
+def canonical(obj: Any) -> bytes:
+    """Sorted keys, compact separators, non-finite floats spelled as strings."""
+    return json.dumps(clean(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def digest(body: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical({k: v for k, v in body.items() if k != HASH_FIELD})).hexdigest()
+
+
+def seal(body: Mapping[str, Any]) -> dict[str, Any]:
+    cleaned = json.loads(canonical(body))
+    cleaned.pop(HASH_FIELD, None)
+    return {**cleaned, HASH_FIELD: digest(cleaned)}
+
+
+def write(path: Path, receipt: Mapping[str, Any]) -> None:
+    write_atomic(path, canonical(receipt).decode() + "\n")
+
+
+def _close(a: float, b: float) -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    return math.isclose(float(a), float(b), rel_tol=REL_TOL, abs_tol=1e-12)
+
+
+def _num(x: Any) -> float:
+    return float(x)  # JSON spells non-finite values "inf" / "nan", which float() reads
+
+
+def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
+    """Inconsistencies between the parity gate's numbers and its statuses."""
+    problems: list[str] = []
+    spec = str(gate.get("spec", ""))
+    mult = float(spec.split(":", 1)[1]) if spec.startswith("floor:") else None
+    checks = {c["name"]: c for c in gate.get("checks", [])}
+    for probe in gate.get("probes", []):
+        seed = probe.get("seed")
+        for out in probe.get("outputs", []):
+            cand = out.get("candidate")
+            if cand is None or mult is None or "floor" not in out:
+                continue
+            floor, limit = out["floor"], out["limit"]
+            if not _close(limit["max_abs"], mult * _num(floor["max_abs_used"])) or not _close(
+                limit["mean_abs"], mult * _num(floor["mean_abs_used"])
+            ):
+                problems.append(f"parity seed {seed} {out['path']}: limit is not {mult:g} x the recorded floor")
+            passes = _num(cand["max_abs"]) <= _num(limit["max_abs"]) and _num(cand["mean_abs"]) <= _num(limit["mean_abs"])
+            check = checks.get(f"seed{seed}.error")
+            if check is not None and passes != (check["status"] == "PASS") and not checks.get(f"seed{seed}.finite"):
+                problems.append(
+                    f"parity seed {seed} {out['path']}: recorded {check['status']} but the numbers say "
+                    f"{'PASS' if passes else 'FAIL'}"
+                )
+    problems.extend(_gate_status_problems("parity", gate))
+    return problems
+
+
+def _gate_status_problems(name: str, gate: Mapping[str, Any]) -> list[str]:
+    if gate.get("status") == "SKIPPED":
+        return []
+    derived = "FAIL" if any(c.get("status") == "FAIL" for c in gate.get("checks", [])) else "PASS"
+    if gate.get("status") != derived:
+        return [f"{name}: recorded status {gate.get('status')} but its checks give {derived}"]
+    return []
+
+
+def rederive_timing(timing: Mapping[str, Any], bar: Mapping[str, Any] | None) -> list[str]:
+    """Recompute the per-leg p50s, the speedup, its interval, sigma and the bar from the raw samples."""
+    problems: list[str] = []
+    samples = timing.get("samples_ms")
+    if not samples:
+        return ["timing: raw samples missing"]
+    ref, cand = np.array(samples["reference"], dtype=float), np.array(samples["candidate"], dtype=float)
+    for leg, arr in (("reference", ref), ("candidate", cand)):
+        if not _close(timing[leg]["p50_ms"], float(np.median(arr))):
+            problems.append(f"timing: {leg} p50 {timing[leg]['p50_ms']} is not the median of its samples")
+    interval = stats.speedup_interval(ref, cand, sessions=samples.get("session"))
+    sp = timing["speedup"]
+    for key, value in (("estimate", interval.estimate), ("low", interval.low), ("high", interval.high)):
+        if not _close(sp[key], value):
+            problems.append(f"timing: speedup {key} {sp[key]} does not follow from the samples ({value:.6g})")
+    sigma = stats.run_to_run_sigma(ref, cand)
+    if not _close(timing["sigma_ms"], sigma):
+        problems.append(f"timing: sigma {timing['sigma_ms']} does not follow from the samples ({sigma:.6g})")
+    if bar is not None and "bar" in bar:
+        result = evaluate_bar(
+            parse_bar(bar["bar"]),
+            speedup=interval.estimate,
+            low=interval.low,
+            high=interval.high,
+            p50_difference_ms=float(np.median(ref) - np.median(cand)),
+            sigma_ms=sigma,
+        )
+        if result.outcome != bar.get("outcome"):
+            problems.append(f"bar: recorded {bar.get('outcome')} but the samples give {result.outcome}")
+    return problems
+
+
+def rederive(receipt: Mapping[str, Any]) -> list[str]:
+    """Every inconsistency between the receipt's numbers and its statuses."""
+    gates = receipt.get("gates", {})
+    problems: list[str] = []
+    if "parity" in gates:
+        problems += rederive_parity(gates["parity"])
+    if "timing" in gates and gates["timing"].get("status") != "FAIL":
+        problems += rederive_timing(gates["timing"], gates.get("bar"))
+    for name, gate in gates.items():
+        if name != "parity":
+            problems += _gate_status_problems(name, gate)
+    statuses = {name: g.get("status") for name, g in gates.items()}
+    if statuses.get("integrity") == "FAIL":
+        derived = "ANOMALY"
+    elif "FAIL" in statuses.values():
+        derived = "FAIL"
+    else:
+        derived = "PASS"
+    if receipt.get("status") != derived:
+        problems.append(f"status: recorded {receipt.get('status')} but the gates give {derived}")
+    return problems

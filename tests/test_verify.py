@@ -1,0 +1,155 @@
+"""`kgate verify` (screen), receipts, `verify-receipt`, and the chip lock, with real
+subprocesses and real files."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import EXAMPLES
+from kgate.verify import receipt as receipts
+
+pytestmark = pytest.mark.slow
+RMS = EXAMPLES / "rmsnorm"
+
+
+def kgate(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "kgate", *map(str, args)], capture_output=True, text=True, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def verified(tmp_path_factory):
+    """A problem folder copied to a temp dir, verified once; yields (folder, receipt path, process)."""
+    folder = tmp_path_factory.mktemp("problem")
+    for name in ("reference.py", "pallas.py", "bad_ghost.py"):
+        shutil.copy(RMS / name, folder / name)
+    receipt = folder / "receipt.json"
+    proc = kgate(
+        "verify", "-r", folder / "reference.py", "-c", folder / "pallas.py", "--set", "seq_len=16",
+        "--budget", "2", "--lock-dir", folder, "--receipt", receipt, "--json",
+    )
+    return folder, receipt, proc
+
+
+def test_screen_verify_passes_a_good_candidate_and_writes_a_sealed_receipt(verified):
+    folder, receipt, proc = verified
+    assert proc.returncode in (0, 1), proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["status"] == "PASS"
+    assert {"integrity", "parity", "firing", "timing"} <= set(report["gates"])
+    data = json.loads(receipt.read_text())
+    assert data[receipts.HASH_FIELD] == receipts.digest(data) == report["receipt"]["sha256"]
+    assert data["interpreted"] is True and data["mode"] == "screen"
+    assert data["modules"]["candidate"]["sha256"] and data["inputs"]["42"] and data["outputs"]["42"]
+    assert data["kgate"]["version"] and "argv" in data and data["device"]["platform"] == "cpu"
+
+
+def test_verify_receipt_ok_on_a_fresh_receipt(verified):
+    _, receipt, _ = verified
+    proc = kgate("verify-receipt", receipt, "--json")
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 0 and result["status"] == "OK", result
+    assert result["checked"] == {"hash": True, "statuses": True, "sources": True, "inputs": True}
+
+
+def _edited(receipt, tmp_path, edit, reseal):
+    data = json.loads(receipt.read_text())
+    edit(data)
+    if reseal:
+        data = receipts.seal(data)
+    out = tmp_path / "edited.json"
+    out.write_text(json.dumps(data))
+    return json.loads(kgate("verify-receipt", out, "--json", "--no-regenerate").stdout)
+
+
+@pytest.mark.parametrize("reseal", [False, True], ids=["edited", "edited-and-rehashed"])
+def test_editing_the_speedup_is_tampering(verified, tmp_path, reseal):
+    _, receipt, _ = verified
+    result = _edited(receipt, tmp_path, lambda d: d["gates"]["timing"]["speedup"].update(estimate=3.0), reseal)
+    assert result["status"] == "TAMPERED" and result["exit_code"] == 2
+
+
+@pytest.mark.parametrize("reseal", [False, True], ids=["edited", "edited-and-rehashed"])
+def test_editing_a_parity_number_is_tampering(verified, tmp_path, reseal):
+    _, receipt, _ = verified
+
+    def worse(d):
+        d["gates"]["parity"]["probes"][0]["outputs"][0]["candidate"]["max_abs"] = 1.0
+
+    result = _edited(receipt, tmp_path, worse, reseal)
+    assert result["status"] == "TAMPERED"
+
+
+def test_a_truncated_receipt_is_incomplete(verified, tmp_path):
+    _, receipt, _ = verified
+    result = _edited(receipt, tmp_path, lambda d: d.pop("gates"), False)
+    assert result["status"] == "INCOMPLETE"
+
+
+def test_a_changed_reference_is_a_mismatch(verified, tmp_path):
+    folder, receipt, _ = verified
+    moved = tmp_path / "p"
+    shutil.copytree(folder, moved)
+    data = json.loads(receipt.read_text())
+    data["modules"]["reference"]["path"] = str(moved / "reference.py")
+    data["modules"]["candidate"]["path"] = str(moved / "pallas.py")
+    (moved / "receipt.json").write_text(json.dumps(receipts.seal(data)))
+    assert json.loads(kgate("verify-receipt", moved / "receipt.json", "--json").stdout)["status"] == "OK"
+    ref = moved / "reference.py"
+    ref.write_text(ref.read_text().replace("jax.random.normal(kx,", "2.0 * jax.random.normal(kx,"))
+    result = json.loads(kgate("verify-receipt", moved / "receipt.json", "--json").stdout)
+    assert result["status"] == "MISMATCH" and "reference module" in result["findings"][0]
+
+
+def test_two_locked_commands_on_one_chip_run_one_after_the_other(tmp_path):
+    cmd = [sys.executable, "-m", "kgate", "lock", "0", "--lock-dir", str(tmp_path), "--", "sleep", "1"]
+    started = time.monotonic()
+    procs = [subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    errs = [p.communicate()[1] for p in procs]
+    elapsed = time.monotonic() - started
+    assert all(p.returncode == 0 for p in procs)
+    assert elapsed >= 1.9, elapsed  # serialized: ~2 s, not ~1 s
+    assert any("waiting for" in e and "held by pid" in e for e in errs), errs
+
+
+def test_lock_is_compatible_with_the_flock_command(tmp_path):
+    if shutil.which("flock") is None:
+        pytest.skip("the flock command is not installed")
+    holder = subprocess.Popen(["flock", str(tmp_path / "kgate-chip-3.lock"), "sleep", "1"])
+    time.sleep(0.2)
+    started = time.monotonic()
+    proc = kgate("lock", "3", "--lock-dir", tmp_path, "--", "true")
+    holder.wait()
+    assert proc.returncode == 0 and time.monotonic() - started >= 0.6
+
+
+def test_interrupting_verify_leaves_no_receipt(tmp_path):
+    for name in ("reference.py", "pallas.py"):
+        shutil.copy(RMS / name, tmp_path / name)
+    receipt = tmp_path / "receipt.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kgate", "verify", "-r", str(tmp_path / "reference.py"), "-c", str(tmp_path / "pallas.py"),
+         "--set", "seq_len=16", "--budget", "60", "--lock-dir", str(tmp_path), "--receipt", str(receipt)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    time.sleep(6)
+    os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C does: the whole foreground group
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert not receipt.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".receipt.json")]
+
+
+def test_published_schema_requires_what_verify_receipt_requires(verified):
+    schema = json.loads((EXAMPLES.parent / "schemas" / "receipt-v1.schema.json").read_text())
+    assert set(schema["required"]) == set(receipts.REQUIRED)
+    _, receipt, _ = verified
+    data = json.loads(receipt.read_text())
+    assert set(schema["required"]) <= set(data)
+    for name, gate in data["gates"].items():
+        assert gate["status"] in schema["properties"]["gates"]["additionalProperties"]["properties"]["status"]["enum"]
