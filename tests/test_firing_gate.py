@@ -113,3 +113,24 @@ def test_bad_assertions_are_rejected_up_front():
 def test_untraceable_candidate_fails():
     result = audit("kernel-authored", None, trace_error="TypeError: bad block")
     assert result.status == "FAIL" and "TypeError: bad block" in result.failures[0].detail
+
+
+def test_coverage_names_skipped_and_leaking_slices():
+    import numpy as np
+
+    from kgate.gates import coverage
+
+    base = np.arange(12.0).reshape(4, 3)
+    moved_row1 = base.copy()
+    moved_row1[1] += 1
+    assert coverage.slice_effect(base, moved_row1, 0, 1) == coverage.SliceProbe(1, 3, 0)
+    assert coverage.slice_effect(base, base.copy(), 0, 2) == coverage.SliceProbe(2, 0, 0)
+    leak = moved_row1.copy()
+    leak[3, 0] += 1
+    result = coverage.evaluate(
+        [(coverage.parse_spec("0:0->0:0")[0], [coverage.slice_effect(base, base, 0, 2), coverage.slice_effect(base, leak, 0, 1)])]
+    )
+    details = result.details["maps"][0]
+    assert details["skipped"] == [2] and details["leaking"] == [1] and result.status == "FAIL"
+    assert coverage.probe_indices(5) == [0, 1, 2, 3, 4]
+    assert {0, 99, 50} <= set(coverage.probe_indices(100)) and len(coverage.probe_indices(100)) <= coverage.MAX_PROBES

@@ -153,3 +153,32 @@ def test_published_schema_requires_what_verify_receipt_requires(verified):
     assert set(schema["required"]) <= set(data)
     for name, gate in data["gates"].items():
         assert gate["status"] in schema["properties"]["gates"]["additionalProperties"]["properties"]["status"]["enum"]
+
+
+def test_full_mode_names_skipped_rows_checks_the_claim_and_captures(tmp_path):
+    for name in ("reference.py", "pallas.py", "bad_partial.py"):
+        shutil.copy(RMS / name, tmp_path / name)
+    receipt = tmp_path / "full.json"
+    proc = kgate(
+        "verify", "--mode", "full", "-r", tmp_path / "reference.py", "-c", tmp_path / "bad_partial.py",
+        "--set", "seq_len=16", "--budget", "1", "--spec", "0:0->0:0", "--author-claim-p50", "0.001",
+        "--lock-dir", tmp_path, "--receipt", receipt, "--json",
+    )
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 2
+    coverage = report["gates"]["coverage"]["checks"][0]
+    assert coverage["status"] == "FAIL" and "slices [2, 3] do not move" in coverage["detail"]
+    checks = {c["name"]: c for c in report["gates"]["integrity"]["checks"]}
+    assert checks["full.reproduction"]["status"] == "FAIL" and "more than 2x" in checks["full.reproduction"]["detail"]
+    assert "full.cold_orderings" in checks
+    assert report["gates"]["capture"]["status"] in {"PASS", "SKIPPED"}  # a missing profiler never blocks
+    data = json.loads(receipt.read_text())
+    assert data["mode"] == "full" and data["coverage_spec"] == "0:0->0:0"
+    assert json.loads(kgate("verify-receipt", receipt, "--json", "--no-regenerate").stdout)["status"] == "OK"
+
+
+def test_full_mode_options_in_screen_mode_are_bad_input(tmp_path):
+    proc = kgate("verify", "-r", RMS / "reference.py", "-c", RMS / "pallas.py", "--spec", "0:0->0:0", "--lock-dir", tmp_path)
+    assert proc.returncode == 2 and "only in --mode full" in proc.stderr
+    proc = kgate("verify", "--mode", "full", "-r", RMS / "reference.py", "-c", RMS / "pallas.py", "--spec", "rows", "--lock-dir", tmp_path)
+    assert proc.returncode == 2 and "coverage spec 'rows' is not understood" in proc.stderr

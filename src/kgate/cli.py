@@ -321,7 +321,7 @@ def calibrate(
 def verify(
     reference: ReferenceOpt,
     candidate: CandidateOpt,
-    mode: Annotated[str, typer.Option("--mode", help="screen (full is not available yet).")] = "screen",
+    mode: Annotated[str, typer.Option("--mode", help="screen, or full (adds cold orderings, reproduction, coverage, capture).")] = "screen",
     entry: EntryOpt = "workload",
     klass: ClassOpt = "kernel-authored",
     overrides: SetOpt = None,
@@ -340,6 +340,15 @@ def verify(
     receipt: Annotated[
         Optional[Path], typer.Option("--receipt", help="Where to write the receipt (default: ./kgate-receipt-<cand>-<time>.json).")
     ] = None,
+    author_claim_p50: Annotated[
+        Optional[float], typer.Option("--author-claim-p50", help="full: the author's claimed candidate p50 in ms.")
+    ] = None,
+    spec: Annotated[
+        Optional[str], typer.Option("--spec", help="full: coverage axes IN:AXIS->OUT:AXIS[,...], e.g. 0:1->0:1.")
+    ] = None,
+    artifacts: Annotated[
+        Optional[Path], typer.Option("--artifacts", help="full: folder for the profiler capture (default: <receipt>.artifacts).")
+    ] = None,
     as_json: JsonOpt = False,
     output: OutOpt = None,
 ) -> None:
@@ -347,19 +356,27 @@ def verify(
 
     --mode screen: integrity + multi-seed parity + firing audit at the op-point, then
     co-measured timing (+ the bar), each leg in a fresh process holding the chip lock,
-    with a verifier-owned compilation cache. The receipt (self-hashed canonical JSON) is
-    written atomically at the end; `kgate verify-receipt` checks it later.
+    with a verifier-owned compilation cache. --mode full adds a second cold process in
+    the other ordering, the reproduction check against --author-claim-p50 (over 2x apart
+    is an anomaly), the coverage battery for --spec, and a profiler capture whose timing
+    is discarded. The receipt (self-hashed canonical JSON) is written atomically at the
+    end; `kgate verify-receipt` checks it later.
     """
     from kgate.problem import parse_overrides
     from kgate.verify import receipt as receipts
     from kgate.verify.screen import VerifyRequest, default_receipt_path, run_verify
 
     err = Console(stderr=True)
-    say = (lambda m: None) if as_json else (lambda m: err.print(f"kgate verify: {m}", soft_wrap=True))
+    spinner = err.status("kgate verify: starting") if (not as_json and err.is_terminal) else None
+
+    def say(message: str) -> None:
+        if spinner is not None:
+            spinner.update(f"kgate verify: {message}")
+        elif not as_json:
+            err.print(f"kgate verify: {message}", soft_wrap=True)
 
     def produce():  # -> Report
-        if mode != "screen":
-            raise KgateError(f"--mode {mode!r} is not available.", "use --mode screen.")
+        path = receipt or default_receipt_path(candidate)
         request = VerifyRequest(
             reference=reference,
             candidate=candidate,
@@ -377,13 +394,21 @@ def verify(
             lock_dir=lock_dir,
             receipt=receipt,
             argv=tuple(sys.argv),
+            mode=mode,
+            author_claim_p50=author_claim_p50,
+            spec=spec,
+            artifacts=artifacts or path.with_suffix(".artifacts"),
         )
-        path = receipt or default_receipt_path(candidate)
         try:
+            if spinner is not None:
+                spinner.start()
             report, sealed = run_verify(request, say)
         except KeyboardInterrupt:
             err.print("kgate verify: interrupted: no receipt was written")
-            raise typer.Exit(2)
+            raise typer.Exit(2) from None
+        finally:
+            if spinner is not None:
+                spinner.stop()
         receipts.write(path, sealed)
         report.context["receipt"] = {"path": str(path), "sha256": sealed[receipts.HASH_FIELD]}
         say(f"receipt {path} (sha256 {sealed[receipts.HASH_FIELD][:16]}...)")

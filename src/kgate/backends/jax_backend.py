@@ -283,6 +283,31 @@ class JaxBackend:
         return copies
 
     @staticmethod
+    def perturb_slice(inputs: Sequence[Any], index: int, axis: int, position: int) -> tuple[Any, ...]:
+        """A copy of the inputs with one slice of one input changed (noise, or +1 for integers)."""
+        out = list(inputs)
+        x = jnp.asarray(out[index])
+        where = (slice(None),) * axis + (position,)
+        if jnp.issubdtype(x.dtype, jnp.floating):
+            part = x[where]
+            noise = jax.random.normal(jax.random.key(position + 1), part.shape, jnp.float32)
+            scale = jnp.std(x.astype(jnp.float32)) + 1.0
+            out[index] = x.at[where].add((noise * scale).astype(x.dtype))
+        else:
+            out[index] = x.at[where].add(1)
+        return tuple(out)
+
+    def capture(self, fn: Callable[..., Any], inputs: Sequence[Any], folder: Path, calls: int = 3) -> list[str]:
+        """Run `fn` under the JAX profiler into `folder` (timing discarded); the files written."""
+        compiled = jax.jit(fn)
+        with self._mode():
+            jax.block_until_ready(compiled(*inputs))
+            with jax.profiler.trace(str(folder)):
+                for _ in range(calls):
+                    jax.block_until_ready(compiled(*inputs))
+        return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+    @staticmethod
     def dispatch_probe(inputs: Sequence[Any]) -> Callable[..., Any]:
         """The cheapest real op on the same buffers: one add on the first array input."""
 

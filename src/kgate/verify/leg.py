@@ -53,6 +53,7 @@ def _measure(req: dict[str, Any]) -> dict[str, Any]:
         bar=parse_bar(req["bar"]) if req.get("bar") else None,
         budget_s=req["budget_s"],
         sessions=req["sessions"],
+        reference_first=req.get("reference_first", False),
     )
     return run_measure(request).to_json()
 
@@ -70,7 +71,55 @@ def _inputs(req: dict[str, Any]) -> dict[str, Any]:
     return {"status": "PASS", "inputs": hashes}
 
 
-LEGS = {"checks": _checks, "measure": _measure, "inputs": _inputs}
+def _coverage(req: dict[str, Any]) -> dict[str, Any]:
+    from kgate.backends import get_backend
+    from kgate.gates import coverage
+    from kgate.problem import load_pair
+
+    backend = get_backend("jax")
+    maps = coverage.parse_spec(req["spec"])
+    results, errors = [], []
+    with load_pair(req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"]) as pair:
+        inputs, _ = backend.create_inputs(pair.reference, req["seeds"][0], req["dtype"])
+        base = backend.run(pair.candidate.entry, inputs)
+        for m in maps:
+            try:
+                size_in = inputs[m.input_index].shape[m.input_axis]
+                size_out = base.leaves[m.output_index].shape[m.output_axis]
+            except (IndexError, AttributeError):
+                errors.append(f"spec {m.text()} names an input, output or axis the problem does not have")
+                continue
+            if size_in != size_out:
+                errors.append(f"spec {m.text()}: input axis has {size_in} slices, output axis {size_out}")
+                continue
+            probes = []
+            for position in coverage.probe_indices(size_in):
+                out = backend.run(pair.candidate.entry, backend.perturb_slice(inputs, m.input_index, m.input_axis, position))
+                probes.append(
+                    coverage.slice_effect(base.leaves[m.output_index], out.leaves[m.output_index], m.output_axis, position)
+                )
+            results.append((m, probes))
+    return {"gates": {"coverage": coverage.evaluate(results, errors).to_json()}}
+
+
+def _capture(req: dict[str, Any]) -> dict[str, Any]:
+    from kgate.backends import get_backend
+    from kgate.problem import load_pair
+
+    folder = Path(req["artifacts"])
+    try:
+        backend = get_backend("jax")
+        with load_pair(req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"]) as pair:
+            inputs, _ = backend.create_inputs(pair.reference, req["seeds"][0], req["dtype"])
+            files = backend.capture(pair.candidate.entry, inputs, folder)
+    except KgateError:
+        raise
+    except Exception as exc:  # a missing or broken profiler degrades, never blocks
+        return {"status": "UNAVAILABLE", "reason": f"capture unavailable: {type(exc).__name__}: {exc}"[:300]}
+    return {"status": "CAPTURED", "folder": str(folder), "files": files}
+
+
+LEGS = {"checks": _checks, "measure": _measure, "inputs": _inputs, "coverage": _coverage, "capture": _capture}
 
 
 def main(argv: list[str]) -> int:

@@ -51,6 +51,7 @@ class MeasureRequest:
     max_rounds: int = 200
     per_round: int = 0  # pairs per round; 0 = sized from the warm-up
     sessions: int = 4  # fresh compilations and buffers; the interval carries their spread
+    reference_first: bool = False  # verify --mode full's second cold process: the other ordering
     order_seed: int | None = None
 
     def __post_init__(self) -> None:
@@ -306,14 +307,18 @@ def _measure(request: MeasureRequest, progress: Callable[[int, float], None] | N
         threads = python_threads()
         flush, flush_text = backend.cache_flusher()
         integrity: list[Check] = []
+        if request.reference_first:
+            ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
+            ref.output()
         try:
             cand = backend.compile_timed(pair.candidate.entry, inputs, clock, flush)
             first_out = cand.output()  # the candidate's first execution in this process
         except Exception as exc:
             return _unmeasurable(request, pair, backend, f"{type(exc).__name__}: {exc}".splitlines()[0][:400])
         integrity.append(_outputs_valid(first_out, spec))
-        ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
-        ref.output()
+        if not request.reference_first:
+            ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
+            ref.output()
         interpreted = backend.interpreted
         budget = min(request.budget_s, INTERPRETED_BUDGET_S) if interpreted else request.budget_s
         max_rounds = min(request.max_rounds, INTERPRETED_MAX_ROUNDS) if interpreted else request.max_rounds
@@ -377,6 +382,7 @@ def _measure(request: MeasureRequest, progress: Callable[[int, float], None] | N
             "device": backend.device().to_json(),
             "interpreted": interpreted,
             "input_sha256": created,
+            "first_leg": "reference" if request.reference_first else "candidate",
             "wall_s": round(time.perf_counter() - started, 3),
         }
         return Report("measure", gates, context)
@@ -442,7 +448,12 @@ def _outputs_valid(out: HostTree, spec: list[tuple[tuple[int, ...], str]]) -> Ch
 
 
 def _stable_check(first: HostTree, last: HostTree) -> Check:
-    same = all(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc") for a, b in zip(first.leaves, last.leaves))
+    same = all(
+        np.array_equal(a.astype(np.float64), b.astype(np.float64), equal_nan=True)
+        if (a.dtype.kind in "fc" or "float" in str(a.dtype))
+        else np.array_equal(a, b)
+        for a, b in zip(first.leaves, last.leaves)
+    )
     if same:
         return Check("outputs_stable", "PASS", "the candidate's output after timing equals its first output")
     return Check(

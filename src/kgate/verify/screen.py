@@ -1,4 +1,9 @@
-"""`kgate verify --mode screen`: every device leg in a fresh process, one report, one receipt.
+"""`kgate verify`: every device leg in a fresh process, one report, one receipt.
+
+--mode screen: the checks leg and the measure leg. --mode full adds a second measure leg
+from a cold process in the other ordering (the reference compiled and run first), the
+reproduction check against the author's claimed p50, the coverage battery when a spec is
+given, and a capture run under the profiler whose timing is discarded.
 
 This module never imports a framework. It validates the request, takes the chip lock,
 runs each leg (`python -m kgate.verify.leg`) with a verifier-owned compilation cache and
@@ -22,6 +27,7 @@ from typing import Any
 
 from kgate import __version__
 from kgate.errors import KgateError
+from kgate.gates import coverage
 from kgate.gates.bar import parse_bar
 from kgate.gates.common import Check, GateResult
 from kgate.gates.firing import FiringSpec, parse_classes
@@ -52,8 +58,22 @@ class VerifyRequest:
     lock_dir: Path | None = None
     receipt: Path | None = None
     argv: tuple[str, ...] = ()
+    mode: str = "screen"
+    author_claim_p50: float | None = None
+    spec: str | None = None
+    artifacts: Path | None = None
 
     def __post_init__(self) -> None:
+        if self.mode not in ("screen", "full"):
+            raise KgateError(f"--mode {self.mode!r} is not a verify mode.", "use --mode screen or --mode full.")
+        if self.mode == "screen" and (self.author_claim_p50 is not None or self.spec):
+            raise KgateError(
+                "--author-claim-p50 and --spec are checked only in --mode full.", "add --mode full, or drop them."
+            )
+        if self.author_claim_p50 is not None and not self.author_claim_p50 > 0:
+            raise KgateError("--author-claim-p50 must be a positive number of milliseconds.", "e.g. 0.42.")
+        if self.spec:
+            coverage.parse_spec(self.spec)
         for role, path in (("reference", self.reference), ("candidate", self.candidate)):
             if not Path(path).is_file():
                 raise KgateError(f"{role} module {path} does not exist.", f"pass an existing .py file as --{role}.")
@@ -151,24 +171,38 @@ def run_verify(request: VerifyRequest, say: Callable[[str], None] = lambda _: No
     checks_leg = _run_leg(
         "checks", {**common, "parity": request.parity, "firing": request.firing.to_json()}, request, say
     )
-    measure_leg = _run_leg(
-        "measure", {**common, "bar": request.bar, "budget_s": request.budget_s, "sessions": request.sessions}, request, say
-    )
+    timing = {"bar": request.bar, "budget_s": request.budget_s, "sessions": request.sessions}
+    measure_leg = _run_leg("measure", {**common, **timing}, request, say)
+    legs = [("checks", checks_leg), ("measure", measure_leg)]
+    extra: dict[str, Any] = {}
+    if request.mode == "full":
+        reverse = _run_leg("measure", {**common, **timing, "reference_first": True}, request, say)
+        legs.append(("reversed", reverse))
+        if request.spec:
+            legs.append(("coverage", _run_leg("coverage", {**common, "spec": request.spec}, request, say)))
+        artifacts = Path(request.artifacts or Path.cwd() / "kgate-artifacts")
+        artifacts.mkdir(parents=True, exist_ok=True)
+        extra["capture"] = _run_leg("capture", {**common, "artifacts": str(artifacts)}, request, say)
     gates: dict[str, GateResult] = {}
     integrity: list[Check] = []
-    for leg_name, leg in (("checks", checks_leg), ("measure", measure_leg)):
+    for leg_name, leg in legs:
         if "gates" not in leg:
             gates[leg_name] = _crashed(leg_name, leg)
             continue
         for name, data in leg["gates"].items():
             if name == "integrity":
                 integrity += [Check(f"{leg_name}.{c.name}", c.status, c.detail, c.fix) for c in _gate_from_json(name, data).checks]
+            elif leg_name == "reversed":
+                continue  # its timing is compared below, not reported as a second timing gate
             else:
                 gates[name] = _gate_from_json(name, data)
+    if request.mode == "full":
+        integrity += _full_checks(request, measure_leg, dict(legs)["reversed"])
+        gates["capture"] = _capture_gate(extra["capture"])
     gates = {"integrity": GateResult("integrity", tuple(integrity)), **gates}
     source = checks_leg if "gates" in checks_leg else measure_leg
     context = {
-        "mode": "screen",
+        "mode": request.mode,
         "class": request.klass,
         "reference": source.get("reference", {"path": common["reference"]}),
         "candidate": source.get("candidate", {"path": common["candidate"]}),
@@ -183,6 +217,62 @@ def run_verify(request: VerifyRequest, say: Callable[[str], None] = lambda _: No
     return report, receipt
 
 
+def _speedup(leg: Mapping[str, Any]) -> dict[str, Any] | None:
+    return leg.get("gates", {}).get("timing", {}).get("speedup")
+
+
+def _full_checks(request: VerifyRequest, first: Mapping[str, Any], reverse: Mapping[str, Any]) -> list[Check]:
+    checks: list[Check] = []
+    a, b = _speedup(first), _speedup(reverse)
+    if a is None or b is None:
+        checks.append(Check("full.cold_orderings", "FAIL", "a cold-process measurement did not complete", "see the timing gate."))
+    else:
+        disjoint = float(a["high"]) < float(b["low"]) or float(b["high"]) < float(a["low"])
+        text = (
+            f"candidate-first process {float(a['estimate']):.4f} [{float(a['low']):.4f}, {float(a['high']):.4f}], "
+            f"reference-first process {float(b['estimate']):.4f} [{float(b['low']):.4f}, {float(b['high']):.4f}]"
+        )
+        checks.append(
+            Check(
+                "full.cold_orderings",
+                "FAIL" if disjoint else "PASS",
+                ("order dependence across cold processes: " + text) if disjoint else text,
+                "which leg starts the process changes the result: investigate caches, lazy init or leaked work."
+                if disjoint
+                else "",
+            )
+        )
+    measured = first.get("gates", {}).get("timing", {}).get("candidate", {}).get("p50_ms")
+    if request.author_claim_p50 is None:
+        checks.append(Check("full.reproduction", "SKIPPED", "not checked: no --author-claim-p50 was given"))
+    elif measured is None:
+        checks.append(Check("full.reproduction", "FAIL", "no verified p50 to compare the claim with", "see the timing gate."))
+    else:
+        gap = max(float(measured) / request.author_claim_p50, request.author_claim_p50 / float(measured))
+        checks.append(
+            Check(
+                "full.reproduction",
+                "FAIL" if gap > 2.0 else "PASS",
+                f"author claimed p50 {request.author_claim_p50:.4g} ms, verification measured {float(measured):.4g} ms "
+                f"({gap:.2f}x apart; more than 2x is an anomaly)",
+                "the author's number does not reproduce: re-measure both sides on the same chip." if gap > 2.0 else "",
+            )
+        )
+    return checks
+
+
+def _capture_gate(leg: Mapping[str, Any]) -> GateResult:
+    if leg.get("status") == "CAPTURED":
+        files = leg.get("files", [])
+        return GateResult(
+            "capture",
+            (Check("profile", "PASS", f"{len(files)} profiler artifact(s) in {leg.get('folder')} (timing discarded)"),),
+            {"folder": leg.get("folder"), "files": files},
+        )
+    reason = leg.get("reason") or leg.get("error", {}).get("problem") or "capture unavailable"
+    return GateResult("capture", (), {}, skipped_reason=str(reason))
+
+
 def _receipt_body(
     request: VerifyRequest, report: Report, checks_leg: Mapping[str, Any], measure_leg: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -193,7 +283,9 @@ def _receipt_body(
         "schema": receipts.SCHEMA,
         "schema_version": receipts.SCHEMA_VERSION,
         "kind": "verify",
-        "mode": "screen",
+        "mode": request.mode,
+        "author_claim_p50_ms": request.author_claim_p50,
+        "coverage_spec": request.spec,
         "kgate": {"version": __version__, **_git(kgate_src)},
         "candidate_repo": _git(cand),
         "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
