@@ -182,3 +182,16 @@ def test_full_mode_options_in_screen_mode_are_bad_input(tmp_path):
     assert proc.returncode == 2 and "only in --mode full" in proc.stderr
     proc = kgate("verify", "--mode", "full", "-r", RMS / "reference.py", "-c", RMS / "pallas.py", "--spec", "rows", "--lock-dir", tmp_path)
     assert proc.returncode == 2 and "coverage spec 'rows' is not understood" in proc.stderr
+
+
+def test_at_most_two_compile_slots_per_host(tmp_path):
+    code = (
+        "import sys, time; from kgate.verify.lock import compile_slot\n"
+        "with compile_slot(sys.argv[1], say=lambda m: print(m, file=sys.stderr)):\n    time.sleep(1)\n"
+    )
+    started = time.monotonic()
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    errs = [p.communicate()[1] for p in procs]
+    elapsed = time.monotonic() - started
+    assert 1.9 <= elapsed < 3.5, elapsed  # two at once, the third after: ~2 s, not ~1 s or ~3 s
+    assert sum("waiting for a compile slot" in e for e in errs) == 1, errs

@@ -21,6 +21,7 @@ from kgate.gates.common import GateResult
 from kgate.gates.firing import FiringSpec
 from kgate.gates.parity import ParitySpec, Probe
 from kgate.problem import load_pair
+from kgate.verify.lock import compile_slot
 from kgate.verify.outcome import Report
 
 DEFAULT_SEEDS: tuple[int, ...] = (42, 43)
@@ -158,16 +159,23 @@ def _firing(backend: Any, pair: Any, request: CheckRequest, inputs: tuple[Any, .
     return firing.audit(request.klass, facts, spec=request.firing_spec, reference_compiled=reference_compiled)
 
 
+# These runs are compile-dominated (every probe jits): each holds one of the host's
+# compile slots, so at most two compile at once per host.
+
+
 def run_parity(request: CheckRequest) -> Report:
     """Integrity + multi-seed parity at the op-point (CONFIG with `--set` overrides)."""
-    return _run(request, "parity", use_tiny=False, with_firing=False)
+    with compile_slot():
+        return _run(request, "parity", use_tiny=False, with_firing=False)
 
 
 def run_screen_checks(request: CheckRequest) -> Report:
     """verify's checks leg: integrity + multi-seed parity + firing, at the op-point (not TINY)."""
-    return _run(request, "checks", use_tiny=False, with_firing=True)
+    with compile_slot():
+        return _run(request, "checks", use_tiny=False, with_firing=True)
 
 
 def run_gate(request: CheckRequest) -> Report:
     """The early-kill gate: integrity + parity at TINY (or `--set`) + the firing audit."""
-    return _run(request, "gate", use_tiny=True, with_firing=True)
+    with compile_slot():
+        return _run(request, "gate", use_tiny=True, with_firing=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from kgate.errors import KgateError
 
 LOCK_DIR_ENV = "KGATE_LOCK_DIR"
+COMPILE_SLOTS = 2  # at most this many concurrent compiles per host
 
 
 def lock_path(chip: int, lock_dir: str | Path | None = None) -> Path:
@@ -59,6 +60,34 @@ def hold(path: Path, *, say: Callable[[str], None] | None = None, what: str = ""
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def compile_slot(lock_dir: str | Path | None = None, say: Callable[[str], None] | None = None) -> Iterator[None]:
+    """One of COMPILE_SLOTS host-wide compile slots (take a free one, else wait on one)."""
+    folder = Path(lock_dir or os.environ.get(LOCK_DIR_ENV) or "/tmp")
+    fds = [os.open(folder / f"kgate-compile-{i}.lock", os.O_RDWR | os.O_CREAT, 0o666) for i in range(COMPILE_SLOTS)]
+    try:
+        taken = None
+        for fd in fds:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            taken = fd
+            break
+        if taken is None:
+            if say:
+                say(f"waiting for a compile slot ({COMPILE_SLOTS} compiles already running on this host)")
+            taken = fds[os.getpid() % len(fds)]
+            fcntl.flock(taken, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(taken, fcntl.LOCK_UN)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def visibility_env(chip: int) -> dict[str, str]:

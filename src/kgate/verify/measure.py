@@ -28,6 +28,7 @@ from kgate.gates import stats
 from kgate.gates.bar import Bar, evaluate_bar
 from kgate.gates.common import Check, GateResult
 from kgate.problem import load_pair
+from kgate.verify.lock import compile_slot
 from kgate.verify.outcome import Report
 
 NOISY_IQR = 0.10  # IQR/median above this is called noisy, in plain words
@@ -308,16 +309,19 @@ def _measure(request: MeasureRequest, progress: Callable[[int, float], None] | N
         flush, flush_text = backend.cache_flusher()
         integrity: list[Check] = []
         if request.reference_first:
-            ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
+            with compile_slot():
+                ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
             ref.output()
         try:
-            cand = backend.compile_timed(pair.candidate.entry, inputs, clock, flush)
+            with compile_slot():
+                cand = backend.compile_timed(pair.candidate.entry, inputs, clock, flush)
             first_out = cand.output()  # the candidate's first execution in this process
         except Exception as exc:
             return _unmeasurable(request, pair, backend, f"{type(exc).__name__}: {exc}".splitlines()[0][:400])
         integrity.append(_outputs_valid(first_out, spec))
         if not request.reference_first:
-            ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
+            with compile_slot():
+                ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
             ref.output()
         interpreted = backend.interpreted
         budget = min(request.budget_s, INTERPRETED_BUDGET_S) if interpreted else request.budget_s
@@ -330,8 +334,10 @@ def _measure(request: MeasureRequest, progress: Callable[[int, float], None] | N
                 return ref, cand
             fresh = backend.copy_inputs(inputs)
             buffers.append((fresh, backend.digest(fresh)))
-            new_cand = backend.compile_timed(pair.candidate.entry, fresh, clock, flush)  # candidate first
-            new_ref = backend.compile_timed(pair.reference.entry, fresh, clock, flush)
+            with compile_slot():
+                new_cand = backend.compile_timed(pair.candidate.entry, fresh, clock, flush)  # candidate first
+            with compile_slot():
+                new_ref = backend.compile_timed(pair.reference.entry, fresh, clock, flush)
             legs["candidate"] = new_cand
             return new_ref, new_cand
 
@@ -545,9 +551,11 @@ def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], No
     with load_pair(request.reference, request.reference, overrides=request.overrides) as pair:
         inputs, _ = backend.create_inputs(pair.reference, request.seed, request.dtype)
         flush, flush_text = backend.cache_flusher()
-        copy = backend.compile_timed(pair.candidate.entry, inputs, clock, flush)
+        with compile_slot():
+            copy = backend.compile_timed(pair.candidate.entry, inputs, clock, flush)
         copy.output()
-        ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
+        with compile_slot():
+            ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
         ref.output()
         interpreted = backend.interpreted
         budget = min(request.budget_s, INTERPRETED_BUDGET_S) if interpreted else request.budget_s
@@ -557,10 +565,11 @@ def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], No
             if session == 0:
                 return ref, copy
             fresh = backend.copy_inputs(inputs)
-            return (
-                backend.compile_timed(pair.reference.entry, fresh, clock, flush),
-                backend.compile_timed(pair.candidate.entry, fresh, clock, flush),
-            )
+            with compile_slot():
+                return (
+                    backend.compile_timed(pair.reference.entry, fresh, clock, flush),
+                    backend.compile_timed(pair.candidate.entry, fresh, clock, flush),
+                )
 
         samples, stop_reason, per_round, per_call_s = _collect(
             make_legs,
@@ -573,7 +582,8 @@ def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], No
             rng=random.Random(request.order_seed),
             progress=progress,
         )
-        probe = backend.compile_timed(backend.dispatch_probe(inputs), inputs, clock, flush)
+        with compile_slot():
+            probe = backend.compile_timed(backend.dispatch_probe(inputs), inputs, clock, flush)
         for _ in range(3):
             probe()
         floor_ms = float(np.median([probe() / 1e6 for _ in range(max(20, per_round * 4))]))

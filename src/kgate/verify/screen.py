@@ -115,6 +115,7 @@ def _run_leg(kind: str, payload: Mapping[str, Any], request: VerifyRequest, say:
         **os.environ,
         **chip_lock.visibility_env(request.chip),
         "JAX_COMPILATION_CACHE_DIR": str(verifier_cache()),
+        **({chip_lock.LOCK_DIR_ENV: str(request.lock_dir)} if request.lock_dir else {}),
         "PYTHONUNBUFFERED": "1",
     }
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
