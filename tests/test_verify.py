@@ -195,3 +195,24 @@ def test_at_most_two_compile_slots_per_host(tmp_path):
     elapsed = time.monotonic() - started
     assert 1.9 <= elapsed < 3.5, elapsed  # two at once, the third after: ~2 s, not ~1 s or ~3 s
     assert sum("waiting for a compile slot" in e for e in errs) == 1, errs
+
+
+@pytest.mark.parametrize(
+    "candidate,klass,gate,check",
+    [
+        ("bad_ghost.py", "kernel-authored", "firing", "kernel_reaches_output"),
+        ("bad_replay.py", "kernel-authored", "parity", "seed43.error"),
+        ("bad_patches_reference.py", "kernel-authored", "integrity", "checks.reference_untouched"),
+        ("bad_timer_patch.py", "kernel-authored", "integrity", "measure.timer_untouched"),
+    ],
+)
+def test_screen_verify_fails_known_bad_candidates_in_the_gate_that_names_them(tmp_path, candidate, klass, gate, check):
+    proc = kgate(
+        "verify", "-r", RMS / "reference.py", "-c", RMS / candidate, "--class", klass, "--set", "seq_len=16",
+        "--budget", "1", "--sessions", "2", "--lock-dir", tmp_path, "--receipt", tmp_path / "r.json", "--json",
+    )
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 2 and report["status"] in {"FAIL", "ANOMALY"}
+    failed = {c["name"] for c in report["gates"][gate]["checks"] if c["status"] == "FAIL"}
+    assert check in failed, report["gates"][gate]
+    assert (tmp_path / "r.json").exists()  # a failing verification still leaves its receipt
