@@ -8,7 +8,8 @@ import math
 
 from conftest import EXAMPLES
 from kgate.gates.bar import parse_bar
-from kgate.verify.measure import CalibrateRequest, MeasureRequest, run_calibrate, run_measure
+from kgate.verify.calibrate import CalibrateRequest, run_calibrate
+from kgate.verify.measure import MeasureRequest, run_measure
 
 RMS = EXAMPLES / "rmsnorm"
 SMALL = {"seq_len": 64}

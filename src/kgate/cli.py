@@ -300,7 +300,7 @@ def calibrate(
     """
     from kgate.gates.bar import parse_bar
     from kgate.problem import parse_overrides
-    from kgate.verify.measure import CalibrateRequest, run_calibrate
+    from kgate.verify.calibrate import CalibrateRequest, run_calibrate
 
     _run(as_json, output, lambda: run_calibrate(
         CalibrateRequest(

@@ -1,0 +1,151 @@
+"""`kgate calibrate`: measure the rig itself before registering a bar.
+
+The reference against a separately loaded and compiled copy of itself (A/A), with the
+same sessions, cache flush and interval as `kgate measure`, plus the dispatch floor of
+one trivial op on the same buffers; then which speedups this machine can resolve.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kgate import clock as kclock
+from kgate.backends import get_backend
+from kgate.gates.bar import Bar
+from kgate.gates.common import Check, GateResult
+from kgate.problem import load_pair
+from kgate.verify.lock import compile_slot
+from kgate.verify.measure import (
+    INTERPRETED_BUDGET_S,
+    INTERPRETED_MAX_ROUNDS,
+    LegPair,
+    _collect,
+    _timing_gate,
+)
+from kgate.verify.outcome import Report
+
+
+@dataclass(frozen=True)
+class CalibrateRequest:
+    reference: Path
+    seed: int = 42
+    dtype: str | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    bar: Bar | None = None
+    budget_s: float = 10.0
+    per_round: int = 0
+    sessions: int = 4
+    order_seed: int | None = None
+
+
+def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], None] | None = None) -> Report:
+    """Measure the rig: the reference against a separately loaded copy of itself (A/A),
+    and the dispatch floor of one trivial op on the same buffers."""
+    started = time.perf_counter()
+    clock = kclock.perf_counter_ns
+    backend = get_backend("jax")
+    with load_pair(request.reference, request.reference, overrides=request.overrides) as pair:
+        inputs, _ = backend.create_inputs(pair.reference, request.seed, request.dtype)
+        flush, flush_text = backend.cache_flusher()
+        with compile_slot():
+            copy = backend.compile_timed(pair.candidate.entry, inputs, clock, flush)
+        copy.output()
+        with compile_slot():
+            ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
+        ref.output()
+        interpreted = backend.interpreted
+        budget = min(request.budget_s, INTERPRETED_BUDGET_S) if interpreted else request.budget_s
+        max_rounds = INTERPRETED_MAX_ROUNDS if interpreted else 200
+
+        def make_legs(session: int) -> tuple[Any, Any]:
+            if session == 0:
+                return ref, copy
+            fresh = backend.copy_inputs(inputs)
+            with compile_slot():
+                return (
+                    backend.compile_timed(pair.reference.entry, fresh, clock, flush),
+                    backend.compile_timed(pair.candidate.entry, fresh, clock, flush),
+                )
+
+        samples, stop_reason, per_round, per_call_s = _collect(
+            make_legs,
+            sessions=request.sessions,
+            per_round=request.per_round,
+            min_rounds=min(8, max_rounds),
+            max_rounds=max_rounds,
+            budget_s=budget,
+            target_ci=1e-9,  # calibration spends its whole budget: the noise is what we want
+            rng=random.Random(request.order_seed),
+            progress=progress,
+        )
+        with compile_slot():
+            probe = backend.compile_timed(backend.dispatch_probe(inputs), inputs, clock, flush)
+        for _ in range(3):
+            probe()
+        floor_ms = float(np.median([probe() / 1e6 for _ in range(max(20, per_round * 4))]))
+        k = request.bar.sigma_k if request.bar and request.bar.sigma_k else 3.0
+        timing, numbers = _timing_gate(
+            samples, stop_reason, interpreted, k, LegPair("reference", "reference copy"), per_call_s, flush_text
+        )
+        interval = numbers["interval"]
+        ref_p50 = timing.details["reference"]["p50_ms"]
+        calibration: dict[str, Any] = {
+            "aa_speedup": interval.to_json(),
+            "noise_floor": numbers["sigma"] / ref_p50 if ref_p50 else math.inf,
+            "ci_half_width": (interval.high - interval.low) / 2.0,
+            "minimum_detectable_speedup": timing.details["minimum_detectable_speedup"],
+            "dispatch_floor_ms": floor_ms,
+            "workload_over_dispatch": ref_p50 / floor_ms if floor_ms > 0 else math.inf,
+        }
+        checks = [
+            Check(
+                "aa_unbiased",
+                "PASS" if interval.contains(1.0) else "FAIL",
+                f"A/A speedup {interval.estimate:.4f} [95% CI {interval.low:.4f}, {interval.high:.4f}]"
+                + (" contains 1.0" if interval.contains(1.0) else " excludes 1.0: identical legs time differently"),
+                "" if interval.contains(1.0) else "the rig is biased (thermal drift, another process, frequency "
+                "scaling): fix the machine before trusting any comparison.",
+            ),
+        ]
+        if calibration["workload_over_dispatch"] < 3:
+            checks.append(
+                Check(
+                    "above_dispatch",
+                    "ADVISORY",
+                    f"the workload takes {calibration['workload_over_dispatch']:.1f}x the dispatch floor: most of "
+                    "what is timed is launch overhead, not the kernel",
+                    "enlarge the op-point to measure the kernel rather than the dispatch.",
+                )
+            )
+        thresholds = [c.value for c in request.bar.clauses if c.kind == "threshold"] if request.bar else [1.02]
+        for t in thresholds:
+            mde = calibration["minimum_detectable_speedup"]
+            measurable = mde < t and 1.0 + calibration["ci_half_width"] < t
+            calibration.setdefault("bar_measurable", {})[f"{t:.4f}"] = measurable
+            checks.append(
+                Check(
+                    "bar_measurable",
+                    "PASS" if measurable else "ADVISORY",
+                    f"a speedup of {t:.4f}x is {'measurable' if measurable else 'NOT measurable'} here: minimum "
+                    f"detectable speedup {mde:.4f}x at {k:g} sigma, A/A CI half-width {calibration['ci_half_width']:.4f}",
+                    "" if measurable else "raise the bar, enlarge the op-point, or measure on a quieter machine.",
+                )
+            )
+        gates = {"calibration": GateResult("calibration", tuple(checks), calibration), "timing": timing}
+        context = {
+            "reference": pair.reference.to_json(),
+            "op_point": pair.op_point.to_json(),
+            "seed": request.seed,
+            "device": backend.device().to_json(),
+            "interpreted": interpreted,
+            "wall_s": round(time.perf_counter() - started, 3),
+        }
+        return Report("calibrate", gates, context)
