@@ -107,13 +107,13 @@ def test_a_changed_reference_is_a_mismatch(verified, tmp_path):
 
 
 def test_two_locked_commands_on_one_chip_run_one_after_the_other(tmp_path):
-    cmd = [sys.executable, "-m", "kgate", "lock", "0", "--lock-dir", str(tmp_path), "--", "sleep", "1"]
+    cmd = [sys.executable, "-m", "kgate", "lock", "0", "--lock-dir", str(tmp_path), "--", "sleep", "2"]
     started = time.monotonic()
     procs = [subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     errs = [p.communicate()[1] for p in procs]
     elapsed = time.monotonic() - started
     assert all(p.returncode == 0 for p in procs)
-    assert elapsed >= 1.9, elapsed  # serialized: ~2 s, not ~1 s
+    assert elapsed >= 3.9, elapsed  # serialized: ~4 s, not ~2 s
     assert any("waiting for" in e and "held by pid" in e for e in errs), errs
 
 
@@ -187,13 +187,13 @@ def test_full_mode_options_in_screen_mode_are_bad_input(tmp_path):
 def test_at_most_two_compile_slots_per_host(tmp_path):
     code = (
         "import sys, time; from kgate.verify.lock import compile_slot\n"
-        "with compile_slot(sys.argv[1], say=lambda m: print(m, file=sys.stderr)):\n    time.sleep(1)\n"
+        "with compile_slot(sys.argv[1], say=lambda m: print(m, file=sys.stderr)):\n    time.sleep(2)\n"
     )
     started = time.monotonic()
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stderr=subprocess.PIPE, text=True) for _ in range(3)]
     errs = [p.communicate()[1] for p in procs]
     elapsed = time.monotonic() - started
-    assert 1.9 <= elapsed < 3.5, elapsed  # two at once, the third after: ~2 s, not ~1 s or ~3 s
+    assert 3.9 <= elapsed < 5.9, elapsed  # two at once, the third after: ~4 s, not ~2 s or ~6 s
     assert sum("waiting for a compile slot" in e for e in errs) == 1, errs
 
 
