@@ -139,12 +139,13 @@ def _collect(
             samples.session.append(session)
             done += 1
             width = math.inf
-            if len(samples.reference) >= 2:
+            last = session == sessions - 1
+            if last and done >= per_session_min:  # the only place the run may stop early
                 r, c, _ = samples.arrays()
                 width = stats.speedup_interval(r, c, sessions=samples.session, resamples=300).relative_width
             if progress:
                 progress(len(samples.reference), width)
-            if session == sessions - 1 and done >= per_session_min and width <= target_ci:
+            if last and done >= per_session_min and width <= target_ci:
                 return samples, f"confidence interval reached the target width ({width:.4f} <= {target_ci})", per_round, per_call_s
             if done >= per_session_max:
                 reason = f"max rounds reached ({per_session_max} per session)"
@@ -171,12 +172,15 @@ def _new_threads(baseline: frozenset[int]) -> int:
 
 
 def _per_round(ref: Callable[[], int], cand: Callable[[], int], requested: int) -> tuple[int, float]:
-    """Warm both legs up; size a round to about 50 ms of work (3..50 pairs)."""
+    """Warm both legs up; size a round to about 25 ms of timed work (3..50 pairs).
+
+    Rounds, not pairs, are what the interval resamples: more, shorter rounds buy a better
+    interval for the same time."""
     warm = [max(ref(), 1) for _ in range(3)] + [max(cand(), 1) for _ in range(3)]
     per_call_s = float(np.median(warm)) / 1e9
     if requested:
         return requested, per_call_s
-    return int(min(50, max(3, round(0.05 / max(2 * per_call_s, 1e-9))))), per_call_s
+    return int(min(50, max(3, round(0.025 / max(2 * per_call_s, 1e-9))))), per_call_s
 
 
 @dataclass(frozen=True)
