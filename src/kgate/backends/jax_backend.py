@@ -283,6 +283,32 @@ class JaxBackend:
         return copies
 
     @staticmethod
+    def save_inputs(inputs: Sequence[Any], path: Path) -> bool:
+        """Write a flat tuple of arrays to `path` (raw bytes + dtype + shape); False if not flat."""
+        if not all(hasattr(x, "shape") and hasattr(x, "dtype") for x in inputs):
+            return False
+        arrays: dict[str, Any] = {}
+        for i, x in enumerate(inputs):
+            a = np.asarray(x)
+            arrays[f"b{i}"] = np.frombuffer(np.ascontiguousarray(a).tobytes(), dtype=np.uint8)
+            arrays[f"m{i}"] = np.array([str(a.dtype), ",".join(map(str, a.shape))])
+        np.savez(path, **arrays)
+        return True
+
+    @staticmethod
+    def load_inputs(path: Path) -> tuple[Any, ...]:
+        with np.load(path) as data:
+            n = len([k for k in data.files if k.startswith("b")])
+            out = []
+            for i in range(n):
+                dtype, shape = (str(v) for v in data[f"m{i}"])
+                dims = tuple(int(d) for d in shape.split(",") if d)
+                out.append(jnp.asarray(np.frombuffer(data[f"b{i}"].tobytes(), dtype=jnp.dtype(dtype)).reshape(dims)))
+        inputs = tuple(out)
+        jax.block_until_ready(inputs)
+        return inputs
+
+    @staticmethod
     def perturb_slice(inputs: Sequence[Any], index: int, axis: int, position: int) -> tuple[Any, ...]:
         """A copy of the inputs with one slice of one input changed (noise, or +1 for integers)."""
         out = list(inputs)

@@ -14,12 +14,13 @@ from kgate.gates.common import Check, GateResult
 
 @dataclass(frozen=True)
 class InputHashes:
-    """sha256 of one seed's inputs: as created, after the candidate ran, and regenerated."""
+    """sha256 of one seed's inputs: as created, after the candidate ran, and of the
+    pristine copy (taken before the candidate ran) that the reference runs on."""
 
     seed: int
     created: str
     after_candidate: str  # "" when the inputs could no longer be read (deleted/donated)
-    regenerated: str
+    pristine: str
 
 
 def evaluate(
@@ -61,20 +62,19 @@ def evaluate(
         )
     elif hashes:
         checks.append(Check("inputs_unchanged", "PASS", "input hashes identical before and after the candidate"))
-    nondeterministic = [h.seed for h in hashes if h.regenerated != h.created]
-    if nondeterministic:
+    altered = [h.seed for h in hashes if h.pristine != h.created]
+    if altered:
         checks.append(
             Check(
-                "inputs_deterministic",
+                "pristine_copy_intact",
                 "FAIL",
-                f"create_inputs returned different values for the same seed (seeds {nondeterministic}); "
-                "the reference's pristine copy does not match what the candidate saw.",
-                "make create_inputs a pure function of its seed (no global RNG state, no time).",
+                f"the pristine copy of the inputs the reference runs on changed (seeds {altered}).",
+                "the candidate must not reach into other buffers of the process.",
             )
         )
     details = {
         "input_hashes": [
-            {"seed": h.seed, "created": h.created, "after_candidate": h.after_candidate, "regenerated": h.regenerated}
+            {"seed": h.seed, "created": h.created, "after_candidate": h.after_candidate, "pristine": h.pristine}
             for h in hashes
         ]
     }

@@ -154,6 +154,24 @@ def _block_picks(rng: np.random.Generator, rounds: int, resamples: int) -> np.nd
     return idx.reshape(resamples, -1)[:, :rounds]
 
 
+def _cluster_picks(rng: np.random.Generator, groups: list[np.ndarray], resamples: int, width: int) -> np.ndarray:
+    """Resample clusters with replacement, then blocks of members within each (vectorized
+    when clusters are the same size, as sessions are unless the budget ran out)."""
+    sizes = {len(g) for g in groups}
+    if len(sizes) == 1:
+        size = sizes.pop()
+        members = np.stack(groups)  # (clusters, size)
+        chosen = rng.integers(0, len(groups), size=(resamples, len(groups)))
+        local = _block_picks(rng, size, resamples * len(groups)).reshape(resamples, len(groups), size)
+        return np.resize(members[chosen[:, :, None], local].reshape(resamples, -1), (resamples, width))
+    picks = np.empty((resamples, width), dtype=int)
+    chosen = rng.integers(0, len(groups), size=(resamples, len(groups)))
+    for b in range(resamples):
+        row = np.concatenate([g[_block_picks(rng, len(g), 1)[0]] for g in (groups[i] for i in chosen[b])])
+        picks[b] = np.resize(row, width)
+    return picks
+
+
 def speedup_interval(
     reference_rounds: np.ndarray,
     candidate_rounds: np.ndarray,
@@ -185,12 +203,7 @@ def speedup_interval(
     rng = np.random.default_rng(seed)
     if len(groups) >= 2:
         units = len(groups)
-        picks = np.empty((resamples, rounds), dtype=int)
-        chosen = rng.integers(0, len(groups), size=(resamples, len(groups)))
-        for b in range(resamples):
-            parts = [g[_block_picks(rng, len(g), 1)[0]] for g in (groups[i] for i in chosen[b])]
-            row = np.concatenate(parts)
-            picks[b] = np.resize(row, rounds)
+        picks = _cluster_picks(rng, groups, resamples, rounds)
     else:
         units = rounds
         picks = _block_picks(rng, rounds, resamples)
@@ -294,11 +307,7 @@ def _clustered_median_interval(values: np.ndarray, labels: Sequence[int], level:
         return median_interval(values, level=level, resamples=resamples, seed=seed)
     rng = np.random.default_rng(seed)
     logs = np.log(values)
-    meds = np.empty(resamples)
-    for b in range(resamples):
-        picked = [groups[i] for i in rng.integers(0, len(groups), size=len(groups))]
-        members = np.concatenate([g[rng.integers(0, len(g), size=len(g))] for g in picked])
-        meds[b] = np.median(logs[members])
+    meds = np.median(logs[_cluster_picks(rng, groups, resamples, len(logs))], axis=1)
     estimate = float(np.median(logs))
     alpha = (1.0 - level) / 2.0
     low, high = np.quantile(meds, [alpha, 1.0 - alpha])

@@ -3,7 +3,7 @@ run in this process against modules loaded in protocol order.
 
 The candidate runs on every seed before any reference output exists in the process, so
 it cannot find (or land on freed memory holding) the expected answer; the reference
-then runs on a regenerated, pristine copy of the inputs.
+then runs on a pristine copy of the inputs, taken before the candidate first ran.
 """
 
 from __future__ import annotations
@@ -66,9 +66,11 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         inputs: dict[int, tuple[Any, ...]] = {}
         seeding: dict[int, str] = {}
         created: dict[int, str] = {}
+        pristine: dict[int, tuple[Any, ...]] = {}
         for seed in request.seeds:
             inputs[seed], seeding[seed] = backend.create_inputs(pair.reference, seed, request.dtype)
             created[seed] = backend.digest(inputs[seed])
+            pristine[seed] = backend.copy_inputs(inputs[seed])
         candidate_out: dict[int, HostTree | None] = {}
         candidate_err: dict[int, str] = {}
         after: dict[int, str] = {}
@@ -89,18 +91,18 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
                 prefill = parity.compare_prefill(candidate_out[first], zero)  # type: ignore[arg-type]
             except Exception as exc:
                 prefill = f"the candidate failed when fresh buffers were zero-filled: {_describe_error(exc)}"
-        # 2. The reference and its oracle, on a regenerated pristine copy.
+        # 2. The reference and its oracle, on the pristine copy.
         probes: list[Probe] = []
         hashes: list[integrity.InputHashes] = []
         for seed in request.seeds:
-            pristine, _ = backend.create_inputs(pair.reference, seed, request.dtype)
-            hashes.append(integrity.InputHashes(seed, created[seed], after[seed], backend.digest(pristine)))
+            clean = pristine[seed]
+            hashes.append(integrity.InputHashes(seed, created[seed], after[seed], backend.digest(clean)))
             try:
-                ref_out = backend.run(pair.reference.entry, pristine)
-                oracle = backend.run_oracle(pair.reference.entry, pristine, "float32")
+                ref_out = backend.run(pair.reference.entry, clean)
+                oracle = backend.run_oracle(pair.reference.entry, clean, "float32")
                 oracle_kind = "float32"
                 if parity.floor_is_degenerate(ref_out, oracle):
-                    oracle, oracle_kind = backend.run_oracle(pair.reference.entry, pristine, "float64"), "float64"
+                    oracle, oracle_kind = backend.run_oracle(pair.reference.entry, clean, "float64"), "float64"
             except Exception as exc:
                 raise KgateError(
                     f"the reference {pair.reference.path.name} failed on seed {seed}: {_describe_error(exc)}",
@@ -109,7 +111,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             probes.append(
                 Probe(
                     seed=seed,
-                    inputs=backend.to_host(pristine),
+                    inputs=backend.to_host(clean),
                     reference=ref_out,
                     oracle=oracle,
                     oracle_kind=oracle_kind,

@@ -36,7 +36,22 @@ def _checks(req: dict[str, Any]) -> dict[str, Any]:
             forbid_shapes=tuple(req["firing"]["forbid_shapes"]),
         ),
     )
-    return run_screen_checks(request).to_json()
+    report = run_screen_checks(request).to_json()
+    if req.get("inputs_out"):
+        # Hand the first seed's inputs to the measure leg: same values, no second create_inputs.
+        from kgate.backends import get_backend
+        from kgate.problem import load_pair
+
+        backend = get_backend("jax")
+        with load_pair(request.reference, request.reference, overrides=request.overrides) as pair:
+            inputs, _ = backend.create_inputs(pair.reference, request.seeds[0], request.dtype)
+            digest = backend.digest(inputs)
+            # Only inputs identical to the ones just checked are handed over.
+            if digest == report["input_sha256"][str(request.seeds[0])] and backend.save_inputs(
+                inputs, Path(req["inputs_out"])
+            ):
+                report["handoff_sha256"] = digest
+    return report
 
 
 def _measure(req: dict[str, Any]) -> dict[str, Any]:
@@ -54,6 +69,8 @@ def _measure(req: dict[str, Any]) -> dict[str, Any]:
         budget_s=req["budget_s"],
         sessions=req["sessions"],
         reference_first=req.get("reference_first", False),
+        inputs_file=Path(req["inputs_in"]) if req.get("inputs_in") else None,
+        inputs_sha256=req.get("inputs_sha256"),
     )
     return run_measure(request).to_json()
 

@@ -53,6 +53,8 @@ class MeasureRequest:
     per_round: int = 0  # pairs per round; 0 = sized from the warm-up
     sessions: int = 4  # fresh compilations and buffers; the interval carries their spread
     reference_first: bool = False  # verify --mode full's second cold process: the other ordering
+    inputs_file: Path | None = None  # verify: the checks leg's inputs, handed over (hash-checked)
+    inputs_sha256: str | None = None
     order_seed: int | None = None
 
     def __post_init__(self) -> None:
@@ -305,7 +307,15 @@ def _measure(request: MeasureRequest, progress: Callable[[int, float], None] | N
         request.reference, request.candidate, entry=request.entry, overrides=request.overrides, watch=[stats, kclock]
     ) as pair:
         timer_changes_at_import = kclock.tampered()
-        inputs, _ = backend.create_inputs(pair.reference, request.seed, request.dtype)
+        if request.inputs_file is not None:
+            inputs = backend.load_inputs(request.inputs_file)
+            if backend.digest(inputs) != request.inputs_sha256:
+                raise KgateError(
+                    "the inputs handed over from the checks leg do not hash as recorded.",
+                    "re-run kgate verify; if it persists, report a kgate bug.",
+                )
+        else:
+            inputs, _ = backend.create_inputs(pair.reference, request.seed, request.dtype)
         created = backend.digest(inputs)
         spec = backend.output_spec(pair.reference.entry, inputs)
         backend.poison(spec)

@@ -155,6 +155,9 @@ def rederive(receipt: Mapping[str, Any]) -> list[str]:
     for name, gate in gates.items():
         if name != "parity":
             problems += _gate_status_problems(name, gate)
+    timed, seeds = receipt.get("timed_inputs"), receipt.get("seeds") or []
+    if timed and seeds and receipt.get("inputs", {}).get(str(seeds[0])) not in (None, timed):
+        problems.append("timing ran on inputs that are not the ones parity checked for the first seed")
     statuses = {name: g.get("status") for name, g in gates.items()}
     if statuses.get("integrity") == "FAIL":
         derived = "ANOMALY"

@@ -169,11 +169,29 @@ def run_verify(request: VerifyRequest, say: Callable[[str], None] = lambda _: No
         "dtype": request.dtype,
         "overrides": dict(request.overrides),
     }
-    checks_leg = _run_leg(
-        "checks", {**common, "parity": request.parity, "firing": request.firing.to_json()}, request, say
-    )
-    timing = {"bar": request.bar, "budget_s": request.budget_s, "sessions": request.sessions}
-    measure_leg = _run_leg("measure", {**common, **timing}, request, say)
+    with tempfile.TemporaryDirectory(prefix="kgate-verify-") as handoff:
+        handoff_file = str(Path(handoff) / "inputs.npz")
+        checks_leg = _run_leg(
+            "checks",
+            {**common, "parity": request.parity, "firing": request.firing.to_json(), "inputs_out": handoff_file},
+            request,
+            say,
+        )
+        timing: dict[str, Any] = {"bar": request.bar, "budget_s": request.budget_s, "sessions": request.sessions}
+        if checks_leg.get("handoff_sha256"):
+            timing.update(inputs_in=handoff_file, inputs_sha256=checks_leg["handoff_sha256"])
+        measure_leg = _run_leg("measure", {**common, **timing}, request, say)
+        return _finish(request, common, checks_leg, measure_leg, timing, say)
+
+
+def _finish(
+    request: VerifyRequest,
+    common: dict[str, Any],
+    checks_leg: dict[str, Any],
+    measure_leg: dict[str, Any],
+    timing: dict[str, Any],
+    say: Callable[[str], None],
+) -> tuple[Report, dict[str, Any]]:
     legs = [("checks", checks_leg), ("measure", measure_leg)]
     extra: dict[str, Any] = {}
     if request.mode == "full":
