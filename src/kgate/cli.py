@@ -489,6 +489,74 @@ def lock(
     raise typer.Exit(code)
 
 
+family_app = typer.Typer(help="Kernel families: bindings, results and worktrees.", no_args_is_help=True)
+app.add_typer(family_app, name="family")
+
+
+@app.command()
+def init(
+    experiments: Annotated[str, typer.Option("--experiments", help="Experiments root, relative to here.")] = "kernel_experiments",
+    home_repo: Annotated[str, typer.Option("--home-repo", help="The code repo families branch from.")] = ".",
+    dtype: Annotated[str, typer.Option("--dtype", help="Default graded dtype for new families.")] = "bfloat16",
+    parity_spec: ParityOpt = "floor",
+    chip: Annotated[int, typer.Option("--chip", help="Default chip.")] = 0,
+) -> None:
+    """Create the workspace file kgate.toml here (experiments root, home repo, defaults)."""
+    from kgate.record import workspace
+
+    try:
+        ws = workspace.init(
+            Path.cwd(), experiments=experiments, home_repo=home_repo, graded_dtype=dtype, parity=parity_spec, chip=chip
+        )
+    except KgateError as exc:
+        _fail_usage(exc, False)
+    Console().print(
+        f"kgate init: wrote {ws.root / workspace.FILENAME} (experiments {ws.experiments}, home repo {ws.home_repo})",
+        soft_wrap=True,
+    )
+
+
+@family_app.command("new")
+def family_new(
+    slug: Annotated[str, typer.Argument(help="Family slug (lowercase-hyphenated), or a path/name to derive it from.")],
+    reference: ReferenceOpt,
+    target: Annotated[Path, typer.Option("--target", help="The kernel file at its real ship path in the home repo.")],
+    overrides: SetOpt = None,
+    parity_spec: Annotated[Optional[str], typer.Option("--parity", help="Parity spec (default: the workspace's).")] = None,
+    dtype: Annotated[Optional[str], typer.Option("--dtype", help="Graded dtype (default: the workspace's).")] = None,
+    branch: Annotated[
+        Optional[str], typer.Option("--branch", help="Integration branch (default kernel/<slug>; created from HEAD if missing).")
+    ] = None,
+    derive: Annotated[bool, typer.Option("--derive", help="Derive the slug from the name given (1p_Flash_Attention -> flash-attention).")] = False,
+) -> None:
+    """Create a family: binding (reference pinned by sha256), RESULTS.tsv, worktree."""
+    from kgate.problem import parse_overrides
+    from kgate.record import family, slug as slugs, workspace
+
+    err = Console(stderr=True)
+    try:
+        ws = workspace.find(Path.cwd())
+        name = slugs.derive(slug) if derive else slug
+        fam = family.new(
+            ws,
+            name,
+            reference=reference,
+            target=target,
+            parity=parity_spec,
+            graded_dtype=dtype,
+            integration_branch=branch,
+            op_point=parse_overrides(overrides or []),
+            say=lambda m: err.print(f"kgate family new: {m}", soft_wrap=True),
+        )
+    except KgateError as exc:
+        _fail_usage(exc, False)
+    Console().print(
+        f"kgate family new: {fam.slug} at {fam.folder} (reference {fam.reference} sha256 {fam.reference_sha256[:12]}..., "
+        f"worktree {fam.worktree} on {fam.integration_branch})",
+        soft_wrap=True,
+    )
+
+
 @app.command()
 def version() -> None:
     """Print kgate's version."""

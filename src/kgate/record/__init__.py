@@ -1,0 +1,1 @@
+"""Experiment records: workspace, families, slugs, and the git repository they live in."""

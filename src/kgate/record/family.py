@@ -1,0 +1,126 @@
+"""A family: one operation's binding (reference pinned by sha256, target path, parity,
+op-point, graded dtype, integration branch), its RESULTS.tsv, and its single git
+worktree of the home repo (`<experiments>/<slug>/.repo`)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kgate.errors import KgateError
+from kgate.jsonio import write_atomic
+from kgate.problem.module import file_sha256
+from kgate.record import git, slug as slugs
+from kgate.record.workspace import Workspace
+
+RESULTS_COLUMNS = (
+    "exp_id", "date", "p50_ms", "speedup", "tflops", "roofline_util", "parity", "class", "activity", "status", "description",
+)
+BINDING = "family.toml"
+
+
+@dataclass(frozen=True)
+class Family:
+    slug: str
+    folder: Path
+    reference: Path  # relative to the home repo
+    reference_sha256: str
+    target: Path  # relative to the home repo: the kernel file at its real ship path
+    parity: str
+    graded_dtype: str
+    integration_branch: str
+    op_point: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def worktree(self) -> Path:
+        return self.folder / ".repo"
+
+    def to_toml(self) -> str:
+        op = ", ".join(f"{k} = {_toml_value(v)}" for k, v in self.op_point.items())
+        return (
+            f"# kgate family binding: {self.slug}\n"
+            "[family]\n"
+            f"slug = {_toml_value(str(self.slug))}\n"
+            f"reference = {_toml_value(str(self.reference))}\n"
+            f"reference_sha256 = {_toml_value(str(self.reference_sha256))}\n"
+            f"target = {_toml_value(str(self.target))}\n"
+            f"parity = {_toml_value(str(self.parity))}\n"
+            f"graded_dtype = {_toml_value(str(self.graded_dtype))}\n"
+            f"integration_branch = {_toml_value(str(self.integration_branch))}\n"
+            f"op_point = {{{op}}}\n"
+        )
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return json.dumps(str(v))  # a TOML basic string takes JSON's escapes
+
+
+def new(
+    ws: Workspace,
+    slug: str,
+    *,
+    reference: Path,
+    target: Path,
+    parity: str | None = None,
+    graded_dtype: str | None = None,
+    integration_branch: str | None = None,
+    op_point: Mapping[str, Any] | None = None,
+    say: Callable[[str], None] = lambda _: None,
+) -> Family:
+    """Create the family: everything is validated before anything is written, and a
+    failure part-way removes what was created (files, worktree, a branch it made)."""
+    from kgate.gates.parity import ParitySpec
+
+    slugs.validate(slug)
+    folder = ws.experiments / slug
+    if folder.exists():
+        raise KgateError(f"family {slug!r} already exists at {folder}.", "pick another slug, or use the existing family.")
+    repo = ws.home_repo
+    ref_abs = (repo / reference).resolve() if not reference.is_absolute() else reference.resolve()
+    if not ref_abs.is_file():
+        raise KgateError(f"reference module {reference} does not exist in {repo}.", "pass its path in the home repo.")
+    if not ref_abs.is_relative_to(repo):
+        raise KgateError(f"reference module {ref_abs} is outside the home repo {repo}.", "keep the reference in the repo.")
+    tgt_abs = (repo / target).resolve() if not target.is_absolute() else target.resolve()
+    if not tgt_abs.is_relative_to(repo):
+        raise KgateError(f"target {tgt_abs} is outside the home repo {repo}.", "the target is the kernel's ship path in the repo.")
+    spec = ParitySpec.parse(parity or ws.parity).describe()
+    dtype = graded_dtype or ws.graded_dtype
+    if not git.has_commits(repo):
+        raise KgateError(f"the home repo {repo} has no commits.", "commit something first: worktrees need a base.")
+    branch = integration_branch or f"kernel/{slug}"
+    fam = Family(
+        slug, folder, ref_abs.relative_to(repo), file_sha256(ref_abs), tgt_abs.relative_to(repo), spec, dtype, branch,
+        dict(op_point or {}),
+    )
+    created_branch = False
+    try:
+        folder.mkdir(parents=True)
+        if not git.branch_exists(repo, branch):
+            head = git.git(repo, "rev-parse", "--abbrev-ref", "HEAD")
+            git.git(repo, "branch", branch, "HEAD")
+            created_branch = True
+            say(f"created integration branch {branch} from the current HEAD ({head})")
+        if branch in ("main", "master"):
+            say(f"note: the family's worktree is based on {branch} itself, not on an integration branch")
+        git.git(repo, "worktree", "add", str(fam.worktree), branch)
+        write_atomic(folder / BINDING, fam.to_toml())
+        write_atomic(folder / "RESULTS.tsv", "\t".join(RESULTS_COLUMNS) + "\n")
+        write_atomic(folder / ".gitignore", ".repo/\n")  # the worktree is not part of the record
+    except BaseException:
+        if fam.worktree.exists():
+            git.git(repo, "worktree", "remove", "--force", str(fam.worktree), check=False)
+        git.git(repo, "worktree", "prune", check=False)
+        if created_branch:
+            git.git(repo, "branch", "-D", branch, check=False)
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return fam

@@ -1,0 +1,92 @@
+"""The workspace: `kgate.toml` at the root of the code repo, naming where experiment
+records live, the home repo, and the defaults new families inherit."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kgate.errors import KgateError
+from kgate.jsonio import write_atomic
+from kgate.record import git
+
+FILENAME = "kgate.toml"
+DTYPES = ("bfloat16", "float16", "float32", "float64")
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path  # the folder holding kgate.toml
+    experiments: Path
+    home_repo: Path
+    graded_dtype: str
+    parity: str
+    chip: int
+
+    def to_toml(self) -> str:
+        rel = lambda p: str(p.relative_to(self.root)) if p.is_relative_to(self.root) else str(p)  # noqa: E731
+        return (
+            "# kgate workspace: where experiment records live, and defaults for new families.\n"
+            "[workspace]\n"
+            f'experiments = "{rel(self.experiments)}"\n'
+            f'home_repo = "{rel(self.home_repo) or "."}"\n\n'
+            "[defaults]\n"
+            f'graded_dtype = "{self.graded_dtype}"\n'
+            f'parity = "{self.parity}"\n'
+            f"chip = {self.chip}\n"
+        )
+
+
+def init(
+    root: Path,
+    *,
+    experiments: str = "kernel_experiments",
+    home_repo: str = ".",
+    graded_dtype: str = "bfloat16",
+    parity: str = "floor",
+    chip: int = 0,
+) -> Workspace:
+    """Write `root/kgate.toml` (validated first; refuses to overwrite)."""
+    from kgate.gates.parity import ParitySpec
+
+    root = root.resolve()
+    path = root / FILENAME
+    if path.exists():
+        raise KgateError(f"{path} already exists: this workspace is initialized.", "edit it, or remove it first.")
+    if graded_dtype not in DTYPES:
+        raise KgateError(f"graded dtype {graded_dtype!r} is not one of {', '.join(DTYPES)}.", "pass --dtype bfloat16, say.")
+    ParitySpec.parse(parity)
+    if chip < 0:
+        raise KgateError(f"chip {chip} is negative.", "pass --chip 0 or another chip index.")
+    repo = git.toplevel((root / home_repo).resolve())
+    ws = Workspace(root, (root / experiments).resolve(), repo, graded_dtype, parity, chip)
+    write_atomic(path, ws.to_toml())
+    return ws
+
+
+def find(start: Path) -> Workspace:
+    """The workspace whose kgate.toml is at `start` or above it."""
+    for folder in [start.resolve(), *start.resolve().parents]:
+        path = folder / FILENAME
+        if path.is_file():
+            return load(path)
+    raise KgateError(f"no {FILENAME} in {start} or above.", "run `kgate init` at the root of the code repo.")
+
+
+def load(path: Path) -> Workspace:
+    try:
+        data: dict[str, Any] = tomllib.loads(path.read_text())
+        ws, defaults = data["workspace"], data["defaults"]
+        root = path.parent
+        return Workspace(
+            root,
+            (root / ws["experiments"]).resolve(),
+            (root / ws["home_repo"]).resolve(),
+            str(defaults["graded_dtype"]),
+            str(defaults["parity"]),
+            int(defaults["chip"]),
+        )
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise KgateError(f"{path} is not a valid kgate workspace ({exc}).", "fix it, or remove it and run `kgate init`.") from exc
