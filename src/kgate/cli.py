@@ -558,6 +558,67 @@ def family_new(
 
 
 @app.command()
+def stub(
+    slug: Annotated[str, typer.Argument(help="The family's slug.")],
+    bar: Annotated[str, typer.Option("--bar", help='Falsification bar, e.g. "p50 beats naive by >2% AND 3σ".')],
+    hypothesis: Annotated[str, typer.Option("--hypothesis", help="Hypothesis paragraph.")] = "",
+    mechanism: Annotated[str, typer.Option("--mechanism", help="Mechanism paragraph.")] = "",
+    predicted: Annotated[str, typer.Option("--predicted", help="Predicted signal paragraph.")] = "",
+    criterion: Annotated[str, typer.Option("--criterion", help="Falsification criterion paragraph.")] = "",
+    plan: Annotated[Optional[list[str]], typer.Option("--plan", help="'candN: <what> — predict <signal>' (repeatable).")] = None,
+    from_file: Annotated[Optional[Path], typer.Option("--from-file", help="A Markdown draft with the ## sections and the plan.")] = None,
+    edit: Annotated[bool, typer.Option("--edit", help="Write the draft in $EDITOR.")] = False,
+    klass: ClassOpt = "kernel-authored",
+    activity: Annotated[str, typer.Option("--activity", help="optimization | capability-eval.")] = "optimization",
+    category: Annotated[str, typer.Option("--category", help="Free-form category.")] = "kernel",
+) -> None:
+    """Pre-register an experiment: write the stub page and commit it on kernel/<slug>-vNNN.
+
+    The page carries the four labelled paragraphs, the bar (checked against the bar
+    grammar), the parity spec, the reference and target with their hashes, the variant
+    from a device query (never typed in) and the candidate plan. The commit
+    `K3(<slug> vNNN): stub — <slug>` is the pre-registration.
+    """
+    import os
+    import subprocess
+    import tempfile
+
+    from kgate.backends import get_backend
+    from kgate.record import stub as stubs, workspace
+
+    err = Console(stderr=True)
+    try:
+        ws = workspace.find(Path.cwd())
+        fields: dict[str, object] = {
+            "hypothesis": hypothesis, "mechanism": mechanism, "predicted": predicted, "criterion": criterion,
+            "plan": tuple(plan or ()),
+        }
+        if from_file is not None or edit:
+            if from_file is not None and not from_file.is_file():
+                raise KgateError(f"--from-file {from_file} does not exist.", "pass the path of a Markdown draft.")
+            text = from_file.read_text() if from_file is not None else stubs.TEMPLATE
+            if edit:
+                with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False) as handle:
+                    handle.write(text)
+                subprocess.call([os.environ.get("EDITOR", "vi"), handle.name])
+                text = Path(handle.name).read_text()
+                Path(handle.name).unlink(missing_ok=True)
+            fields.update({k: v for k, v in stubs.from_markdown(text).items() if v})
+        request = stubs.StubRequest(
+            slug=slug, bar=bar, intervention_class=klass, activity=activity, category=category,
+            hypothesis=str(fields["hypothesis"]), mechanism=str(fields["mechanism"]),
+            predicted=str(fields["predicted"]), criterion=str(fields["criterion"]),
+            plan=tuple(fields["plan"]),  # type: ignore[arg-type]
+        )
+        stubs.validate(request)
+        device = get_backend("jax").device()
+        page = stubs.create(ws, request, variant=f"{device.platform}:{device.kind}", say=lambda m: err.print(f"kgate stub: {m}", soft_wrap=True))
+    except KgateError as exc:
+        _fail_usage(exc, False)
+    Console().print(f"kgate stub: wrote {page}", soft_wrap=True)
+
+
+@app.command()
 def version() -> None:
     """Print kgate's version."""
     print(__version__)

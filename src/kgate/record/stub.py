@@ -1,0 +1,218 @@
+"""`kgate stub`: the pre-registration. An experiment page (Markdown with front-matter)
+holding the hypothesis, mechanism, predicted signal, falsification criterion, bar and
+candidate plan, committed on its own branch before any candidate exists."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kgate.errors import KgateError
+from kgate.gates.bar import parse_bar
+from kgate.gates.firing import CLASSES
+from kgate.problem.module import file_sha256
+from kgate.record import git
+from kgate.record.family import BINDING
+from kgate.record.workspace import Workspace
+
+ACTIVITIES = ("optimization", "capability-eval")
+PARAGRAPHS = ("Hypothesis", "Mechanism", "Predicted signal", "Falsification criterion")
+_PLAN_ITEM = re.compile(r"^(cand[0-9]+):\s*(.+?)\s+(?:—|--)\s+predict\s+(.+)$")
+_PAGE = re.compile(r"^\d{4}-\d{2}-\d{2}-v(\d{3})-[a-z0-9-]+\.md$")
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    cand: str
+    what: str
+    predict: str
+
+    def line(self) -> str:
+        return f"- [ ] {self.cand}: {self.what} — predict {self.predict}"
+
+
+@dataclass(frozen=True)
+class StubRequest:
+    slug: str
+    hypothesis: str
+    mechanism: str
+    predicted: str
+    criterion: str
+    bar: str
+    plan: tuple[str, ...]
+    intervention_class: str = "kernel-authored"
+    activity: str = "optimization"
+    category: str = "kernel"
+
+
+def parse_plan(items: Sequence[str]) -> list[PlanItem]:
+    if not items:
+        raise KgateError("the candidate plan is empty.", "give at least one --plan 'cand1: <what> — predict <signal>'.")
+    plan, seen = [], set()
+    for raw in items:
+        m = _PLAN_ITEM.match(raw.strip().removeprefix("- [ ]").strip())
+        if not m:
+            raise KgateError(
+                f"plan item {raw!r} is not of the form 'candN: <what> — predict <signal>'.",
+                "write e.g. 'cand1: fuse the reduction into one pass — predict 1.3x at seq 4096'.",
+            )
+        if m.group(1) in seen:
+            raise KgateError(f"plan item {m.group(1)} appears twice.", "number the candidates cand1, cand2, ...")
+        seen.add(m.group(1))
+        plan.append(PlanItem(*m.groups()))
+    return plan
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9%.]+", " ", text.lower()).split())
+
+
+def validate(request: StubRequest) -> list[PlanItem]:
+    for label, text in zip(PARAGRAPHS, (request.hypothesis, request.mechanism, request.predicted, request.criterion)):
+        if not text.strip():
+            raise KgateError(f"the {label} paragraph is empty.", f"write the {label} (it is part of the pre-registration).")
+    predicted, criterion = _norm(request.predicted), _norm(request.criterion)
+    if predicted == criterion or (predicted and predicted in criterion) or (criterion and criterion in predicted):
+        raise KgateError(
+            "the falsification criterion repeats the predicted signal.",
+            "state what observation would refute the hypothesis, not what you expect to see.",
+        )
+    if request.intervention_class not in CLASSES:
+        raise KgateError(f"class {request.intervention_class!r} is not an intervention class.", f"use one of {', '.join(CLASSES)}.")
+    if request.activity not in ACTIVITIES:
+        raise KgateError(f"activity {request.activity!r} is not one of {', '.join(ACTIVITIES)}.", "pass --activity optimization.")
+    parse_bar(request.bar)
+    return parse_plan(request.plan)
+
+
+def next_experiment(worktree: Path, pages_dir: Path, slug: str, say: Callable[[str], None]) -> int:
+    """One past the highest page number; branches already taken are skipped (and said)."""
+    pages = [int(m.group(1)) for p in pages_dir.glob("*.md") if (m := _PAGE.match(p.name))]
+    number = max(pages, default=0) + 1
+    while git.branch_exists(worktree, f"kernel/{slug}-v{number:03d}"):
+        say(f"branch kernel/{slug}-v{number:03d} already exists (it is left as it is): using v{number + 1:03d}")
+        number += 1
+    return number
+
+
+def from_markdown(text: str) -> dict[str, object]:
+    """The four labelled paragraphs and the plan items from a Markdown draft (## headings)."""
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        heading = re.match(r"^##\s+(.+?)\s*$", line)
+        if heading:
+            current = heading.group(1).strip().lower()
+            sections[current] = []
+        elif current is not None:
+            sections[current].append(line)
+    get = lambda name: "\n".join(sections.get(name.lower(), [])).strip()  # noqa: E731
+    plan = [ln.strip() for ln in sections.get("candidate plan", []) if ln.strip().startswith("- [")]
+    return {
+        "hypothesis": get("Hypothesis"),
+        "mechanism": get("Mechanism"),
+        "predicted": get("Predicted signal"),
+        "criterion": get("Falsification criterion"),
+        "plan": tuple(plan),
+    }
+
+
+TEMPLATE = """## Hypothesis
+
+## Mechanism
+
+## Predicted signal
+
+## Falsification criterion
+
+## Candidate plan
+
+- [ ] cand1: <what> — predict <signal>
+"""
+
+
+def render(request: StubRequest, plan: Sequence[PlanItem], *, exp: str, variant: str, branch: str,
+           binding: dict, reference_sha: str, target_sha: str | None, today: str) -> str:
+    def q(value: str) -> str:  # a JSON string is a valid YAML scalar
+        return json.dumps(value, ensure_ascii=False)
+
+    front = [
+        "---",
+        "status: in_progress",
+        f"exp: {q(exp)}",
+        f"slug: {q(request.slug)}",
+        f"date: {q(today)}",
+        f"variant: {q(variant)}",
+        f"intervention_class: {q(request.intervention_class)}",
+        f"activity: {q(request.activity)}",
+        f"category: {q(request.category)}",
+        f"bar: {q(request.bar)}",
+        f"parity: {q(binding['parity'])}",
+        f"branch: {q(branch)}",
+        "reference:",
+        f"  path: {q(binding['reference'])}",
+        f"  sha256: {q(reference_sha)}",
+        "target:",
+        f"  path: {q(binding['target'])}",
+        f"  sha256: {q(target_sha) if target_sha else 'null'}",
+        "---",
+        "",
+        f"# {request.slug} {exp}",
+        "",
+    ]
+    body = []
+    for label, text in zip(PARAGRAPHS, (request.hypothesis, request.mechanism, request.predicted, request.criterion)):
+        body += [f"## {label}", "", text.strip(), ""]
+    body += ["## Candidate plan", "", *(item.line() for item in plan), ""]
+    return "\n".join(front + body)
+
+
+def create(ws: Workspace, request: StubRequest, variant: str, say: Callable[[str], None] = lambda _: None) -> Path:
+    """Write and commit the stub on a new branch kernel/<slug>-vNNN in the family worktree."""
+    plan = validate(request)
+    folder = ws.experiments / request.slug
+    if not (folder / BINDING).is_file():
+        raise KgateError(f"family {request.slug!r} does not exist.", f"create it with `kgate family new {request.slug} ...`.")
+    binding = tomllib.loads((folder / BINDING).read_text())["family"]
+    worktree = folder / ".repo"
+    if git.git(worktree, "status", "--porcelain"):
+        raise KgateError(f"the family worktree {worktree} has uncommitted changes.", "commit or discard them first.")
+    current = git.git(worktree, "rev-parse", "--abbrev-ref", "HEAD")
+    if current == "HEAD":
+        raise KgateError(f"the family worktree {worktree} is on a detached HEAD.", f"check out {binding['integration_branch']} there.")
+    reference = worktree / binding["reference"]
+    if not reference.is_file() or file_sha256(reference) != binding["reference_sha256"]:
+        raise KgateError(
+            f"the reference module {binding['reference']} no longer matches the family's pinned sha256.",
+            "restore it, or start a new family: results against a changed reference are not comparable.",
+        )
+    target = worktree / binding["target"]
+    rel_pages = folder.relative_to(ws.home_repo)
+    pages = worktree / rel_pages
+    number = next_experiment(worktree, pages, request.slug, say)
+    exp = f"v{number:03d}"
+    branch = f"kernel/{request.slug}-{exp}"
+    today = dt.date.today().isoformat()
+    page = pages / f"{today}-{exp}-{request.slug}.md"
+    text = render(request, plan, exp=exp, variant=variant, branch=branch, binding=binding,
+                  reference_sha=binding["reference_sha256"], target_sha=file_sha256(target) if target.is_file() else None,
+                  today=today)
+    git.git(worktree, "checkout", "-q", "-b", branch, binding["integration_branch"])
+    try:
+        pages.mkdir(parents=True, exist_ok=True)
+        page.write_text(text)
+        git.git(worktree, "add", str(page))
+        git.git(worktree, "commit", "-q", "-m", f"K3({request.slug} {exp}): stub — {request.slug}")
+    except BaseException:
+        page.unlink(missing_ok=True)
+        git.git(worktree, "reset", "-q", "--hard", check=False)
+        git.git(worktree, "checkout", "-q", current, check=False)
+        git.git(worktree, "branch", "-D", branch, check=False)
+        raise
+    say(f"committed the stub on {branch}: K3({request.slug} {exp}): stub — {request.slug}")
+    return page
