@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 
+def describe(exc: BaseException, limit: int = 400) -> str:
+    """`Type: first line of the message`, bounded: how a candidate's failure is reported."""
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:limit]
+
+
 class KgateError(Exception):
     """Bad input or an impossible request; the CLI turns it into exit code 2.
 

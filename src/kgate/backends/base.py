@@ -9,6 +9,16 @@ from typing import Any
 import numpy as np
 
 
+def leaves_sha256(leaves: Any) -> str:
+    """sha256 over every leaf's dtype, shape and bytes: the one recipe for input and output hashes."""
+    h = hashlib.sha256()
+    for leaf in leaves:
+        a = np.asarray(leaf)
+        h.update(f"{a.dtype}{a.shape}".encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
 @dataclass(frozen=True)
 class HostTree:
     """A pytree of arrays copied to the host: its structure, leaf paths and numpy leaves."""
@@ -18,12 +28,7 @@ class HostTree:
     leaves: tuple[np.ndarray, ...]
 
     def sha256(self) -> str:
-        """sha256 over every leaf's dtype, shape and bytes (the same recipe as the backends')."""
-        h = hashlib.sha256()
-        for leaf in self.leaves:
-            h.update(f"{leaf.dtype}{leaf.shape}".encode())
-            h.update(np.ascontiguousarray(leaf).tobytes())
-        return h.hexdigest()
+        return leaves_sha256(self.leaves)
 
     def describe(self) -> list[dict[str, Any]]:
         return [

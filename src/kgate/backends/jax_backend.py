@@ -4,7 +4,6 @@ with Pallas TPU kernels in interpret mode, trace, compile and inspect programs."
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import re
 from pathlib import Path
 from collections.abc import Callable, Iterator, Sequence
@@ -16,7 +15,7 @@ import numpy as np
 from jax.experimental.pallas import tpu as pltpu
 
 from kgate.backends import jaxpr_flow
-from kgate.backends.base import Ablation, DeviceInfo, HostTree, ProgramFacts
+from kgate.backends.base import Ablation, DeviceInfo, HostTree, ProgramFacts, leaves_sha256
 from kgate.errors import KgateError
 from kgate.problem.module import ProblemModule
 
@@ -227,12 +226,7 @@ class JaxBackend:
     @staticmethod
     def digest(tree: Any) -> str:
         """sha256 over every leaf's dtype, shape and bytes."""
-        h = hashlib.sha256()
-        for leaf in jax.tree_util.tree_leaves(tree):
-            a = np.asarray(leaf)
-            h.update(f"{a.dtype}{a.shape}".encode())
-            h.update(np.ascontiguousarray(a).tobytes())
-        return h.hexdigest()
+        return leaves_sha256(jax.tree_util.tree_leaves(tree))
 
     # -- timing -------------------------------------------------------------------------
     def compile_timed(

@@ -80,8 +80,6 @@ class Probe:
 
 
 def _f64(a: np.ndarray) -> np.ndarray:
-    if a.dtype == np.bool_:
-        return a.astype(np.float64)
     return np.asarray(a).astype(np.float64)
 
 

@@ -172,6 +172,17 @@ def _cluster_picks(rng: np.random.Generator, groups: list[np.ndarray], resamples
     return picks
 
 
+def _widened(estimate: float, resampled_logs: np.ndarray, units: int, level: float) -> Interval:
+    """Log-space percentile interval around `estimate`, widened by t(units-1)/z: a bootstrap
+    over few units (rounds or sessions) is too narrow on its own."""
+    center = math.log(estimate)
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(resampled_logs, [alpha, 1.0 - alpha])
+    widen = _small_sample_factor(units, level)
+    low, high = center - (center - low) * widen, center + (high - center) * widen
+    return Interval(estimate, float(math.exp(low)), float(math.exp(high)), level)
+
+
 def speedup_interval(
     reference_rounds: np.ndarray,
     candidate_rounds: np.ndarray,
@@ -209,13 +220,7 @@ def speedup_interval(
         picks = _block_picks(rng, rounds, resamples)
     ref_med = np.median(ref[picks].reshape(resamples, -1), axis=1)
     cand_med = np.median(cand[picks].reshape(resamples, -1), axis=1)
-    logs = np.log(ref_med / cand_med)
-    alpha = (1.0 - level) / 2.0
-    low, high = np.quantile(logs, [alpha, 1.0 - alpha])
-    center = math.log(estimate)
-    widen = _small_sample_factor(units, level)
-    low, high = center - (center - low) * widen, center + (high - center) * widen
-    return Interval(estimate, float(math.exp(low)), float(math.exp(high)), level)
+    return _widened(estimate, np.log(ref_med / cand_med), units, level)
 
 
 def median_interval(values: np.ndarray, *, level: float = 0.95, resamples: int = DEFAULT_BOOTSTRAP, seed: int = 0) -> Interval:
@@ -308,14 +313,4 @@ def _clustered_median_interval(values: np.ndarray, labels: Sequence[int], level:
     rng = np.random.default_rng(seed)
     logs = np.log(values)
     meds = np.median(logs[_cluster_picks(rng, groups, resamples, len(logs))], axis=1)
-    estimate = float(np.median(logs))
-    alpha = (1.0 - level) / 2.0
-    low, high = np.quantile(meds, [alpha, 1.0 - alpha])
-    widen = _small_sample_factor(len(groups), level)
-    low, high = estimate - (estimate - low) * widen, estimate + (high - estimate) * widen
-    return Interval(math.exp(estimate), math.exp(low), math.exp(high), level)
-
-
-def naive_speedup(reference_ms: Sequence[float], candidate_ms: Sequence[float]) -> float:
-    """What people usually do: warm up, time each leg back to back, compare the p50s."""
-    return float(np.median(reference_ms) / np.median(candidate_ms))
+    return _widened(math.exp(float(np.median(logs))), meds, len(groups), level)

@@ -67,7 +67,7 @@ class ModuleSnapshot:
             if name in now and _safe_ne(now[name], before_value):
                 changes.append(f"{self.module_name}.{name} was mutated: {before_value!r} -> {now[name]!r}")
         for lib_name, attrs in self.libraries.items():
-            lib = _find_library(lib_name)
+            lib = sys.modules.get(lib_name)
             if lib is None:
                 continue
             lib_vars = vars(lib)
@@ -84,10 +84,6 @@ def _safe_ne(a: Any, b: Any) -> bool:
         return bool(a != b)
     except Exception:  # an array-valued entry; compare by repr instead
         return repr(a) != repr(b)
-
-
-def _find_library(lib_name: str) -> types.ModuleType | None:
-    return sys.modules.get(lib_name)
 
 
 def _libraries_of(module: types.ModuleType) -> Iterable[types.ModuleType]:

@@ -27,8 +27,8 @@ from kgate.verify.measure import (
     INTERPRETED_BUDGET_S,
     INTERPRETED_MAX_ROUNDS,
     LegPair,
-    _collect,
-    _timing_gate,
+    collect,
+    timing_gate,
 )
 from kgate.verify.outcome import Report
 
@@ -75,7 +75,7 @@ def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], No
                     backend.compile_timed(pair.candidate.entry, fresh, clock, flush),
                 )
 
-        samples, stop_reason, per_round, per_call_s = _collect(
+        samples, stop_reason, per_round, per_call_s = collect(
             make_legs,
             sessions=request.sessions,
             per_round=request.per_round,
@@ -92,7 +92,7 @@ def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], No
             probe()
         floor_ms = float(np.median([probe() / 1e6 for _ in range(max(20, per_round * 4))]))
         k = request.bar.sigma_k if request.bar and request.bar.sigma_k else 3.0
-        timing, numbers = _timing_gate(
+        timing, numbers = timing_gate(
             samples, stop_reason, interpreted, k, LegPair("reference", "reference copy"), per_call_s, flush_text
         )
         interval = numbers["interval"]

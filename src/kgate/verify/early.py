@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kgate.backends import HostTree, get_backend
-from kgate.errors import KgateError
+from kgate.errors import KgateError, describe
 from kgate.gates import firing, integrity, parity
 from kgate.gates.common import GateResult
 from kgate.gates.firing import FiringSpec
@@ -47,11 +47,6 @@ class CheckRequest:
             raise KgateError(f"seeds {list(self.seeds)} repeat.", "give distinct seeds.")
 
 
-def _describe_error(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip()
-    first = text.splitlines()[0] if text else type(exc).__name__
-    return first[:400]
-
 
 def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bool) -> Report:
     started = time.perf_counter()
@@ -78,7 +73,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             try:
                 candidate_out[seed] = backend.run(pair.candidate.entry, inputs[seed])
             except Exception as exc:  # the candidate's failure is evidence, not a crash
-                candidate_out[seed], candidate_err[seed] = None, _describe_error(exc)
+                candidate_out[seed], candidate_err[seed] = None, describe(exc)
             try:
                 after[seed] = backend.digest(inputs[seed])
             except Exception:
@@ -90,7 +85,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
                 zero = backend.run(pair.candidate.entry, inputs[first], uninitialized="zero")
                 prefill = parity.compare_prefill(candidate_out[first], zero)  # type: ignore[arg-type]
             except Exception as exc:
-                prefill = f"the candidate failed when fresh buffers were zero-filled: {_describe_error(exc)}"
+                prefill = f"the candidate failed when fresh buffers were zero-filled: {describe(exc)}"
         # 2. The reference and its oracle, on the pristine copy.
         probes: list[Probe] = []
         hashes: list[integrity.InputHashes] = []
@@ -105,7 +100,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
                     oracle, oracle_kind = backend.run_oracle(pair.reference.entry, clean, "float64"), "float64"
             except Exception as exc:
                 raise KgateError(
-                    f"the reference {pair.reference.path.name} failed on seed {seed}: {_describe_error(exc)}",
+                    f"the reference {pair.reference.path.name} failed on seed {seed}: {describe(exc)}",
                     "fix the reference module; kgate cannot grade against a reference that does not run.",
                 ) from exc
             probes.append(
@@ -154,7 +149,7 @@ def _firing(backend: Any, pair: Any, request: CheckRequest, inputs: tuple[Any, .
     try:
         facts = backend.inspect(pair.candidate.entry, inputs)
     except Exception as exc:
-        return firing.audit(request.klass, None, trace_error=_describe_error(exc))
+        return firing.audit(request.klass, None, trace_error=describe(exc))
     reference_compiled = None
     if request.klass != "kernel-authored":
         reference_compiled = backend.compiled_text(pair.reference.entry, inputs)

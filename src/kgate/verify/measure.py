@@ -23,7 +23,7 @@ import numpy as np
 
 from kgate import clock as kclock
 from kgate.backends import HostTree, get_backend
-from kgate.errors import KgateError
+from kgate.errors import KgateError, describe
 from kgate.gates import stats
 from kgate.gates.bar import Bar, evaluate_bar
 from kgate.gates.common import Check, GateResult
@@ -88,7 +88,7 @@ class Samples:
 LegsFactory = Callable[[int], tuple[Callable[[], int], Callable[[], int]]]
 
 
-def _collect(
+def collect(
     make_legs: LegsFactory,
     *,
     sessions: int,
@@ -191,7 +191,7 @@ class LegPair:
     candidate_name: str
 
 
-def _timing_gate(
+def timing_gate(
     samples: Samples,
     stop_reason: str,
     interpreted: bool,
@@ -331,7 +331,7 @@ def _measure(request: MeasureRequest, progress: Callable[[int, float], None] | N
                 cand = backend.compile_timed(pair.candidate.entry, inputs, clock, flush)
             first_out = cand.output()  # the candidate's first execution in this process
         except Exception as exc:
-            return _unmeasurable(request, pair, backend, f"{type(exc).__name__}: {exc}".splitlines()[0][:400])
+            return _unmeasurable(request, pair, backend, describe(exc))
         integrity.append(_outputs_valid(first_out, spec))
         if not request.reference_first:
             with compile_slot():
@@ -355,7 +355,7 @@ def _measure(request: MeasureRequest, progress: Callable[[int, float], None] | N
             legs["candidate"] = new_cand
             return new_ref, new_cand
 
-        samples, stop_reason, per_round, per_call_s = _collect(
+        samples, stop_reason, per_round, per_call_s = collect(
             make_legs,
             sessions=request.sessions,
             per_round=request.per_round,
@@ -387,7 +387,7 @@ def _measure(request: MeasureRequest, progress: Callable[[int, float], None] | N
             _ordering_check(samples),
         ]
         k = request.bar.sigma_k if request.bar and request.bar.sigma_k else 3.0
-        timing, numbers = _timing_gate(
+        timing, numbers = timing_gate(
             samples, stop_reason, interpreted, k, LegPair("reference", "candidate"), per_call_s, flush_text
         )
         gates = {"integrity": GateResult("integrity", tuple(integrity)), "timing": timing}

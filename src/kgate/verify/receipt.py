@@ -71,9 +71,6 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(float(a), float(b), rel_tol=REL_TOL, abs_tol=1e-12)
 
 
-def _num(x: Any) -> float:
-    return float(x)  # JSON spells non-finite values "inf" / "nan", which float() reads
-
 
 def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
     """Inconsistencies between the parity gate's numbers and its statuses."""
@@ -88,11 +85,11 @@ def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
             if cand is None or mult is None or "floor" not in out:
                 continue
             floor, limit = out["floor"], out["limit"]
-            if not _close(limit["max_abs"], mult * _num(floor["max_abs_used"])) or not _close(
-                limit["mean_abs"], mult * _num(floor["mean_abs_used"])
+            if not _close(limit["max_abs"], mult * float(floor["max_abs_used"])) or not _close(
+                limit["mean_abs"], mult * float(floor["mean_abs_used"])
             ):
                 problems.append(f"parity seed {seed} {out['path']}: limit is not {mult:g} x the recorded floor")
-            passes = _num(cand["max_abs"]) <= _num(limit["max_abs"]) and _num(cand["mean_abs"]) <= _num(limit["mean_abs"])
+            passes = float(cand["max_abs"]) <= float(limit["max_abs"]) and float(cand["mean_abs"]) <= float(limit["mean_abs"])
             check = checks.get(f"seed{seed}.error")
             if check is not None and passes != (check["status"] == "PASS") and not checks.get(f"seed{seed}.finite"):
                 problems.append(
