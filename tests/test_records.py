@@ -1,8 +1,13 @@
 """Workspace and family records, against real git repositories made in temp dirs."""
 
+import hashlib
+import json
+import re
+import shutil
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -146,7 +151,7 @@ def _replace(args, flag, value):
         (_replace(STUB, "--mechanism", "  "), "Mechanism paragraph is empty"),
         (_replace(STUB, "--criterion", "p50 1.3x faster than the jnp reference at seq_len 4096."), "repeats the predicted signal"),
         (_replace(STUB, "--plan", "cand1 one row block"), "is not of the form"),
-        (STUB + ["--variant", "tpu-v5e"], "No such option"),
+        (STUB + ["--variant", "tpu-v5e"], "the variant is read from a device query, never typed in"),
     ],
 )
 def test_bad_stubs_change_nothing(repo, family, args, message):
@@ -177,3 +182,208 @@ def test_stub_from_a_markdown_draft(repo, family, tmp_path):
     assert proc.returncode == 0, proc.stderr
     (page,) = (family / ".repo" / "kernel_experiments" / "rmsnorm").glob("*.md")
     assert "Fused kernel." in page.read_text() and "- [ ] cand1: fused — predict 1.3x" in page.read_text()
+
+
+# -- the authoring phase: candidates, ledger, pivot, brief --------------------------------
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rmsnorm"
+CAND_GRAMMAR = r"^cand[0-9]+\([a-z0-9-]+ v[0-9]{3}\): .+ — .+"
+
+
+@pytest.fixture
+def example_repo(tmp_path):
+    """A home repo holding the bundled rmsnorm reference at ops/reference.py."""
+    root = tmp_path / "code"
+    (root / "ops").mkdir(parents=True)
+    sh(root, "git", "init", "-q", "-b", "main")
+    sh(root, "git", "config", "user.email", "t@example.invalid")
+    sh(root, "git", "config", "user.name", "t")
+    shutil.copy(EXAMPLE / "reference.py", root / "ops" / "reference.py")
+    sh(root, "git", "add", "-A")
+    sh(root, "git", "commit", "-qm", "init")
+    assert kgate(root, "init").returncode == 0
+    proc = kgate(root, "family", "new", "rmsnorm", "--reference", "ops/reference.py", "--target", "ops/rmsnorm.py")
+    assert proc.returncode == 0, proc.stderr
+    return root
+
+
+def _stub(repo, *extra):
+    proc = kgate(repo, "stub", "rmsnorm", *STUB, "--diagnosis", "The reference reads each row twice.",
+                 "--reading", "Pallas TPU pipelining", *extra)
+    assert proc.returncode == 0, proc.stderr
+    wt = repo / "kernel_experiments" / "rmsnorm" / ".repo"
+    (page,) = (wt / "kernel_experiments" / "rmsnorm").glob("*-v001-rmsnorm.md")
+    return wt, page
+
+
+def _state(wt, page):
+    """Everything a refused command must leave as it was."""
+    return (sh(wt, "git", "rev-parse", "HEAD"), sh(wt, "git", "status", "--porcelain", "--untracked-files=all"),
+            sh(wt, "git", "diff", "--cached"), sh(wt, "git", "branch", "--list"), page.read_text())
+
+
+def _receipt(wt, tmp_path, name, *command):
+    out = tmp_path / f"{name}.json"
+    proc = subprocess.run([sys.executable, "-m", "kgate", *command, "-r", "reference.py", "-c", "rmsnorm.py", "-o", str(out),
+                           "--json"], cwd=wt / "ops", capture_output=True, text=True)
+    assert out.is_file(), proc.stderr
+    return out
+
+
+def test_authoring_phase_end_to_end(example_repo, tmp_path):
+    repo = example_repo
+    wt, page = _stub(repo, "--plan", "cand3: pallas, one row block per step — predict 1.1x")
+    brief = kgate(repo, "brief", "rmsnorm", "--json")
+    assert brief.returncode == 0, brief.stdout
+    items = json.loads(brief.stdout)["items"]
+    assert items["diagnosis"] == "The reference reads each row twice." and items["bar"] == "p50 beats naive by >2% AND 3σ"
+    assert items["work dir + branch"]["branch"] == "kernel/rmsnorm-v001" and items["chip + lock"]["chip"] == 0
+    assert kgate(repo, "ledger", "rmsnorm", "--loaded", "Pallas TPU pipelining, roofline notes").returncode == 0
+
+    shutil.copy(EXAMPLE / "xla_rewrite.py", wt / "ops" / "rmsnorm.py")
+    r1 = _receipt(wt, tmp_path, "c1", "gate", "--class", "xla-rewrite")
+    proc = kgate(repo, "cand", "rmsnorm", "cand1", "--class", "xla-rewrite", "--what", "jnp rewrite in float32",
+                 "--receipt", r1, "--why", "kept: the baseline to beat")
+    assert proc.returncode == 0, proc.stderr
+    shutil.copy(EXAMPLE / "bad_nan_boundary.py", wt / "ops" / "rmsnorm.py")
+    r2 = _receipt(wt, tmp_path, "c2", "gate")
+    proc = kgate(repo, "cand", "rmsnorm", "cand2", "--what", "pallas with a padding mask", "--receipt", r2)
+    assert proc.returncode == 0, proc.stderr
+    shutil.copy(EXAMPLE / "pallas.py", wt / "ops" / "rmsnorm.py")
+    r3 = _receipt(wt, tmp_path, "c3", "measure", "--set", "seq_len=16", "--set", "emb_dim=256", "--set", "batch=1",
+                  "--budget", "1", "--min-rounds", "2", "--max-rounds", "4", "--sessions", "2")
+    proc = kgate(repo, "cand", "rmsnorm", "cand3", "--receipt", r3, "--why", "kept: correct, firing")
+    assert proc.returncode == 0, proc.stderr
+    assert "interpreter/CPU timings" in proc.stderr
+
+    subjects = sh(wt, "git", "log", "--format=%s", "main..HEAD").splitlines()[::-1]
+    assert subjects[0] == "K3(rmsnorm v001): stub — rmsnorm"
+    assert len(subjects) == 4 and all(re.match(CAND_GRAMMAR, s) for s in subjects[1:])
+    assert "parity FAIL" in subjects[2] and "(interpreted)" in subjects[3]
+    assert sh(wt, "git", "status", "--porcelain") == ""
+
+    ledger = json.loads(kgate(repo, "ledger", "rmsnorm", "--json").stdout)
+    assert ledger["loaded"] == ["Pallas TPU pipelining", "roofline notes"]
+    rows = {r["candidate"]: r for r in ledger["rows"]}
+    shas = sh(wt, "git", "log", "--format=%H", "main..HEAD").splitlines()[::-1]
+    for n, cand in enumerate(("cand1", "cand2", "cand3"), start=1):
+        assert shas[n].startswith(rows[cand]["sha"])
+        assert subjects[n].startswith(f"{cand}(rmsnorm v001): ")
+    assert rows["cand1"]["class"] == "xla-rewrite" and rows["cand1"]["parity"].startswith("PASS")
+    assert rows["cand2"]["parity"].startswith("FAIL") and rows["cand2"]["why"].startswith("rejected: gate FAIL at parity.")
+    assert "(interpreted)" in rows["cand3"]["p50_ms"] and rows["cand3"]["vs_naive"].endswith("]")
+    text = page.read_text()
+    assert "- [x] cand1: one row block per grid step" in text and "- [x] cand3: pallas" in text
+    assert "loaded: [Pallas TPU pipelining, roofline notes]" in text
+    assert sh(wt, "git", "show", f"{shas[3]}:kernel_experiments/rmsnorm/receipts/v001-cand3.json") == r3.read_text().strip()
+    # the file at each candidate commit is what its receipt measured
+    assert hashlib.sha256(sh(wt, "git", "show", f"{shas[1]}:ops/rmsnorm.py").encode() + b"\n").hexdigest() == \
+        json.loads(r1.read_text())["candidate"]["sha256"]
+
+
+def test_abandon_extension_and_pivot(example_repo):
+    repo = example_repo
+    wt, page = _stub(repo)
+    proc = kgate(repo, "cand", "rmsnorm", "cand1", "--abandon", "--reason", "the roofline says it cannot win")
+    assert proc.returncode == 0, proc.stderr
+    (wt / "ops" / "rmsnorm.py").write_text("# a candidate outside the plan\n")
+    proc = kgate(repo, "cand", "rmsnorm", "cand9", "--what", "a hunch", "--why", "kept: worth a look",
+                 "--reason", "the profile showed a second hot loop")
+    assert proc.returncode == 0, proc.stderr
+    text = page.read_text()
+    assert "- [x] cand9: a hunch — extension: the profile showed a second hot loop" in text
+    assert "| cand1 | kernel-authored | — | not run |" in text and "abandoned: the roofline says it cannot win" in text
+    proc = kgate(repo, "pivot", "rmsnorm", "kernel-authored→xla-rewrite", "--evidence", "receipts/v001-cand9.json")
+    assert proc.returncode == 0, proc.stderr
+    assert sh(wt, "git", "log", "-1", "--format=%s") == "pivot(rmsnorm v001): kernel-authored→xla-rewrite"
+    text = page.read_text()
+    assert "status: pivoted" in text and "- [-] cand2: two row blocks per step — predict 1.3x (closed: pivoted to xla-rewrite)" in text
+    assert "## Pivot" in text and "not reached: cand2" in text
+    (wt / "ops" / "rmsnorm.py").write_text("# more\n")
+    proc = kgate(repo, "cand", "rmsnorm", "cand2", "--what", "x", "--why", "kept")
+    assert proc.returncode == 2 and "was pivoted to xla-rewrite" in proc.stderr and "--class xla-rewrite" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "setup,args,message",
+    [
+        (None, ["cand7", "--what", "x", "--why", "kept"], "not in the pre-registered plan"),
+        ("outside", ["cand1", "--what", "x", "--why", "kept"], "outside the work dir"),
+        ("reference", ["cand1", "--what", "x", "--why", "kept"], "reference module ops/reference.py no longer matches"),
+        (None, ["cand1", "--what", "two\nlines", "--why", "kept"], "does not match the cand grammar"),
+        (None, ["cand1", "--what", "x", "--why", "supported by the numbers"], "verdict language"),
+        (None, ["cand1", "--what", "x"], "needs --why"),
+        ("receipt", ["cand1", "--what", "x", "--receipt", "RECEIPT"], "is for a candidate with sha256"),
+        ("page", ["cand1", "--what", "x", "--why", "kept"], "edits kgate did not make"),
+        ("clean", ["cand1", "--what", "x", "--why", "kept"], "nothing to commit"),
+        ("detached", ["cand1", "--what", "x", "--why", "kept"], "detached HEAD"),
+    ],
+)
+def test_bad_candidates_change_nothing(example_repo, tmp_path, setup, args, message):
+    repo = example_repo
+    wt, page = _stub(repo)
+    if setup != "clean":
+        (wt / "ops" / "rmsnorm.py").write_text("def workload(x, w):\n    return x\n")
+    if setup == "outside":
+        (wt / "README.md").write_text("notes\n")
+    elif setup == "reference":
+        with open(wt / "ops" / "reference.py", "a") as handle:
+            handle.write("# tweak\n")
+    elif setup == "page":
+        page.write_text(page.read_text().replace("One pass over each row", "Two passes over each row"))
+    elif setup == "detached":
+        sh(wt, "git", "checkout", "-q", "--detach")
+    elif setup == "receipt":
+        forged = tmp_path / "other.json"
+        forged.write_text(json.dumps({"command": "gate", "status": "PASS", "gates": {},
+                                      "candidate": {"sha256": "0" * 64}, "reference": {"sha256": "1" * 64}}))
+        args = [forged if a == "RECEIPT" else a for a in args]
+    before = _state(wt, page)
+    proc = kgate(repo, "cand", "rmsnorm", *args)
+    assert proc.returncode == 2 and message in proc.stderr and "fix:" in proc.stderr, proc.stderr
+    assert _state(wt, page) == before
+
+
+def test_a_recorded_candidate_is_not_overwritten_and_pivot_needs_a_clean_work_dir(example_repo):
+    repo = example_repo
+    wt, page = _stub(repo)
+    (wt / "ops" / "rmsnorm.py").write_text("# cand1\n")
+    assert kgate(repo, "cand", "rmsnorm", "cand1", "--why", "kept").returncode == 0
+    (wt / "ops" / "rmsnorm.py").write_text("# cand1, again\n")
+    before = _state(wt, page)
+    proc = kgate(repo, "cand", "rmsnorm", "cand1", "--why", "kept")
+    assert proc.returncode == 2 and "cand1 is already in the ledger" in proc.stderr and _state(wt, page) == before
+    proc = kgate(repo, "pivot", "rmsnorm", "kernel-authored->flag", "--evidence", "x")
+    assert proc.returncode == 2 and "uncommitted candidate would be left behind" in proc.stderr and _state(wt, page) == before
+    for transition, needle in [("kernel-authored→kernel-authored", "does not change"), ("flag→xla-rewrite", "registered as"),
+                               ("kernel-authored→magic", "unknown class")]:
+        proc = kgate(repo, "pivot", "rmsnorm", transition, "--evidence", "x")
+        assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
+
+
+def test_brief_names_every_missing_item(repo, family):
+    assert kgate(repo, "stub", "rmsnorm", *STUB).returncode == 0  # no diagnosis, no reading
+    proc = kgate(repo, "brief", "rmsnorm")
+    assert proc.returncode == 2
+    assert "MISSING diagnosis" in proc.stdout and "MISSING required reading" in proc.stdout
+    assert "missing 2 item(s): diagnosis; required reading" in proc.stderr
+    data = json.loads(kgate(repo, "brief", "rmsnorm", "--json").stdout)
+    assert data["status"] == "INCOMPLETE" and len(data["missing"]) == 2 and data["items"]["bar"]
+    sh(family / ".repo", "git", "checkout", "-q", "kernel/rmsnorm")
+    data = json.loads(kgate(repo, "brief", "rmsnorm", "--json").stdout)
+    assert any(m.startswith("work dir + branch: the family worktree") for m in data["missing"])
+    assert any(m.startswith("bar:") for m in data["missing"])
+
+
+def test_a_failed_commit_puts_page_receipt_and_index_back(example_repo, tmp_path):
+    repo = example_repo
+    wt, page = _stub(repo)
+    shutil.copy(EXAMPLE / "xla_rewrite.py", wt / "ops" / "rmsnorm.py")
+    receipt = _receipt(wt, tmp_path, "c1", "gate")
+    hook = Path(sh(wt, "git", "rev-parse", "--git-common-dir")) / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho 'hook says no' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    before = _state(wt, page)
+    proc = kgate(repo, "cand", "rmsnorm", "cand1", "--receipt", receipt, "--why", "kept")
+    assert proc.returncode == 2 and "hook says no" in proc.stderr
+    assert _state(wt, page) == before and not (page.parent / "receipts").exists()

@@ -527,6 +527,9 @@ def family_new(
     branch: Annotated[
         Optional[str], typer.Option("--branch", help="Integration branch (default kernel/<slug>; created from HEAD if missing).")
     ] = None,
+    work_dir: Annotated[
+        Optional[Path], typer.Option("--work-dir", help="Folder candidates may change (default: the target's folder).")
+    ] = None,
     derive: Annotated[bool, typer.Option("--derive", help="Derive the slug from the name given (1p_Flash_Attention -> flash-attention).")] = False,
 ) -> None:
     """Create a family: binding (reference pinned by sha256), RESULTS.tsv, worktree."""
@@ -546,6 +549,7 @@ def family_new(
             graded_dtype=dtype,
             integration_branch=branch,
             op_point=parse_overrides(overrides or []),
+            work_dir=work_dir,
             say=lambda m: err.print(f"kgate family new: {m}", soft_wrap=True),
         )
     except KgateError as exc:
@@ -571,6 +575,9 @@ def stub(
     klass: ClassOpt = "kernel-authored",
     activity: Annotated[str, typer.Option("--activity", help="optimization | capability-eval.")] = "optimization",
     category: Annotated[str, typer.Option("--category", help="Free-form category.")] = "kernel",
+    diagnosis: Annotated[str, typer.Option("--diagnosis", help="What profiling showed about the reference (kgate brief needs it).")] = "",
+    reading: Annotated[Optional[list[str]], typer.Option("--reading", help="Required reading, one document or section (repeatable).")] = None,
+    variant: Annotated[Optional[str], typer.Option("--variant", hidden=True)] = None,
 ) -> None:
     """Pre-register an experiment: write the stub page and commit it on kernel/<slug>-vNNN.
 
@@ -588,10 +595,15 @@ def stub(
 
     err = Console(stderr=True)
     try:
+        if variant is not None:
+            raise KgateError(
+                f"--variant {variant!r}: the variant is read from a device query, never typed in.",
+                "drop --variant; run kgate stub on the machine the experiment targets.",
+            )
         ws = workspace.find(Path.cwd())
         fields: dict[str, object] = {
             "hypothesis": hypothesis, "mechanism": mechanism, "predicted": predicted, "criterion": criterion,
-            "plan": tuple(plan or ()),
+            "plan": tuple(plan or ()), "diagnosis": diagnosis, "reading": tuple(reading or ()),
         }
         if from_file is not None or edit:
             if from_file is not None and not from_file.is_file():
@@ -609,6 +621,7 @@ def stub(
             hypothesis=str(fields["hypothesis"]), mechanism=str(fields["mechanism"]),
             predicted=str(fields["predicted"]), criterion=str(fields["criterion"]),
             plan=tuple(fields["plan"]),  # type: ignore[arg-type]
+            diagnosis=str(fields["diagnosis"]), reading=tuple(fields["reading"]),  # type: ignore[arg-type]
         )
         stubs.validate(request)
         device = get_backend("jax").device()
@@ -616,6 +629,129 @@ def stub(
     except KgateError as exc:
         _fail_usage(exc, False)
     Console().print(f"kgate stub: wrote {page}", soft_wrap=True)
+
+
+def _records_say(command: str) -> Callable[[str], None]:
+    err = Console(stderr=True)
+    return lambda m: err.print(f"kgate {command}: {m}", markup=False, soft_wrap=True)
+
+
+@app.command()
+def cand(
+    slug: Annotated[str, typer.Argument(help="The family's slug.")],
+    candidate: Annotated[str, typer.Argument(help="Candidate id from the plan: cand1, cand2, ...")],
+    what: Annotated[str, typer.Option("--what", help="What this candidate changes, in a few words.")] = "",
+    receipt: Annotated[Optional[Path], typer.Option("--receipt", help="kgate report or receipt for this exact target (-o of gate/parity/measure/verify).")] = None,
+    why: Annotated[str, typer.Option("--why", help="Why kept or rejected (default for a failing receipt: its failure).")] = "",
+    reason: Annotated[str, typer.Option("--reason", help="Why a candidate outside the plan (an extension), or why abandoned.")] = "",
+    abandon: Annotated[bool, typer.Option("--abandon", help="Record a planned candidate as not run (needs --reason).")] = False,
+    klass: Annotated[Optional[str], typer.Option("--class", help="The candidate's intervention class (default: the page's).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Commit the target's current state as one candidate, with its ledger row.
+
+    The commit `candN(<slug> vNNN): <what> — <numbers from the receipt>` holds the work
+    dir's changes, the page (plan item checked off, ledger row appended) and a copy of the
+    receipt. Refused, with nothing changed: a receipt for another file or reference, an id
+    already recorded or not in the plan (without --reason), changes outside the work dir
+    or to the reference, a detached worktree, verdict words in --what/--why.
+    """
+    from kgate.record import experiment, workspace
+    from kgate.report import dumps
+
+    try:
+        ws = workspace.find(Path.cwd())
+        out = experiment.cand(ws, experiment.CandRequest(slug, candidate, what, receipt, why, reason, abandon, klass))
+    except KgateError as exc:
+        _fail_usage(exc, as_json)
+    if as_json:
+        print(dumps({"status": "COMMITTED", "sha": out.sha, "message": out.message, "row": out.row.to_json(),
+                     "committed": list(out.committed), "page": str(out.page), "notes": list(out.notes)}))
+        return
+    say = _records_say("cand")
+    for note in out.notes:
+        say(f"note: {note}")
+    Console().print(f"kgate cand: committed {out.sha[:12]} {out.message}", markup=False, soft_wrap=True)
+
+
+@app.command()
+def ledger(
+    slug: Annotated[str, typer.Argument(help="The family's slug.")],
+    exp: Annotated[Optional[str], typer.Option("--exp", help="Experiment vNNN (default: the worktree's current one).")] = None,
+    loaded: Annotated[Optional[str], typer.Option("--loaded", help="Set the attestation: the sections read, comma-separated.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the candidate ledger (or set its `loaded: [...]` attestation line)."""
+    from kgate.record import experiment, workspace
+    from kgate.report import dumps
+    from kgate.report.records import render_ledger
+
+    try:
+        ws = workspace.find(Path.cwd())
+        if loaded is not None:
+            if exp is not None:
+                raise KgateError("--loaded writes the current experiment's page; --exp is for reading.", "drop --exp.")
+            experiment.set_loaded(ws, slug, loaded)
+            _records_say("ledger")("attestation written to the page; it is committed with the next record commit")
+        ex, page = experiment.find(ws, slug, exp)
+        led = experiment.resolved_ledger(ex, page.ledger, ex.branch)
+    except KgateError as exc:
+        _fail_usage(exc, as_json)
+    if as_json:
+        print(dumps({"experiment": ex.tag(), "page": str(ex.page_path), "branch": ex.branch,
+                     "loaded": list(led.loaded) if led.loaded is not None else None,
+                     "rows": [r.to_json() for r in led.rows]}))
+        return
+    render_ledger(f"{ex.tag()} ({ex.branch})", led, Console())
+
+
+@app.command()
+def pivot(
+    slug: Annotated[str, typer.Argument(help="The family's slug.")],
+    transition: Annotated[str, typer.Argument(help="<from>→<to> (or <from>-><to>), e.g. xla-rewrite→kernel-authored.")],
+    evidence: Annotated[str, typer.Option("--evidence", help="What showed the class cannot meet the bar.")] = "",
+) -> None:
+    """Record a class pivot: closes the plan as pivoted; the new class needs a new stub."""
+    from kgate.record import experiment, workspace
+
+    try:
+        ws = workspace.find(Path.cwd())
+        out = experiment.pivot(ws, slug, transition, evidence)
+    except KgateError as exc:
+        _fail_usage(exc, False)
+    if out.closed:
+        _records_say("pivot")(f"closed plan items not reached: {', '.join(out.closed)}")
+    Console().print(f"kgate pivot: committed {out.sha[:12]} {out.message}", markup=False, soft_wrap=True)
+
+
+@app.command()
+def brief(
+    slug: Annotated[str, typer.Argument(help="The family's slug.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """The author's checklist, assembled from the records; exit 2 naming every missing item."""
+    from kgate.record import experiment, workspace
+    from kgate.report import dumps
+    from kgate.report.records import render_brief
+    from kgate.verify.lock import lock_path
+
+    try:
+        ws = workspace.find(Path.cwd())
+        out = experiment.brief(ws, slug, lock_path)
+    except KgateError as exc:
+        _fail_usage(exc, as_json)
+    if as_json:
+        print(dumps({"status": "INCOMPLETE" if out.missing else "READY", "items": out.items, "missing": list(out.missing)}))
+    else:
+        render_brief(slug, out.items, out.missing, Console())
+        if out.missing:
+            from kgate.report import render_error
+
+            render_error(f"the brief is missing {len(out.missing)} item(s): "
+                         + "; ".join(m.split(":")[0] for m in out.missing) + ".",
+                         "supply each from the records as its MISSING line says; kgate does not improvise them.",
+                         Console(stderr=True))
+    raise typer.Exit(2 if out.missing else 0)
 
 
 @app.command()

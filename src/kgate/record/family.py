@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,11 @@ class Family:
     graded_dtype: str
     integration_branch: str
     op_point: Mapping[str, Any] = field(default_factory=dict)
+    work_dir: Path | None = None  # relative to the home repo; candidates may change files only here
+
+    @property
+    def work(self) -> Path:
+        return self.work_dir if self.work_dir is not None else self.target.parent
 
     @property
     def worktree(self) -> Path:
@@ -51,6 +57,7 @@ class Family:
             f"parity = {_toml_value(str(self.parity))}\n"
             f"graded_dtype = {_toml_value(str(self.graded_dtype))}\n"
             f"integration_branch = {_toml_value(str(self.integration_branch))}\n"
+            f"work_dir = {_toml_value(str(self.work))}\n"
             f"op_point = {{{op}}}\n"
         )
 
@@ -73,6 +80,7 @@ def new(
     graded_dtype: str | None = None,
     integration_branch: str | None = None,
     op_point: Mapping[str, Any] | None = None,
+    work_dir: Path | None = None,
     say: Callable[[str], None] = lambda _: None,
 ) -> Family:
     """Create the family: everything is validated before anything is written, and a
@@ -92,6 +100,12 @@ def new(
     tgt_abs = (repo / target).resolve() if not target.is_absolute() else target.resolve()
     if not tgt_abs.is_relative_to(repo):
         raise KgateError(f"target {tgt_abs} is outside the home repo {repo}.", "the target is the kernel's ship path in the repo.")
+    work_abs = tgt_abs.parent if work_dir is None else (repo / work_dir).resolve()
+    if not work_abs.is_relative_to(repo) or not tgt_abs.is_relative_to(work_abs):
+        raise KgateError(
+            f"work dir {work_dir} must be inside the home repo and hold the target {tgt_abs.relative_to(repo)}.",
+            "pass the folder candidates are written in (default: the target's folder).",
+        )
     spec = ParitySpec.parse(parity or ws.parity).describe()
     dtype = graded_dtype or ws.graded_dtype
     if not git.has_commits(repo):
@@ -99,7 +113,7 @@ def new(
     branch = integration_branch or f"kernel/{slug}"
     fam = Family(
         slug, folder, ref_abs.relative_to(repo), file_sha256(ref_abs), tgt_abs.relative_to(repo), spec, dtype, branch,
-        dict(op_point or {}),
+        dict(op_point or {}), work_abs.relative_to(repo),
     )
     created_branch = False
     try:
@@ -124,3 +138,20 @@ def new(
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return fam
+
+
+def load(ws: Workspace, slug: str) -> Family:
+    """The family's binding, as `kgate family new` wrote it."""
+    folder = ws.experiments / slug
+    path = folder / BINDING
+    if not path.is_file():
+        raise KgateError(f"family {slug!r} does not exist (no {path}).", f"create it with `kgate family new {slug} ...`.")
+    try:
+        data = tomllib.loads(path.read_text())["family"]
+        return Family(
+            slug, folder, Path(data["reference"]), str(data["reference_sha256"]), Path(data["target"]), str(data["parity"]),
+            str(data["graded_dtype"]), str(data["integration_branch"]), dict(data.get("op_point", {})),
+            Path(data["work_dir"]) if "work_dir" in data else None,
+        )
+    except (tomllib.TOMLDecodeError, KeyError, TypeError) as exc:
+        raise KgateError(f"{path} is not a valid family binding ({exc}).", "restore it; it is written by `kgate family new`.") from exc

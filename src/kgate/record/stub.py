@@ -5,7 +5,6 @@ candidate plan, committed on its own branch before any candidate exists."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 import tomllib
 from collections.abc import Callable, Sequence
@@ -14,14 +13,13 @@ from pathlib import Path
 
 from kgate.errors import KgateError
 from kgate.gates.bar import parse_bar
-from kgate.gates.firing import CLASSES
 from kgate.problem.module import file_sha256
 from kgate.record import git
 from kgate.record.family import BINDING
+from kgate.record.page import INTERVENTION_CLASSES, PARAGRAPHS, format_front
 from kgate.record.workspace import Workspace
 
 ACTIVITIES = ("optimization", "capability-eval")
-PARAGRAPHS = ("Hypothesis", "Mechanism", "Predicted signal", "Falsification criterion")
 _PLAN_ITEM = re.compile(r"^(cand[0-9]+):\s*(.+?)\s+(?:—|--)\s+predict\s+(.+)$")
 _PAGE = re.compile(r"^\d{4}-\d{2}-\d{2}-v(\d{3})-[a-z0-9-]+\.md$")
 
@@ -48,6 +46,8 @@ class StubRequest:
     intervention_class: str = "kernel-authored"
     activity: str = "optimization"
     category: str = "kernel"
+    diagnosis: str = ""  # what profiling said about the reference; `kgate brief` needs it
+    reading: tuple[str, ...] = ()  # required reading; `kgate brief` needs it
 
 
 def parse_plan(items: Sequence[str]) -> list[PlanItem]:
@@ -61,6 +61,8 @@ def parse_plan(items: Sequence[str]) -> list[PlanItem]:
                 f"plan item {raw!r} is not of the form 'candN: <what> — predict <signal>'.",
                 "write e.g. 'cand1: fuse the reduction into one pass — predict 1.3x at seq 4096'.",
             )
+        if "<what>" in m.group(2) or "<signal>" in m.group(3):
+            raise KgateError(f"plan item {raw!r} still holds the template's placeholders.", "write what the candidate does.")
         if m.group(1) in seen:
             raise KgateError(f"plan item {m.group(1)} appears twice.", "number the candidates cand1, cand2, ...")
         seen.add(m.group(1))
@@ -82,8 +84,8 @@ def validate(request: StubRequest) -> list[PlanItem]:
             "the falsification criterion repeats the predicted signal.",
             "state what observation would refute the hypothesis, not what you expect to see.",
         )
-    if request.intervention_class not in CLASSES:
-        raise KgateError(f"class {request.intervention_class!r} is not an intervention class.", f"use one of {', '.join(CLASSES)}.")
+    if request.intervention_class not in INTERVENTION_CLASSES:
+        raise KgateError(f"class {request.intervention_class!r} is not an intervention class.", f"use one of {', '.join(INTERVENTION_CLASSES)}.")
     if request.activity not in ACTIVITIES:
         raise KgateError(f"activity {request.activity!r} is not one of {', '.join(ACTIVITIES)}.", "pass --activity optimization.")
     parse_bar(request.bar)
@@ -119,10 +121,21 @@ def from_markdown(text: str) -> dict[str, object]:
         "predicted": get("Predicted signal"),
         "criterion": get("Falsification criterion"),
         "plan": tuple(plan),
+        "diagnosis": get("Diagnosis"),
+        "reading": tuple(
+            item for ln in sections.get("required reading", [])
+            if (item := ln.strip().removeprefix("-").strip()) and not item.startswith("<")  # the template's placeholder
+        ),
     }
 
 
-TEMPLATE = """## Hypothesis
+TEMPLATE = """## Diagnosis
+
+## Required reading
+
+- <document or section>
+
+## Hypothesis
 
 ## Mechanism
 
@@ -138,38 +151,21 @@ TEMPLATE = """## Hypothesis
 
 def render(request: StubRequest, plan: Sequence[PlanItem], *, exp: str, variant: str, branch: str,
            binding: dict, reference_sha: str, target_sha: str | None, today: str) -> str:
-    def q(value: str) -> str:  # a JSON string is a valid YAML scalar
-        return json.dumps(value, ensure_ascii=False)
-
-    front = [
-        "---",
-        "status: in_progress",
-        f"exp: {q(exp)}",
-        f"slug: {q(request.slug)}",
-        f"date: {q(today)}",
-        f"variant: {q(variant)}",
-        f"intervention_class: {q(request.intervention_class)}",
-        f"activity: {q(request.activity)}",
-        f"category: {q(request.category)}",
-        f"bar: {q(request.bar)}",
-        f"parity: {q(binding['parity'])}",
-        f"branch: {q(branch)}",
-        "reference:",
-        f"  path: {q(binding['reference'])}",
-        f"  sha256: {q(reference_sha)}",
-        "target:",
-        f"  path: {q(binding['target'])}",
-        f"  sha256: {q(target_sha) if target_sha else 'null'}",
-        "---",
-        "",
-        f"# {request.slug} {exp}",
-        "",
-    ]
-    body = []
+    front = {
+        "status": "in_progress", "exp": exp, "slug": request.slug, "date": today, "variant": variant,
+        "intervention_class": request.intervention_class, "activity": request.activity, "category": request.category,
+        "bar": request.bar, "parity": binding["parity"], "branch": branch,
+        "reference": {"path": binding["reference"], "sha256": reference_sha},
+        "target": {"path": binding["target"], "sha256": target_sha},
+    }
+    head = [*format_front(front), "", f"# {request.slug} {exp}", ""]
+    body = [f"## Diagnosis", "", request.diagnosis.strip(), ""] if request.diagnosis.strip() else []
+    if request.reading:
+        body += ["## Required reading", "", *(f"- {item}" for item in request.reading), ""]
     for label, text in zip(PARAGRAPHS, (request.hypothesis, request.mechanism, request.predicted, request.criterion)):
         body += [f"## {label}", "", text.strip(), ""]
     body += ["## Candidate plan", "", *(item.line() for item in plan), ""]
-    return "\n".join(front + body)
+    return "\n".join(head + body)
 
 
 def create(ws: Workspace, request: StubRequest, variant: str, say: Callable[[str], None] = lambda _: None) -> Path:

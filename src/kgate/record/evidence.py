@@ -1,0 +1,135 @@
+"""What a kgate report or receipt says about one candidate, in the few numbers a ledger row
+and a candidate commit carry: parity, author-side p50, speedup vs the reference."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kgate.errors import KgateError
+from kgate.problem.module import file_sha256
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if value in ("nan", "inf", "-inf"):
+        return float(value)
+    return None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    path: Path
+    sha256: str
+    command: str  # verify | gate | parity | measure
+    is_receipt: bool
+    mode: str | None  # screen | full, for receipts
+    status: str
+    parity: str | None  # PASS | FAIL, None when the run did not check parity
+    max_abs: float | None
+    max_rel: float | None
+    p50_ms: float | None  # the candidate's
+    speedup: tuple[float, float, float] | None  # estimate, low, high (reference p50 / candidate p50)
+    interpreted: bool
+    candidate_sha256: str | None
+    reference_sha256: str | None
+    first_failure: str | None
+
+    @classmethod
+    def load(cls, path: Path) -> Evidence:
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise KgateError(f"receipt {path} does not exist.", "pass the -o report or the receipt kgate wrote.") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise KgateError(f"{path} is not JSON ({exc}).", "pass a report or receipt written by kgate.") from None
+        if not isinstance(data, dict) or not isinstance(data.get("gates"), dict) or "status" not in data:
+            raise KgateError(f"{path} is not a kgate report or receipt (no gates/status).", "pass one written by kgate.")
+        return cls.from_json(data, path, file_sha256(path))
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], path: Path, sha256: str) -> Evidence:
+        gates = data["gates"]
+        is_receipt = data.get("kind") == "verify"
+        modules = data.get("modules", {}) if is_receipt else data
+        parity = gates.get("parity")
+        worst: dict[str, float] = {}
+        if isinstance(parity, dict):
+            for probe in parity.get("probes", []):
+                for out in probe.get("outputs", []):
+                    for key in ("max_abs", "max_rel"):
+                        value = _num(out.get("candidate", {}).get(key))
+                        if value is not None and (key not in worst or math.isnan(value) or value > worst[key]):
+                            worst[key] = value  # NaN wins: a non-finite output is the worst error there is
+        timing = gates.get("timing")
+        p50 = speedup = None
+        if isinstance(timing, dict) and isinstance(timing.get("speedup"), dict):
+            p50 = _num(timing.get("candidate", {}).get("p50_ms"))
+            sp = timing["speedup"]
+            est, low, high = (_num(sp.get(k)) for k in ("estimate", "low", "high"))
+            if est is not None and low is not None and high is not None:
+                speedup = (est, low, high)
+        failure = next(
+            (f"{name}.{c.get('name')}" for name, g in gates.items() if isinstance(g, dict)
+             for c in g.get("checks", []) if c.get("status") == "FAIL"),
+            None,
+        )
+        return cls(
+            path=path,
+            sha256=sha256,
+            command=str(data.get("kind") if is_receipt else data.get("command", "?")),
+            is_receipt=is_receipt,
+            mode=data.get("mode"),
+            status=str(data["status"]),
+            parity=parity.get("status") if isinstance(parity, dict) else None,
+            max_abs=worst.get("max_abs"),
+            max_rel=worst.get("max_rel"),
+            p50_ms=p50,
+            speedup=speedup,
+            interpreted=bool(data.get("interpreted", True)),
+            candidate_sha256=(modules.get("candidate") or {}).get("sha256"),
+            reference_sha256=(modules.get("reference") or {}).get("sha256"),
+            first_failure=failure,
+        )
+
+    # -- the cells and the commit summary --------------------------------------------
+
+    @property
+    def parity_cell(self) -> str:
+        if self.parity is None:
+            return "not checked"
+        return f"{self.parity} {_g(self.max_abs)} / {_g(self.max_rel)}"
+
+    @property
+    def p50_cell(self) -> str:
+        if self.p50_ms is None:
+            return "not timed"
+        return f"{self.p50_ms:.4g}" + (" (interpreted)" if self.interpreted else "")
+
+    @property
+    def speedup_cell(self) -> str:
+        if self.speedup is None:
+            return "not timed"
+        est, low, high = self.speedup
+        return f"{est:.3f}x [{low:.3f}, {high:.3f}]"
+
+    def summary(self) -> str:
+        """The number part of a candidate commit message."""
+        parts = []
+        if self.p50_ms is not None:
+            parts.append(f"p50 {self.p50_ms:.4g} ms{' (interpreted)' if self.interpreted else ''}")
+        if self.speedup is not None:
+            parts.append(f"{self.speedup[0]:.3f}x vs naive [{self.speedup[1]:.3f}, {self.speedup[2]:.3f}]")
+        if self.parity is not None:
+            parts.append(f"parity {self.parity} (max abs {_g(self.max_abs)})")
+        if self.status not in ("PASS",):
+            parts.append(f"{self.command} {self.status}" + (f" at {self.first_failure}" if self.first_failure else ""))
+        return ", ".join(parts) or f"{self.command} {self.status}"
+
+
+def _g(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2e}"

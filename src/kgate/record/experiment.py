@@ -1,0 +1,493 @@
+"""The authoring phase of an experiment, after its stub: candidate commits with their
+ledger rows, the `loaded:` attestation, class pivots, and the author's brief.
+
+Every command validates everything first, then writes the page atomically and makes one
+commit; if the commit fails the page, the receipt copy and the index are put back. The
+author's uncommitted work is never reset."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final
+
+from kgate.errors import KgateError
+from kgate.jsonio import write_atomic
+from kgate.problem.module import file_sha256
+from kgate.record import commits, git
+from kgate.record.evidence import Evidence
+from kgate.record.family import Family, load as load_family
+from kgate.record.page import INTERVENTION_CLASSES, LEDGER, THIS_COMMIT, Ledger, LedgerRow, Page, PlanEntry
+from kgate.record.workspace import Workspace
+
+VERDICT_WORDS: Final = re.compile(r"\b(supported|refuted|confirmed)\b", re.IGNORECASE)
+_BRANCH = re.compile(r"^kernel/([a-z0-9-]+)-(v[0-9]{3})$")
+_CAND = re.compile(r"^cand[1-9][0-9]*$")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    ws: Workspace
+    family: Family
+    exp: str  # vNNN
+    branch: str
+    page_rel: Path  # the page, relative to the worktree
+
+    @property
+    def worktree(self) -> Path:
+        return self.family.worktree
+
+    @property
+    def page_path(self) -> Path:
+        return self.worktree / self.page_rel
+
+    @property
+    def records_rel(self) -> Path:  # the family's record folder inside the worktree
+        return self.page_rel.parent
+
+    def tag(self) -> str:
+        return f"{self.family.slug} {self.exp}"
+
+
+def _records_rel(ws: Workspace, family: Family) -> Path:
+    return family.folder.relative_to(ws.home_repo)
+
+
+def current(ws: Workspace, slug: str) -> Experiment:
+    """The experiment the family worktree is checked out on (its branch names it)."""
+    family = load_family(ws, slug)
+    wt = family.worktree
+    if not wt.is_dir():
+        raise KgateError(f"the family worktree {wt} is missing.", f"restore it: git worktree add {wt} {family.integration_branch}")
+    branch = git.git(wt, "rev-parse", "--abbrev-ref", "HEAD")
+    if branch == "HEAD":
+        raise KgateError(f"the family worktree {wt} is on a detached HEAD.", f"check out the experiment branch (kernel/{slug}-vNNN) there.")
+    m = _BRANCH.match(branch)
+    if not m or m.group(1) != slug:
+        raise KgateError(
+            f"the family worktree {wt} is on {branch}, not on an experiment branch kernel/{slug}-vNNN.",
+            f"pre-register an experiment with `kgate stub {slug} ...`, or check out its branch there.",
+        )
+    return _experiment(ws, family, m.group(2), branch, lambda rel: sorted((wt / rel).glob(f"*-{m.group(2)}-{slug}.md")))
+
+
+def _experiment(ws: Workspace, family: Family, exp: str, branch: str, pages: Callable[[Path], list[Any]]) -> Experiment:
+    rel = _records_rel(ws, family)
+    found = pages(rel)
+    if len(found) != 1:
+        raise KgateError(
+            f"branch {branch} holds {len(found)} pages for {exp} under {rel} (expected exactly one).",
+            "restore the page from the stub commit; there is one page per experiment.",
+        )
+    return Experiment(ws, family, exp, branch, rel / Path(str(found[0])).name)
+
+
+def find(ws: Workspace, slug: str, exp: str | None) -> tuple[Experiment, Page]:
+    """An experiment to read: the worktree's current one, or `exp` from its branch's tip."""
+    if exp is None:
+        ex = current(ws, slug)
+        return ex, Page.load(ex.page_path)
+    if not re.fullmatch(r"v[0-9]{3}", exp):
+        raise KgateError(f"experiment {exp!r} is not of the form vNNN.", "pass e.g. v001.")
+    family = load_family(ws, slug)
+    branch = f"kernel/{slug}-{exp}"
+    if not git.branch_exists(family.worktree, branch):
+        raise KgateError(f"there is no experiment {slug} {exp} (no branch {branch}).", f"list them with `git branch --list 'kernel/{slug}-v*'`.")
+    listing = lambda rel: [  # noqa: E731
+        name for name in git.git(family.worktree, "ls-tree", "--name-only", f"{branch}:{rel.as_posix()}", check=False).splitlines()
+        if name.endswith(f"-{exp}-{slug}.md")
+    ]
+    ex = _experiment(ws, family, exp, branch, listing)
+    text = git.git(family.worktree, "show", f"{branch}:{ex.page_rel.as_posix()}", strip=False)
+    return ex, Page.parse(text, ex.page_path)
+
+
+# -- the working tree -------------------------------------------------------------------
+
+
+def changed_paths(worktree: Path) -> list[str]:
+    """Every path that differs from HEAD, untracked files included, relative to the worktree."""
+    out = git.git(worktree, "status", "--porcelain=v1", "-z", "--untracked-files=all", strip=False)
+    entries = out.split("\0")
+    paths, i = [], 0
+    while i < len(entries):
+        entry = entries[i]
+        if len(entry) > 3:
+            paths.append(entry[3:])
+            if entry[0] in "RC":  # a rename or copy is followed by its source path
+                paths.append(entries[i + 1])
+                i += 1
+        i += 1
+    return paths
+
+
+def _within(path: str, folder: Path) -> bool:
+    return folder == Path(".") or Path(path).is_relative_to(folder)
+
+
+def _only_loaded_line_differs(ex: Experiment) -> bool:
+    """True when the page differs from HEAD's only by the `loaded:` attestation (kgate ledger --loaded)."""
+    committed = git.git(ex.worktree, "show", f"HEAD:{ex.page_rel.as_posix()}", check=False, strip=False)
+    if not committed:
+        return False
+
+    def unattested(text: str) -> str:
+        page = Page.parse(text, ex.page_path)
+        ledger = page.ledger
+        if not ledger.rows:
+            return replace(page, sections=tuple(s for s in page.sections if s[0] != LEDGER)).text().rstrip()
+        return page.with_ledger(replace(ledger, loaded=None)).text().rstrip()
+
+    return unattested(committed) == unattested(ex.page_path.read_text())
+
+
+def classify_changes(ex: Experiment) -> list[str]:
+    """The candidate's changed paths (inside the work dir); refuses anything else."""
+    fam = ex.family
+    candidate, outside = [], []
+    for path in changed_paths(ex.worktree):
+        if Path(path) == fam.reference:
+            raise KgateError(
+                f"the reference module {fam.reference} is modified in the worktree.",
+                f"restore it (`git -C {ex.worktree} checkout -- {fam.reference}`): the reference is pinned, never edited.",
+            )
+        if Path(path) == ex.page_rel:
+            if not _only_loaded_line_differs(ex):
+                raise KgateError(
+                    f"the page {ex.page_rel} has edits kgate did not make.",
+                    f"discard them (`git -C {ex.worktree} checkout -- {ex.page_rel}`); the page is written by kgate commands.",
+                )
+        elif _within(path, fam.work):
+            candidate.append(path)
+        else:
+            outside.append(path)
+    if outside:
+        raise KgateError(
+            f"files outside the work dir {fam.work}/ are changed: {', '.join(sorted(outside))}.",
+            "a candidate changes only files in the work dir: move or discard the others.",
+        )
+    return candidate
+
+
+def _commit(ex: Experiment, page: Page, message: str, paths: list[str], extra: dict[Path, bytes] | None = None) -> str:
+    """Write the page (and extra files), stage them with `paths`, commit; undo all of it on failure."""
+    old_page = ex.page_path.read_text()
+    old_index = git.git(ex.worktree, "write-tree")  # the index as the author left it
+    extra = extra or {}
+    written: list[Path] = []
+    made: list[Path] = []
+    try:
+        for rel, data in extra.items():
+            target = ex.worktree / rel
+            if not target.parent.is_dir():
+                target.parent.mkdir(parents=True)
+                made.append(target.parent)
+            written.append(target)
+            target.write_bytes(data)
+        write_atomic(ex.page_path, page.text())
+        staged = [*paths, ex.page_rel.as_posix(), *(rel.as_posix() for rel in extra)]
+        git.git(ex.worktree, "add", "--", *staged)
+        git.git(ex.worktree, "commit", "-q", "-m", message)
+    except BaseException:
+        git.git(ex.worktree, "read-tree", old_index, check=False)  # the index only: the author's edits stay
+        write_atomic(ex.page_path, old_page)
+        for target in written:
+            target.unlink(missing_ok=True)
+        for folder in made:
+            folder.rmdir()
+        raise
+    return git.git(ex.worktree, "rev-parse", "HEAD")
+
+
+def _in_progress(ex: Experiment, page: Page) -> None:
+    status = page.front.get("status")
+    if status == "pivoted":
+        pivot = page.front.get("pivot", {})
+        raise KgateError(
+            f"{ex.tag()} was pivoted to {pivot.get('to', 'another class')}: its plan is closed.",
+            f"pre-register the new class: `kgate stub {ex.family.slug} --class {pivot.get('to', '<class>')} ...`.",
+        )
+    if status != "in_progress":
+        raise KgateError(f"{ex.tag()} has status {status!r}: only an in-progress experiment takes candidates.",
+                         f"start a new experiment with `kgate stub {ex.family.slug} ...`.")
+
+
+def _reference_pinned(ex: Experiment) -> None:
+    ref = ex.worktree / ex.family.reference
+    if not ref.is_file() or file_sha256(ref) != ex.family.reference_sha256:
+        raise KgateError(
+            f"the reference module {ex.family.reference} no longer matches the family's pinned sha256.",
+            "restore it: results against a changed reference are not comparable.",
+        )
+
+
+# -- kgate cand -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CandRequest:
+    slug: str
+    cand: str
+    what: str
+    receipt: Path | None = None
+    why: str = ""
+    reason: str = ""  # required for a candidate that is not in the plan
+    abandon: bool = False  # record a planned candidate as not run, with `reason`
+    klass: str | None = None  # the candidate's intervention class (default: the page's)
+
+
+@dataclass(frozen=True)
+class CandOutcome:
+    sha: str
+    message: str
+    row: LedgerRow
+    page: Path
+    committed: tuple[str, ...]
+    notes: tuple[str, ...] = field(default=())
+
+
+def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
+    ex = current(ws, request.slug)
+    page = Page.load(ex.page_path)
+    _in_progress(ex, page)
+    _reference_pinned(ex)
+    if not _CAND.match(request.cand):
+        raise KgateError(f"candidate id {request.cand!r} is not of the form candN.", "use the plan's ids: cand1, cand2, ...")
+    for label, text in (("--what", request.what), ("--why", request.why)):
+        if VERDICT_WORDS.search(text):
+            raise KgateError(
+                f"{label} uses verdict language ({VERDICT_WORDS.search(text).group(0)!r}).",  # type: ignore[union-attr]
+                "author-side cells say kept or rejected and why; only `kgate verdict` says supported or refuted.",
+            )
+    ledger = page.ledger
+    if (row := ledger.row(request.cand)) is not None:
+        raise KgateError(f"{request.cand} is already in the ledger (SHA {row.sha}).", "use the next free candidate id.")
+    plan = list(page.plan)
+    planned = next((i for i, e in enumerate(plan) if e.cand == request.cand), None)
+    if planned is not None and plan[planned].state != "open":
+        raise KgateError(f"plan item {request.cand} is already checked off.", "use the next free candidate id.")
+    if planned is None and not request.reason.strip():
+        raise KgateError(
+            f"{request.cand} is not in the pre-registered plan ({', '.join(e.cand for e in plan) or 'empty'}).",
+            "pass --reason '<why this extension>' to record it as an extension of the plan.",
+        )
+    what = request.what.strip()  # a line break stays, and the grammar check refuses it
+    if not what and planned is not None:  # the plan item says what it is
+        what = re.split(r"\s+(?:—|--)\s+predict\s+", plan[planned].text)[0].strip()
+    if not what:
+        raise KgateError("--what is empty.", "say in a few words what this candidate changes.")
+    if request.abandon and not request.reason.strip():
+        raise KgateError("an abandoned candidate needs --reason.", "say why it was not run.")
+    klass = request.klass or str(page.front.get("intervention_class", "?"))
+    if klass not in INTERVENTION_CLASSES:
+        raise KgateError(f"class {klass!r} is not an intervention class.", f"use one of {', '.join(INTERVENTION_CLASSES)}.")
+    changed = classify_changes(ex)
+    notes: list[str] = []
+    extra: dict[Path, bytes] = {}
+    evidence = None
+    if request.abandon:
+        if changed:
+            raise KgateError(
+                f"the work dir has uncommitted changes ({', '.join(changed)}) and {request.cand} is being abandoned.",
+                "commit them as a candidate first, or discard them: an uncommitted candidate would be left behind.",
+            )
+        if request.receipt is not None:
+            raise KgateError("an abandoned candidate has no receipt.", "drop --receipt, or record it as run.")
+        row = LedgerRow(request.cand, klass, "—", "not run", "not run", "not run",
+                        "—", f"abandoned: {' '.join(request.reason.split())}")
+        summary = f"abandoned: {' '.join(request.reason.split())}"
+    else:
+        if not changed:
+            raise KgateError(
+                f"nothing to commit: the work dir {ex.family.work}/ is unchanged since {git.git(ex.worktree, 'rev-parse', '--short', 'HEAD')}.",
+                f"write the candidate at {ex.family.target} first (a candidate is a change), or pass --abandon --reason.",
+            )
+        target = ex.worktree / ex.family.target
+        if request.receipt is not None:
+            evidence = Evidence.load(request.receipt)
+            if not target.is_file():
+                raise KgateError(f"the target {ex.family.target} does not exist in the worktree.", "write the candidate there.")
+            if evidence.candidate_sha256 != file_sha256(target):
+                raise KgateError(
+                    f"receipt {request.receipt} is for a candidate with sha256 {str(evidence.candidate_sha256)[:12]}..., "
+                    f"not for the target as it is now ({file_sha256(target)[:12]}...).",
+                    f"re-run kgate on {ex.worktree / ex.family.target} and pass that report.",
+                )
+            if evidence.reference_sha256 != ex.family.reference_sha256:
+                raise KgateError(
+                    f"receipt {request.receipt} was made against a different reference than the family's pin.",
+                    f"re-run it with --reference {ex.worktree / ex.family.reference}.",
+                )
+            name = f"{ex.exp}-{request.cand}.json"
+            receipt_rel = ex.records_rel / "receipts" / name
+            extra[receipt_rel] = request.receipt.read_bytes()
+            receipt_cell = f"receipts/{name} (sha256 {evidence.sha256[:12]})"
+            summary = evidence.summary()
+            why = request.why.strip() or (
+                f"rejected: {evidence.command} {evidence.status}" + (f" at {evidence.first_failure}" if evidence.first_failure else "")
+                if evidence.status != "PASS" else ""
+            )
+            if not why:
+                raise KgateError("--why is empty.", "say why this candidate is kept or rejected (e.g. 'kept: fastest so far').")
+            if evidence.interpreted and evidence.p50_ms is not None:
+                notes.append("the receipt's timings are interpreter/CPU timings: the ledger marks them (interpreted)")
+        else:
+            if not request.why.strip():
+                raise KgateError("a candidate without --receipt needs --why.", "pass --receipt (a kgate report or receipt), or --why.")
+            why, receipt_cell, summary = request.why.strip(), "none", "no receipt"
+            evidence = None
+        row = LedgerRow(
+            request.cand, klass, THIS_COMMIT,
+            evidence.parity_cell if evidence else "not checked", evidence.p50_cell if evidence else "not timed",
+            evidence.speedup_cell if evidence else "not timed", receipt_cell, why,
+        )
+    message = commits.checked("cand", f"{request.cand}({ex.tag()}): {what} — {summary}")
+    if planned is not None:
+        plan[planned] = replace(plan[planned], state="done")
+    else:
+        plan.append(PlanEntry(request.cand, "done", f"{what} — extension: {' '.join(request.reason.split())}"))
+    if ledger.loaded is None:
+        notes.append(f"the ledger has no `loaded: [...]` attestation yet: set it with `kgate ledger {request.slug} --loaded ...`")
+    new_ledger = resolved_ledger(ex, replace(ledger, rows=(*ledger.rows, row)))
+    new_page = page.with_plan(tuple(plan)).with_ledger(new_ledger)
+    sha = _commit(ex, new_page, message, changed, extra)
+    return CandOutcome(sha, message, row, ex.page_path, tuple(changed), tuple(notes))
+
+
+# -- kgate ledger -----------------------------------------------------------------------
+
+
+def resolved_ledger(ex: Experiment, ledger: Ledger, rev: str = "HEAD") -> Ledger:
+    """`this commit` cells resolved to the commit that added each row (found by its subject)."""
+    rows = []
+    for row in ledger.rows:
+        if row.sha == THIS_COMMIT:
+            sha = git.git(ex.worktree, "log", "-1", "--format=%H", "--fixed-strings",
+                          f"--grep={row.candidate}({ex.tag()}):", rev, check=False)
+            row = replace(row, sha=sha[:12] or THIS_COMMIT)
+        rows.append(row)
+    return replace(ledger, rows=tuple(rows))
+
+
+def set_loaded(ws: Workspace, slug: str, loaded: str) -> tuple[Experiment, Ledger]:
+    """Write the `loaded: [...]` attestation; it is committed with the next record commit."""
+    items = tuple(s.strip() for s in re.split(r"[,\n]", loaded) if s.strip())
+    if not items:
+        raise KgateError("--loaded is empty.", "name the sections you read, e.g. --loaded 'pallas-tpu guide, roofline notes'.")
+    if any("[" in s or "]" in s for s in items):
+        raise KgateError("--loaded items may not contain brackets.", "name each section in plain words.")
+    ex = current(ws, slug)
+    page = Page.load(ex.page_path)
+    _in_progress(ex, page)
+    ledger = replace(page.ledger, loaded=items)
+    write_atomic(ex.page_path, page.with_ledger(ledger).text())
+    return ex, ledger
+
+
+# -- kgate pivot ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PivotOutcome:
+    sha: str
+    message: str
+    closed: tuple[str, ...]
+
+
+def pivot(ws: Workspace, slug: str, transition: str, evidence: str) -> PivotOutcome:
+    parts = re.split(r"\s*(?:→|->)\s*", transition.strip())
+    if len(parts) != 2:
+        raise KgateError(f"pivot {transition!r} is not of the form <from>→<to>.", "write e.g. xla-rewrite→kernel-authored.")
+    src, dst = parts
+    if dst not in INTERVENTION_CLASSES or src not in INTERVENTION_CLASSES:
+        raise KgateError(f"pivot {transition!r} names an unknown class.", f"classes are {', '.join(INTERVENTION_CLASSES)}.")
+    if src == dst:
+        raise KgateError(f"pivot {transition!r} does not change the class.", "a pivot goes from one class to another.")
+    if not evidence.strip():
+        raise KgateError("--evidence is empty.", "cite what showed the class cannot meet the bar (a receipt, a profile).")
+    ex = current(ws, slug)
+    page = Page.load(ex.page_path)
+    _in_progress(ex, page)
+    if page.front.get("intervention_class") != src:
+        raise KgateError(
+            f"{ex.tag()} is registered as {page.front.get('intervention_class')!r}, not {src!r}.",
+            f"pivot from the page's class: {page.front.get('intervention_class')}→{dst}.",
+        )
+    if classify_changes(ex):
+        raise KgateError(
+            "the work dir has uncommitted changes: an uncommitted candidate would be left behind by the pivot.",
+            f"record it first (`kgate cand {slug} candN ...`), or discard it.",
+        )
+    plan = page.plan
+    closed = tuple(e.cand for e in plan if e.state == "open")
+    new_plan = tuple(replace(e, state="closed", text=f"{e.text} (closed: pivoted to {dst})") if e.state == "open" else e for e in plan)
+    message = commits.checked("pivot", f"pivot({ex.tag()}): {src}→{dst}")
+    body = [f"{src}→{dst}", "", f"Evidence: {' '.join(evidence.split())}", "",
+            f"Plan closed as pivoted; not reached: {', '.join(closed) or 'none'}. The new class needs a new stub."]
+    new_page = (page.with_front(status="pivoted", pivot={"from": src, "to": dst})
+                .with_plan(new_plan).with_ledger(resolved_ledger(ex, page.ledger)).with_section("Pivot", body))
+    if page.ledger.rows == () and page.ledger.loaded is None:
+        new_page = replace(new_page, sections=tuple(s for s in new_page.sections if s[0] != LEDGER))
+    sha = _commit(ex, new_page, message, [])
+    return PivotOutcome(sha, message, closed)
+
+
+# -- kgate brief ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Brief:
+    items: dict[str, Any]
+    missing: tuple[str, ...]  # each: what is missing, and how to supply it
+
+
+def brief(ws: Workspace, slug: str, lock: Callable[[int], Path]) -> Brief:
+    """The author's checklist, from the records only; every missing item is named."""
+    family = load_family(ws, slug)
+    items: dict[str, Any] = {}
+    missing: list[str] = []
+    ref = family.worktree / family.reference
+    items["reference module"] = {"path": str(ref), "sha256": family.reference_sha256}
+    if not ref.is_file() or file_sha256(ref) != family.reference_sha256:
+        missing.append(f"reference module: {ref} does not match the family's pinned sha256 (restore it)")
+    items["target path"] = str(family.worktree / family.target)
+    try:
+        ex = current(ws, slug)
+        page: Page | None = Page.load(ex.page_path)
+        items["work dir + branch"] = {"worktree": str(family.worktree), "work_dir": str(family.worktree / family.work),
+                                      "branch": ex.branch, "page": str(ex.page_path)}
+    except KgateError as exc:
+        page = None
+        missing.append(f"work dir + branch: {exc.problem} ({exc.fix})")
+    if page is not None:
+        _in_progress(ex, page)
+    read = (lambda name: page.section(name) if page else None)  # noqa: E731
+    for key, value, how in (
+        ("diagnosis", read("Diagnosis"), "pre-register it: `kgate stub ... --diagnosis '<what profiling showed>'`"),
+        ("bar", page.front.get("bar") if page else None, "pre-register it with `kgate stub --bar`"),
+        ("parity spec", page.front.get("parity") if page else None, "it comes from the family binding via the stub"),
+        ("activity", page.front.get("activity") if page else None, "pre-register it with `kgate stub --activity`"),
+    ):
+        if value:
+            items[key] = value
+        else:
+            missing.append(f"{key}: not recorded ({how})")
+    reading = [ln.strip().removeprefix("-").strip() for ln in (read("Required reading") or "").splitlines() if ln.strip()]
+    if reading:
+        items["required reading"] = reading
+    else:
+        missing.append("required reading: not recorded (pre-register it: `kgate stub ... --reading '<doc or section>'`)")
+    try:
+        items["chip + lock"] = {"chip": ws.chip, "lock": str(lock(ws.chip)),
+                                "run as": f"kgate lock {ws.chip} -- <command>"}
+    except KgateError as exc:
+        missing.append(f"chip + lock: {exc.problem} ({exc.fix})")
+    plan = [e.line() for e in page.plan] if page else []
+    if plan:
+        items["candidate plan"] = plan
+    else:
+        missing.append("candidate plan: none recorded (pre-register it: `kgate stub ... --plan 'cand1: <what> — predict <signal>'`)")
+    return Brief(items, tuple(missing))
+
