@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The experiment record on the bundled RMSNorm problem, in a fresh git repository made in a
+# temp dir: workspace, family, stub (pre-registration), brief, three candidates (one fails
+# parity), the ledger. Every command's exit code is checked.
+set -uo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+KGATE="$HERE/../.venv/bin/kgate"
+EX="$HERE/rmsnorm"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/kgate-records.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+
+show() {  # the command line as typed, arguments with spaces quoted
+  local out="\$ kgate" arg
+  for arg in "$@"; do
+    if [[ "$arg" =~ [[:space:]\|\>\<\;\&] ]]; then out+=" '$arg'"; else out+=" $arg"; fi
+  done
+  echo "$out${SUFFIX:-}"
+}
+run() {  # run EXPECTED_EXIT CMD...
+  local expected=$1; shift
+  show "$@"
+  "$KGATE" "$@"
+  local rc=$?
+  if [ "$rc" -ne "$expected" ]; then
+    echo "records demo: expected exit code $expected, got $rc" >&2
+    exit 1
+  fi
+}
+quiet() {  # a kgate run whose report is only wanted as a file
+  SUFFIX="  # report to the file" show "$@"
+  "$KGATE" "$@" > /dev/null
+}
+
+cd "$WORK" && mkdir -p ops
+git init -q -b main && git config user.email demo@example.invalid && git config user.name demo
+cp "$EX/reference.py" ops/reference.py && git add -A && git commit -qm "rmsnorm reference"
+WT=kernel_experiments/rmsnorm/.repo
+
+echo "== A workspace and a family (the reference pinned by sha256)"
+run 0 init
+run 0 family new rmsnorm --reference ops/reference.py --target ops/rmsnorm.py
+echo
+echo "== The pre-registration: committed before any candidate exists"
+run 0 stub rmsnorm --bar "p50 beats naive by >2% AND 3σ" \
+  --diagnosis "The reference makes two passes over each row: one for the mean square, one to scale." \
+  --reading "Pallas TPU: pipelining" \
+  --hypothesis "One pass over each row halves the memory traffic." \
+  --mechanism "Fuse the sum of squares and the scaling in one Pallas kernel, one row block per grid step." \
+  --predicted "p50 1.3x faster than the reference at the op-point." \
+  --criterion "The speedup interval lies below 1.02 at the op-point." \
+  --plan "cand1: jnp rewrite in float32 — predict 1.05x" \
+  --plan "cand2: Pallas kernel with a padding mask — predict 1.2x" \
+  --plan "cand3: Pallas kernel, one row block per step — predict 1.3x"
+echo
+echo "== The author's brief, from the records"
+run 0 brief rmsnorm
+run 0 ledger rmsnorm --loaded "Pallas TPU: pipelining"
+echo
+echo "== Three candidates, each measured, then committed with its ledger row"
+cp "$EX/xla_rewrite.py" "$WT/ops/rmsnorm.py"
+(cd "$WT/ops" && quiet gate -r reference.py -c rmsnorm.py --class xla-rewrite -o "$WORK/cand1.json")
+run 0 cand rmsnorm cand1 --class xla-rewrite --receipt "$WORK/cand1.json" --why "kept: the baseline to beat"
+cp "$EX/bad_nan_boundary.py" "$WT/ops/rmsnorm.py"
+(cd "$WT/ops" && quiet gate -r reference.py -c rmsnorm.py -o "$WORK/cand2.json")
+run 0 cand rmsnorm cand2 --receipt "$WORK/cand2.json"
+cp "$EX/pallas.py" "$WT/ops/rmsnorm.py"
+(cd "$WT/ops" && quiet measure -r reference.py -c rmsnorm.py --set seq_len=64 --budget 2 --sessions 2 -o "$WORK/cand3.json")
+run 0 cand rmsnorm cand3 --receipt "$WORK/cand3.json" --why "kept: correct and firing"
+echo
+echo "== The ledger and the branch history"
+run 0 ledger rmsnorm
+echo "\$ git -C $WT log --format=%s main.."
+git -C "$WT" log --format=%s main..
+echo
+echo "== Refused, and nothing changed: a candidate outside the plan without --reason"
+echo "# another idea" >> "$WT/ops/rmsnorm.py"
+run 2 cand rmsnorm cand4 --what "another idea" --why "kept: worth a look"
