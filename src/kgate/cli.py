@@ -251,7 +251,7 @@ def measure(
     coin-flip order, in rounds until the speedup's interval is narrow enough or the
     budget is spent. Reports per-leg p50/mean/std/min/IQR, the speedup with its bootstrap
     interval, the run-to-run sigma and the minimum detectable effect; with --bar, MET /
-    MISSED / UNDECIDED with the arithmetic. Interpreter/CPU timings are labelled as such.
+    MISSED / UNDECIDED with the arithmetic. Interpreter timings (a kernel in interpret mode) are labelled as such.
     Exit 0: measured (and bar MET); 2: bar not MET, anomaly, or bad input.
     """
     from kgate.gates.bar import parse_bar

@@ -379,6 +379,14 @@ class JaxBackend:
             ablation=ablation,
         )
 
+    def interprets(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> bool:
+        """Whether running `fn` here runs an interpreter: on the CPU a Pallas kernel runs in
+        interpret mode; a program without one is compiled XLA:CPU code, and the CPU is the device."""
+        if not self.interpreted:
+            return False
+        with self._mode():
+            return jaxpr_flow.contains_kernel(jax.make_jaxpr(fn)(*inputs))
+
     def compiled_text(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str:
         with self._mode():
             return jax.jit(fn).lower(*inputs).compile().as_text() or ""

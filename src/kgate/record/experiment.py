@@ -332,7 +332,7 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
             if not why:
                 raise KgateError("--why is empty.", "say why this candidate is kept or rejected (e.g. 'kept: fastest so far').")
             if evidence.interpreted and evidence.p50_ms is not None:
-                notes.append("the receipt's timings are interpreter/CPU timings: the ledger marks them (interpreted)")
+                notes.append("the receipt's timings are interpreter timings (a kernel ran in interpret mode): the ledger marks them (interpreted)")
         else:
             if not request.why.strip():
                 raise KgateError("a candidate without --receipt needs --why.", "pass --receipt (a kgate report or receipt), or --why.")

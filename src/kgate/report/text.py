@@ -69,7 +69,8 @@ def _f(value: Any, spec: str) -> str:
 def _render_timing(report: Report, console: Console) -> None:
     t = report.gates["timing"].details
     interpreted = report.context.get("interpreted")
-    label = "interpreter/CPU timings, NOT device timings" if interpreted else "device timings"
+    platform = report.context.get("device", {}).get("platform", "device")
+    label = "interpreter timings, NOT device timings" if interpreted else f"compiled timings on the {platform}"
     console.print(Text(f"timing ({label})", "bold yellow" if interpreted else "bold"))
     legs = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("leg", "p50 ms", "mean ms", "std ms", "min ms", "IQR ms", "n"):

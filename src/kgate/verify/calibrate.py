@@ -61,7 +61,7 @@ def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], No
         with compile_slot():
             ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
         ref.output()
-        interpreted = backend.interpreted
+        interpreted = backend.interprets(pair.reference.entry, inputs)
         budget = min(request.budget_s, INTERPRETED_BUDGET_S) if interpreted else request.budget_s
         max_rounds = INTERPRETED_MAX_ROUNDS if interpreted else 200
 

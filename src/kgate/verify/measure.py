@@ -212,8 +212,8 @@ def timing_gate(
             Check(
                 "interpreted",
                 "ADVISORY",
-                "these are interpreter/CPU timings, not device timings: they steer nothing and can never back "
-                "a `supported` verdict",
+                "these are interpreter timings (a kernel ran in interpret mode), not device timings: they steer "
+                "nothing and can never back a `supported` verdict",
             )
         )
     for name, leg in ((names.reference_name, ref_stats), (names.candidate_name, cand_stats)):
@@ -337,7 +337,7 @@ def _measure(request: MeasureRequest, progress: Callable[[int, float], None] | N
             with compile_slot():
                 ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
             ref.output()
-        interpreted = backend.interpreted
+        interpreted = backend.interprets(pair.reference.entry, inputs) or backend.interprets(pair.candidate.entry, inputs)
         budget = min(request.budget_s, INTERPRETED_BUDGET_S) if interpreted else request.budget_s
         max_rounds = min(request.max_rounds, INTERPRETED_MAX_ROUNDS) if interpreted else request.max_rounds
         buffers = [(inputs, created)]
@@ -438,7 +438,7 @@ def _bar_gate(bar: Bar, numbers: dict[str, Any], interpreted: bool) -> GateResul
             Check(
                 "interpreted",
                 "ADVISORY",
-                f"the bar was graded on interpreter/CPU timings: {result.outcome} here can never back a "
+                f"the bar was graded on interpreter timings: {result.outcome} here can never back a "
                 "`supported` verdict",
             )
         )
