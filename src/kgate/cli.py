@@ -754,6 +754,115 @@ def brief(
     raise typer.Exit(2 if out.missing else 0)
 
 
+def _experiment_arg(ws: object, target: str | None, exp: str | None):  # -> (Experiment, Page)
+    """A slug (with --exp, or the worktree's current experiment), or the path of a page."""
+    from kgate.record import experiment
+    from kgate.record.page import Page
+
+    if target is not None and target.endswith(".md"):
+        page = Page.load(Path(target))
+        slug, number = page.front.get("slug"), page.front.get("exp")
+        if not isinstance(slug, str) or not isinstance(number, str):
+            raise KgateError(f"{target} has no slug/exp in its front-matter.", "pass a page written by `kgate stub`.")
+        return experiment.find(ws, slug, exp or number)  # type: ignore[arg-type]
+    if target is None:
+        families = sorted(p.parent.name for p in ws.experiments.glob("*/family.toml"))  # type: ignore[attr-defined]
+        if len(families) != 1:
+            raise KgateError(f"which family? the workspace has {len(families)} ({', '.join(families) or 'none'}).",
+                             "pass its slug, or the path of a page.")
+        target = families[0]
+    return experiment.find(ws, target, exp)  # type: ignore[arg-type]
+
+
+@app.command()
+def lint(
+    target: Annotated[Optional[str], typer.Argument(help="A family slug, or the path of an experiment page.")] = None,
+    exp: Annotated[Optional[str], typer.Option("--exp", help="Experiment vNNN (default: the worktree's current one).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check an experiment record: page, family binding, branch history, receipts.
+
+    Each finding has a code, the evidence, the fix, and its consequence for the verdict:
+    advisory, cap: inconclusive, or invalid. Exit 0 clean, 1 advisories only, 2 otherwise.
+    """
+    from kgate.record import lint as lints, workspace
+    from kgate.report import dumps
+    from kgate.report.records import render_findings
+
+    try:
+        ws = workspace.find(Path.cwd())
+        ex, _ = _experiment_arg(ws, target, exp)
+        findings = lints.lint(lints.gather(ws, ex))
+    except KgateError as exc:
+        _fail_usage(exc, as_json)
+    code = lints.exit_code(findings)
+    if as_json:
+        print(dumps({"experiment": ex.tag(), "status": ("CLEAN", "ADVISORY", "CAPPED")[code], "exit_code": code,
+                     "findings": [f.to_json() for f in findings]}))
+    else:
+        render_findings(ex.tag(), findings, Console())
+    raise typer.Exit(code)
+
+
+@app.command()
+def verdict(
+    slug: Annotated[str, typer.Argument(help="The family's slug.")],
+    exp: Annotated[str, typer.Argument(help="The experiment, vNNN.")],
+    receipt: Annotated[Path, typer.Option("--receipt", help="`kgate verify --mode full` receipt of the final candidate.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """File the experiment: derive the verdict from the receipt by rules, apply lint caps.
+
+    supported | refuted | inconclusive | invalid, never typed in. Writes the Verdict section
+    (receipt numbers only, with the receipt's path and hash), flips status: filed, appends
+    the RESULTS.tsv row, and commits `K7(<slug> vNNN): <verdict> — <speedup>`.
+    """
+    from kgate.record import filing, workspace
+    from kgate.report import dumps
+    from kgate.report.records import render_filing
+
+    try:
+        ws = workspace.find(Path.cwd())
+        filed = filing.file_verdict(ws, slug, exp, receipt)
+    except KgateError as exc:
+        _fail_usage(exc, as_json)
+    if as_json:
+        print(dumps(filing.decision_json(filed)))
+    else:
+        render_filing(filed, Console())
+
+
+@app.command()
+def report(
+    slug: Annotated[str, typer.Argument(help="The family's slug.")],
+    exp: Annotated[str, typer.Argument(help="The experiment, vNNN.")],
+    html: Annotated[Optional[Path], typer.Option("--html", help="Also write a self-contained HTML page with plots.")] = None,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the Markdown here instead of stdout.")] = None,
+) -> None:
+    """The author's report: ledger, final candidate, pivots and extensions, blockers, compliance."""
+    from kgate.record import lint as lints, workspace
+    from kgate.report import write_atomic
+    from kgate.report.author import build, to_html, to_markdown
+
+    try:
+        for path in (html, output):
+            _check_output_path(path)
+        ws = workspace.find(Path.cwd())
+        ex, page = _experiment_arg(ws, slug, exp)
+        facts = lints.gather(ws, ex)
+        data = build(ex, page, facts, lints.lint(facts))
+    except KgateError as exc:
+        _fail_usage(exc, False)
+    text = to_markdown(data)
+    if output is not None:
+        write_atomic(output, text)
+    else:
+        print(text)
+    if html is not None:
+        write_atomic(html, to_html(data))
+        Console(stderr=True).print(f"kgate report: wrote {html}", soft_wrap=True)
+
+
 @app.command()
 def version() -> None:
     """Print kgate's version."""

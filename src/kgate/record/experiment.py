@@ -171,7 +171,7 @@ def classify_changes(ex: Experiment) -> list[str]:
     return candidate
 
 
-def _commit(ex: Experiment, page: Page, message: str, paths: list[str], extra: dict[Path, bytes] | None = None) -> str:
+def commit_record(ex: Experiment, page: Page, message: str, paths: list[str], extra: dict[Path, bytes] | None = None) -> str:
     """Write the page (and extra files), stage them with `paths`, commit; undo all of it on failure."""
     old_page = ex.page_path.read_text()
     old_index = git.git(ex.worktree, "write-tree")  # the index as the author left it
@@ -201,7 +201,7 @@ def _commit(ex: Experiment, page: Page, message: str, paths: list[str], extra: d
     return git.git(ex.worktree, "rev-parse", "HEAD")
 
 
-def _in_progress(ex: Experiment, page: Page) -> None:
+def require_in_progress(ex: Experiment, page: Page) -> None:
     status = page.front.get("status")
     if status == "pivoted":
         pivot = page.front.get("pivot", {})
@@ -251,7 +251,7 @@ class CandOutcome:
 def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
     ex = current(ws, request.slug)
     page = Page.load(ex.page_path)
-    _in_progress(ex, page)
+    require_in_progress(ex, page)
     _reference_pinned(ex)
     if not _CAND.match(request.cand):
         raise KgateError(f"candidate id {request.cand!r} is not of the form candN.", "use the plan's ids: cand1, cand2, ...")
@@ -352,7 +352,7 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
         notes.append(f"the ledger has no `loaded: [...]` attestation yet: set it with `kgate ledger {request.slug} --loaded ...`")
     new_ledger = resolved_ledger(ex, replace(ledger, rows=(*ledger.rows, row)))
     new_page = page.with_plan(tuple(plan)).with_ledger(new_ledger)
-    sha = _commit(ex, new_page, message, changed, extra)
+    sha = commit_record(ex, new_page, message, changed, extra)
     return CandOutcome(sha, message, row, ex.page_path, tuple(changed), tuple(notes))
 
 
@@ -380,7 +380,7 @@ def set_loaded(ws: Workspace, slug: str, loaded: str) -> tuple[Experiment, Ledge
         raise KgateError("--loaded items may not contain brackets.", "name each section in plain words.")
     ex = current(ws, slug)
     page = Page.load(ex.page_path)
-    _in_progress(ex, page)
+    require_in_progress(ex, page)
     ledger = replace(page.ledger, loaded=items)
     write_atomic(ex.page_path, page.with_ledger(ledger).text())
     return ex, ledger
@@ -409,7 +409,7 @@ def pivot(ws: Workspace, slug: str, transition: str, evidence: str) -> PivotOutc
         raise KgateError("--evidence is empty.", "cite what showed the class cannot meet the bar (a receipt, a profile).")
     ex = current(ws, slug)
     page = Page.load(ex.page_path)
-    _in_progress(ex, page)
+    require_in_progress(ex, page)
     if page.front.get("intervention_class") != src:
         raise KgateError(
             f"{ex.tag()} is registered as {page.front.get('intervention_class')!r}, not {src!r}.",
@@ -430,7 +430,7 @@ def pivot(ws: Workspace, slug: str, transition: str, evidence: str) -> PivotOutc
                 .with_plan(new_plan).with_ledger(resolved_ledger(ex, page.ledger)).with_section("Pivot", body))
     if page.ledger.rows == () and page.ledger.loaded is None:
         new_page = replace(new_page, sections=tuple(s for s in new_page.sections if s[0] != LEDGER))
-    sha = _commit(ex, new_page, message, [])
+    sha = commit_record(ex, new_page, message, [])
     return PivotOutcome(sha, message, closed)
 
 
@@ -462,7 +462,7 @@ def brief(ws: Workspace, slug: str, lock: Callable[[int], Path]) -> Brief:
         page = None
         missing.append(f"work dir + branch: {exc.problem} ({exc.fix})")
     if page is not None:
-        _in_progress(ex, page)
+        require_in_progress(ex, page)
     read = (lambda name: page.section(name) if page else None)  # noqa: E731
     for key, value, how in (
         ("diagnosis", read("Diagnosis"), "pre-register it: `kgate stub ... --diagnosis '<what profiling showed>'`"),

@@ -18,6 +18,11 @@ def git(repo: Path, *args: str, check: bool = True, strip: bool = True) -> str:
     return proc.stdout.strip() if strip else proc.stdout
 
 
+def run(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """`git` with its raw output and exit status, for reads that may legitimately fail."""
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True)
+
+
 def toplevel(path: Path) -> Path:
     proc = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"], capture_output=True, text=True)
     if proc.returncode != 0:

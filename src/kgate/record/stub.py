@@ -74,12 +74,17 @@ def _norm(text: str) -> str:
     return " ".join(re.sub(r"[^a-z0-9%.]+", " ", text.lower()).split())
 
 
+def criterion_repeats(predicted: str, criterion: str) -> bool:
+    """The falsification criterion restates the predicted signal (one contains the other)."""
+    p, c = _norm(predicted), _norm(criterion)
+    return p == c or bool(p and p in c) or bool(c and c in p)
+
+
 def validate(request: StubRequest) -> list[PlanItem]:
     for label, text in zip(PARAGRAPHS, (request.hypothesis, request.mechanism, request.predicted, request.criterion)):
         if not text.strip():
             raise KgateError(f"the {label} paragraph is empty.", f"write the {label} (it is part of the pre-registration).")
-    predicted, criterion = _norm(request.predicted), _norm(request.criterion)
-    if predicted == criterion or (predicted and predicted in criterion) or (criterion and criterion in predicted):
+    if criterion_repeats(request.predicted, request.criterion):
         raise KgateError(
             "the falsification criterion repeats the predicted signal.",
             "state what observation would refute the hypothesis, not what you expect to see.",

@@ -1,0 +1,180 @@
+"""`kgate verdict`: the filing step. The verdict is derived from a `verify --mode full`
+receipt of the final candidate by the rules in `verdict`, capped by lint, written on the
+page with the receipt it cites, appended to RESULTS.tsv and committed as K7."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kgate.errors import KgateError
+from kgate.jsonio import write_atomic
+from kgate.problem.module import file_sha256
+from kgate.record import commits, lint as lints
+from kgate.record.experiment import (
+    Experiment, classify_changes, commit_record, current, require_in_progress, resolved_ledger,
+)
+from kgate.record.family import RESULTS_COLUMNS
+from kgate.record.page import Page
+from kgate.record.verdict import Decision, Evidence, decide
+
+
+@dataclass(frozen=True)
+class Filing:
+    decision: Decision
+    findings: tuple[lints.Finding, ...]
+    sha: str
+    message: str
+    page: Path
+    results_row: dict[str, str]
+    receipt_rel: str
+
+
+def _receipt(ex: Experiment, page: Page, path: Path) -> dict[str, Any]:
+    """The receipt, checked: sealed, OK, full mode, this target, this bar, parity and variant."""
+    from kgate.verify import check_receipt
+
+    result = check_receipt.check(path, regenerate=True)
+    if result.status != "OK":
+        raise KgateError(
+            f"receipt {path} is {result.status}: {'; '.join(result.findings) or 'see kgate verify-receipt'}.",
+            "file with an intact receipt of the final candidate: `kgate verify --mode full ...`.",
+        )
+    data = check_receipt.load(path)
+    if data.get("kind") != "verify" or data.get("mode") != "full":
+        raise KgateError(f"receipt {path} is a {data.get('kind')} receipt of mode {data.get('mode')!r}.",
+                         "a verdict needs `kgate verify --mode full` on the final candidate.")
+    target = ex.worktree / ex.family.target
+    if not target.is_file() or data["modules"]["candidate"]["sha256"] != file_sha256(target):
+        raise KgateError(
+            f"receipt {path} is for candidate sha256 {data['modules']['candidate']['sha256'][:12]}, not the final "
+            f"candidate committed at {ex.family.target}.",
+            f"verify the committed target: `kgate verify --mode full -c {target} ...`.",
+        )
+    from kgate.gates.parity import ParitySpec
+
+    if data.get("bar") != page.front.get("bar"):
+        raise KgateError(f"receipt {path} was graded against the bar {data.get('bar')!r}; the stub registered "
+                         f"{page.front.get('bar')!r}.", f"re-run verify with --bar '{page.front.get('bar')}'.")
+    if ParitySpec.parse(str(data.get("parity_spec"))).describe() != ParitySpec.parse(str(page.front.get("parity"))).describe():
+        raise KgateError(f"receipt {path} checked parity with {data.get('parity_spec')!r}; the stub registered "
+                         f"{page.front.get('parity')!r}.", f"re-run verify with --parity '{page.front.get('parity')}'.")
+    op_point = dict(ex.family.op_point)
+    if dict(data.get("overrides") or {}) != op_point:
+        sets = " ".join(f"--set {k}={v}" for k, v in op_point.items()) or "no --set"
+        raise KgateError(f"receipt {path} ran at op-point overrides {data.get('overrides') or {}}; the family's op-point is "
+                         f"{op_point or 'CONFIG as shipped'}.", f"re-run verify with {sets}.")
+    device = data.get("device", {})
+    variant = f"{device.get('platform')}:{device.get('kind')}"
+    if variant != page.front.get("variant"):
+        raise KgateError(f"receipt {path} ran on {variant}; the experiment was registered for {page.front.get('variant')}.",
+                         "verify on the device the stub was written for.")
+    return data
+
+
+def _speedup(data: dict[str, Any]) -> str:
+    sp = data.get("gates", {}).get("timing", {}).get("speedup")
+    if not isinstance(sp, dict):
+        return "not timed"
+    text = f"{sp['estimate']:.3f}x [{sp['low']:.3f}, {sp['high']:.3f}]"
+    return text + (" (interpreted)" if data.get("interpreted", True) else "")
+
+
+def _section(decision: Decision, findings: list[lints.Finding], data: dict[str, Any], rel: str, sha: str) -> list[str]:
+    timing = data.get("gates", {}).get("timing", {})
+    bar = data.get("gates", {}).get("bar", {})
+    parity = data.get("gates", {}).get("parity", {})
+    lines = [
+        f"**{decision.verdict}** (from the evidence: {decision.from_evidence}), derived by `kgate verdict`.",
+        "",
+        f"Receipt: `{rel}` (sha256 `{sha}`), `verify --mode full`, {data.get('timestamp', '?')}, "
+        f"{data.get('device', {}).get('platform')}:{data.get('device', {}).get('kind')}, "
+        f"{'interpreted' if data.get('interpreted', True) else 'device'} timings.",
+        "",
+        f"- speedup vs the reference: {_speedup(data)}",
+        f"- p50: reference {timing.get('reference', {}).get('p50_ms', '?')} ms, "
+        f"candidate {timing.get('candidate', {}).get('p50_ms', '?')} ms",
+        f"- bar {data.get('bar')!r}: {bar.get('outcome', 'not graded')}",
+        *(f"  - {c['text']}: {c['outcome']} — {c['arithmetic']}" for c in bar.get("clauses", [])),
+        f"- parity {parity.get('status', 'not evaluated')} ({data.get('parity_spec')}); "
+        f"firing {data.get('gates', {}).get('firing', {}).get('status', 'not evaluated')}; "
+        f"integrity {data.get('gates', {}).get('integrity', {}).get('status', 'not evaluated')}",
+        "",
+        "Rules that fired:",
+        "",
+        *(f"- {r.code}: {r.text} → {r.verdict}" for r in decision.fired),
+    ]
+    advisories = [f for f in findings if f.consequence == lints.ADVISORY]
+    if advisories:
+        lines += ["", "Lint advisories:", "", *(f"- {f.code} {f.title}: {f.evidence}" for f in advisories)]
+    return lines
+
+
+def _results_row(ex: Experiment, page: Page, decision: Decision, data: dict[str, Any]) -> dict[str, str]:
+    timing = data.get("gates", {}).get("timing", {})
+    p50 = timing.get("candidate", {}).get("p50_ms")
+    sp = timing.get("speedup", {}).get("estimate")
+    first_sentence = (page.section("Hypothesis") or "").split(". ")[0].strip().rstrip(".")
+    row = {
+        "exp_id": ex.exp, "date": dt.date.today().isoformat(),
+        "p50_ms": f"{p50:.6g}" if isinstance(p50, (int, float)) else "—",
+        "speedup": f"{sp:.4f}" if isinstance(sp, (int, float)) else "—",
+        "tflops": "—", "roofline_util": "—",  # kgate does not measure them; never filled in by hand
+        "parity": str(data.get("gates", {}).get("parity", {}).get("status", "—")),
+        "class": str(page.front.get("intervention_class")), "activity": str(page.front.get("activity")),
+        "status": decision.verdict,
+        "description": first_sentence + (" (interpreted timings)" if data.get("interpreted", True) else ""),
+    }
+    return {k: " ".join(str(v).split()) for k, v in row.items()}
+
+
+def file_verdict(ws: Any, slug: str, exp: str, receipt: Path) -> Filing:
+    ex = current(ws, slug)
+    if ex.exp != exp:
+        raise KgateError(f"the family worktree is on {ex.branch}, not on the {exp} experiment.",
+                         f"check out kernel/{slug}-{exp} in {ex.worktree}, or pass {ex.exp}.")
+    page = Page.load(ex.page_path)
+    require_in_progress(ex, page)
+    if classify_changes(ex):
+        raise KgateError("the work dir has uncommitted changes: the final candidate is what is committed.",
+                         f"record them (`kgate cand {slug} candN ...`) or discard them before filing.")
+    if not receipt.is_file():
+        raise KgateError(f"receipt {receipt} does not exist.", "pass the receipt `kgate verify --mode full` wrote.")
+    data = _receipt(ex, page, receipt)
+    findings = lints.lint(lints.gather(ws, ex))
+    caps = [f.cap() for f in findings if f.consequence != lints.ADVISORY]
+    decision = decide(Evidence.from_receipt(data, ex.family.reference_sha256), caps)
+    raw = receipt.read_bytes()
+    sha = hashlib.sha256(raw).hexdigest()
+    rel = f"receipts/{ex.exp}-verify.json"
+    speed = _speedup(data)
+    message = commits.checked("K7", f"K7({ex.tag()}): {decision.verdict} — {speed}")
+    filed = (
+        page.with_front(status="filed", verdict=decision.verdict, verdict_receipt={"path": rel, "sha256": sha})
+        .with_ledger(resolved_ledger(ex, page.ledger))
+        .with_section("Verdict", _section(decision, findings, data, rel, sha))
+    )
+    row = _results_row(ex, page, decision, data)
+    results = ex.family.folder / "RESULTS.tsv"
+    before = results.read_text() if results.is_file() else "\t".join(RESULTS_COLUMNS) + "\n"
+    body = f"{message}\n\nexp: {ex.page_rel.as_posix()}"
+    commit_sha = commit_record(ex, filed, body, [], {ex.records_rel / rel: raw})
+    write_atomic(results, before + "\t".join(row[c] for c in RESULTS_COLUMNS) + "\n")
+    return Filing(decision, tuple(findings), commit_sha, message, ex.page_path, row, rel)
+
+
+def decision_json(filing: Filing) -> dict[str, Any]:
+    return {
+        **filing.decision.to_json(),
+        "findings": [f.to_json() for f in filing.findings],
+        "commit": filing.sha,
+        "message": filing.message,
+        "page": str(filing.page),
+        "receipt": filing.receipt_rel,
+        "results_row": filing.results_row,
+    }
+
