@@ -120,7 +120,7 @@ def gather(ws: Workspace, ex: Experiment) -> Facts:
         target_sha = hashlib.sha256(target.stdout).hexdigest() if target.returncode == 0 else None
         history.append(Commit(sha, subject, body.strip(), files, sizes, target_sha))
     k3 = next((c for c in history if commits.kind(c.subject) == "K3"), None)
-    k7 = next((c for c in reversed(history) if commits.kind(c.subject) == "K7"), None)
+    k7 = next((c for c in history if commits.kind(c.subject) == "K7"), None)  # the filing; anything later is an edit
 
     def page_at(c: Commit | None) -> Page | None:
         text = read(ex.page_rel.as_posix(), c.sha) if c else None
@@ -362,12 +362,12 @@ def _filed(f: Facts) -> list[Finding]:
     if f.filed_page is None:
         return [Finding("L11", "filed without a K7 commit", "status: filed, but no K7 commit on the branch",
                         "file only with `kgate verdict`", INVALID)]
-    k7 = max(i for i, c in enumerate(f.commits) if commits.kind(c.subject) == "K7")
+    k7 = min(i for i, c in enumerate(f.commits) if commits.kind(c.subject) == "K7")
     page_rel = f"{f.records_dir}/{f.page.path.name}"
     later = [c for c in f.commits[k7 + 1:] if page_rel in c.files]
     out = [Finding("L11", "page edited after filing", f"{c.sha[:12]} {c.subject!r} changes the filed page",
                    "a filed page is final: revert the edit", INVALID) for c in later]
-    if f.page.text() != f.filed_page.text() and not later:
+    if f.page.text() != f.filed_page.text() and not later:  # an uncommitted edit
         out.append(Finding("L11", "page edited after filing", "the page differs from the K7 commit's",
                            "a filed page is final: `git checkout` it back", INVALID))
     return out

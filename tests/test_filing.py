@@ -1,0 +1,281 @@
+"""From stub to verdict on real records: temp git repos, real CPU receipts from
+`kgate verify --mode full`, `kgate lint` on records that break one rule at a time."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLES
+
+CUMSUM = EXAMPLES / "cumsum"
+OP_POINT = ["--set", "n=1024", "--set", "batch=16"]
+
+
+def sh(cwd, *args):
+    return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def kgate(cwd, *args):
+    return subprocess.run([sys.executable, "-m", "kgate", *map(str, args)], cwd=cwd, capture_output=True, text=True)
+
+
+def ok(proc):
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def record(root: Path, candidate: str, klass: str, bar: str, *, file: bool) -> dict:
+    """A complete experiment record: family, stub, one verified candidate, one abandoned; filed if `file`."""
+    (root / "ops").mkdir(parents=True)
+    sh(root, "git", "init", "-q", "-b", "main")
+    sh(root, "git", "config", "user.email", "t@example.invalid")
+    sh(root, "git", "config", "user.name", "t")
+    shutil.copy(CUMSUM / "reference.py", root / "ops" / "reference.py")
+    sh(root, "git", "add", "-A")
+    sh(root, "git", "commit", "-qm", "cumsum reference")
+    ok(kgate(root, "init"))
+    ok(kgate(root, "family", "new", "cumsum", "--reference", "ops/reference.py", "--target", "ops/cumsum.py", *OP_POINT))
+    ok(kgate(root, "stub", "cumsum", "--class", klass, "--bar", bar,
+             "--diagnosis", "The reference does O(n^2) work for an O(n) scan.", "--reading", "jax.lax scan primitives",
+             "--hypothesis", "A scan does n times less work than the triangular matmul.",
+             "--mechanism", "Replace the matmul by a prefix sum in float32.",
+             "--predicted", "2x faster at n=1024.", "--criterion", "The speedup interval lies below 1.3x.",
+             "--plan", "cand1: the final candidate — predict 2x", "--plan", "cand2: a blocked variant — predict 2.5x"))
+    ok(kgate(root, "ledger", "cumsum", "--loaded", "jax.lax scan primitives"))
+    wt = root / "kernel_experiments" / "cumsum" / ".repo"
+    shutil.copy(CUMSUM / candidate, wt / "ops" / "cumsum.py")
+    receipt = root.parent / f"{root.name}-receipt.json"
+    subprocess.run([sys.executable, "-m", "kgate", "verify", "--mode", "full", "-r", "reference.py", "-c", "cumsum.py",
+                    "--class", klass, "--bar", bar, *OP_POINT, "--budget", "1.5", "--receipt", str(receipt),
+                    "--lock-dir", str(root.parent)], cwd=wt / "ops", capture_output=True, text=True)
+    assert receipt.is_file()
+    ok(kgate(root, "cand", "cumsum", "cand1", "--receipt", receipt, "--why", "kept: the final candidate"))
+    ok(kgate(root, "cand", "cumsum", "cand2", "--abandon", "--reason", "cand1 met the bar"))
+    out = {"root": root, "wt": wt, "receipt": receipt}
+    if file:
+        proc = kgate(root, "verdict", "cumsum", "v001", "--receipt", receipt, "--json")
+        assert proc.returncode == 0, proc.stderr
+        out["verdict"] = json.loads(proc.stdout)
+    return out
+
+
+def copy_record(rec: dict, dst: Path) -> dict:
+    """A copy of a record in a new place, its worktree linked to the copy's repository."""
+    shutil.copytree(rec["root"], dst, symlinks=True)
+    wt = dst / "kernel_experiments" / "cumsum" / ".repo"
+    (admin,) = (dst / ".git" / "worktrees").iterdir()  # both links are absolute paths: point them at the copy
+    (wt / ".git").write_text(f"gitdir: {admin}\n")
+    (admin / "gitdir").write_text(f"{wt / '.git'}\n")
+    return {**rec, "root": dst, "wt": wt}
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    """Records built once per module, by scenario; tests work on copies."""
+    built: dict[str, dict] = {}
+
+    def get(name: str) -> dict:
+        if name not in built:
+            candidate, klass, file = SCENARIOS[name]
+            built[name] = record(tmp_path_factory.mktemp(name) / "code", candidate, klass, "speedup > 1.3x", file=file)
+        return built[name]
+
+    return get
+
+
+SCENARIOS = {
+    "in_progress": ("xla_rewrite.py", "xla-rewrite", False),
+    "refuted": ("same_work.py", "xla-rewrite", True),
+    "pallas": ("pallas.py", "kernel-authored", True),
+    "wrong": ("bad_exclusive.py", "xla-rewrite", True),
+}
+
+
+def filed_supported(records, dst: Path) -> dict:
+    rec = copy_record(records("in_progress"), dst)
+    proc = kgate(rec["root"], "verdict", "cumsum", "v001", "--receipt", rec["receipt"], "--json")
+    assert proc.returncode == 0, proc.stderr
+    return {**rec, "verdict": json.loads(proc.stdout)}
+
+
+def page_of(wt):
+    (page,) = (wt / "kernel_experiments" / "cumsum").glob("*-v001-cumsum.md")
+    return page
+
+
+@pytest.mark.parametrize(
+    "scenario,verdict,rule",
+    [
+        ("supported", "supported", "V5"),  # jnp.cumsum: ~3.7x on this CPU, compiled code
+        ("refuted", "refuted", "V6"),  # correct, firing, ~1.0x
+        ("pallas", "inconclusive", "V4"),  # the kernel ran in interpret mode
+        ("wrong", "inconclusive", "V3"),  # fast and wrong
+    ],
+)
+def test_filing_derives_the_verdict_from_the_receipt(records, tmp_path, scenario, verdict, rule):
+    rec = filed_supported(records, tmp_path / "code") if scenario == "supported" else records(scenario)
+    decision, wt = rec["verdict"], rec["wt"]
+    assert decision["verdict"] == verdict and decision["rules"][0]["code"] == rule, decision
+    subject = sh(wt, "git", "log", "-1", "--format=%s")
+    assert subject.startswith(f"K7(cumsum v001): {verdict} — ")
+    assert sh(wt, "git", "log", "-1", "--format=%b").strip() == f"exp: kernel_experiments/cumsum/{page_of(wt).name}"
+    text = page_of(wt).read_text()
+    assert "status: filed" in text and f'verdict: "{verdict}"' in text and "## Verdict" in text
+    assert f"- {rule}: " in text and "receipts/v001-verify.json" in text
+    results = (rec["root"] / "kernel_experiments" / "cumsum" / "RESULTS.tsv").read_text().splitlines()
+    assert len(results) == 2 and results[1].split("\t")[0] == "v001" and results[1].split("\t")[9] == verdict
+    lint = kgate(rec["root"], "lint", "cumsum", "--json")
+    assert json.loads(lint.stdout)["findings"] == [] and lint.returncode == 0
+    if scenario == "pallas":
+        receipt = json.loads(rec["receipt"].read_text())
+        assert receipt["interpreted"] is True and receipt["gates"]["parity"]["status"] == "PASS"
+
+
+def test_report_markdown_and_html_render_in_a_headless_browser(records, tmp_path):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    rec = filed_supported(records, tmp_path / "code")
+    html = tmp_path / "report.html"
+    proc = ok(kgate(rec["root"], "report", "cumsum", "v001", "--html", html))
+    md = proc.stdout
+    for needle in ("## Candidate ledger", "loaded: [jax.lax scan primitives]", "## Final candidate",
+                   "Replace the matmul by a prefix sum in float32.", "abandoned cand2: cand1 met the bar",
+                   "## Honest blockers", "activity optimization: pre-registered before any candidate: yes", "**supported**"):
+        assert needle in md, needle
+    if browser is None:
+        if __import__("os").environ.get("KGATE_REQUIRE_BROWSER"):
+            pytest.fail("no headless browser (chromium) on this machine; .ci/run installs one")
+        pytest.skip("no headless browser (chromium) on this machine")
+    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", html.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert dom.count('data-plot="speedup"') == 1 and dom.count('data-plot="timings"') == 1
+    assert 'data-candidate="cand1"' in dom and 'data-leg="reference"' in dom and 'data-leg="candidate"' in dom
+    shot = tmp_path / "report.png"
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1000,1600",
+                    f"--screenshot={shot}", html.as_uri()], capture_output=True, timeout=120)
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(set(data[100:20000])) > 50  # rendered, not blank
+
+
+def test_verdict_refuses_receipts_that_do_not_fit_and_changes_nothing(records, tmp_path):
+    rec = copy_record(records("in_progress"), tmp_path / "code")
+    root, wt, receipt = rec["root"], rec["wt"], rec["receipt"]
+    before = (sh(wt, "git", "rev-parse", "HEAD"), page_of(wt).read_text(),
+              (root / "kernel_experiments" / "cumsum" / "RESULTS.tsv").read_text())
+    data = json.loads(receipt.read_text())
+    forged = tmp_path / "forged.json"
+    data["gates"]["timing"]["speedup"]["estimate"] = 9.0
+    forged.write_text(json.dumps(data))
+    proc = kgate(root, "verdict", "cumsum", "v001", "--receipt", forged)
+    assert proc.returncode == 2 and "is TAMPERED" in proc.stderr
+    screen = tmp_path / "screen.json"
+    subprocess.run([sys.executable, "-m", "kgate", "verify", "-r", "reference.py", "-c", "cumsum.py", "--class",
+                    "xla-rewrite", "--bar", "speedup > 1.1x", *OP_POINT, "--budget", "1", "--receipt", str(screen),
+                    "--lock-dir", str(tmp_path)], cwd=wt / "ops", capture_output=True)
+    proc = kgate(root, "verdict", "cumsum", "v001", "--receipt", screen)
+    assert proc.returncode == 2 and "of mode 'screen'" in proc.stderr
+    proc = kgate(root, "verdict", "cumsum", "v002", "--receipt", receipt)
+    assert proc.returncode == 2 and "not on the v002 experiment" in proc.stderr
+    after = (sh(wt, "git", "rev-parse", "HEAD"), page_of(wt).read_text(),
+             (root / "kernel_experiments" / "cumsum" / "RESULTS.tsv").read_text())
+    assert after == before
+
+
+# -- kgate lint: a clean record, then one broken rule at a time ------------------------------
+
+
+def lint(rec):
+    proc = kgate(rec["root"], "lint", "cumsum", "--json")
+    data = json.loads(proc.stdout)
+    assert data["exit_code"] == proc.returncode
+    return proc.returncode, {(f["code"], f["consequence"]) for f in data["findings"]}, data["findings"]
+
+
+def edit_page(rec, old, new):
+    page = page_of(rec["wt"])
+    text = page.read_text()
+    assert old in text, old
+    page.write_text(text.replace(old, new, 1))
+
+
+def commit(rec, message, files):
+    for rel, content in files.items():
+        path = rec["wt"] / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    sh(rec["wt"], "git", "add", "-A")
+    sh(rec["wt"], "git", "commit", "-qm", message)
+
+
+def forge_sealed_receipt(rec):
+    """Raise the recorded speedup, re-hash the receipt, and update the ledger's cited hash."""
+    import hashlib
+
+    from kgate.verify import receipt as receipts
+
+    path = page_of(rec["wt"]).parent / "receipts" / "v001-cand1.json"
+    data = json.loads(path.read_text())
+    data["gates"]["timing"]["speedup"]["estimate"] *= 2
+    data[receipts.HASH_FIELD] = receipts.digest(data)
+    old = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    path.write_text(json.dumps(data))
+    edit_page(rec, f"(sha256 {old})", f"(sha256 {hashlib.sha256(path.read_bytes()).hexdigest()[:12]})")
+
+
+def stub_after_a_candidate(rec):
+    """Rebuild the branch with a candidate commit before the stub."""
+    wt = rec["wt"]
+    commits = sh(wt, "git", "rev-list", "--reverse", "kernel/cumsum..HEAD").split()
+    sh(wt, "git", "checkout", "-q", "-B", "rewritten", "kernel/cumsum")
+    commit(rec, "cand0(cumsum v001): early work — 2x", {"ops/early.py": "x = 1\n"})
+    sh(wt, "git", "cherry-pick", *commits)
+    sh(wt, "git", "branch", "-f", "kernel/cumsum-v001", "rewritten")
+    sh(wt, "git", "checkout", "-q", "kernel/cumsum-v001")
+
+
+BREAKS = {
+    "L01": (lambda r: edit_page(r, "loaded: [jax.lax scan primitives]\n\n", ""), "cap: inconclusive"),
+    "L02 missing": (lambda r: (page_of(r["wt"]).parent / "receipts" / "v001-cand1.json").unlink(), "cap: inconclusive"),
+    "L02 edited": (lambda r: (page_of(r["wt"]).parent / "receipts" / "v001-cand1.json").write_text("{}"), "invalid"),
+    "L02 forged": (forge_sealed_receipt, "invalid"),
+    "L03": (lambda r: commit(r, "cand5(cumsum v001): sneaky — 9x", {"ops/extra.py": "y = 2\n"}), "cap: inconclusive"),
+    "L04": (lambda r: commit(r, "tweak the kernel", {"ops/cumsum.py": "# tweaked\n"}), "cap: inconclusive"),
+    "L05": (stub_after_a_candidate, "invalid"),
+    "L06": (lambda r: edit_page(r, "- [x] cand2", "- [ ] cand2"), "cap: inconclusive"),
+    "L07": (lambda r: edit_page(r, "Replace the matmul by a prefix sum in float32.", ""), "invalid"),
+    "L08": (lambda r: commit(r, "cand6(cumsum v001): faster reference — 1x",
+                             {"ops/reference.py": (CUMSUM / "reference.py").read_text() + "# edited\n"}), "invalid"),
+    "L09": (lambda r: commit(r, "cand7(cumsum v001): notes — none", {"README.md": "notes\n"}), "cap: inconclusive"),
+    "L09 artifact": (lambda r: commit(r, "cand8(cumsum v001): profile — none", {"ops/run.xplane.pb": "trace"}), "advisory"),
+    "L10": (lambda r: edit_page(r, "kept: the final candidate", "kept: supported by the numbers"), "advisory"),
+}
+
+
+def test_a_clean_record_lints_clean(records, tmp_path):
+    code, found, findings = lint(copy_record(records("in_progress"), tmp_path / "code"))
+    assert code == 0 and findings == []
+
+
+@pytest.mark.parametrize("rule", list(BREAKS))
+def test_each_broken_rule_is_found_with_its_consequence(records, tmp_path, rule):
+    rec = copy_record(records("in_progress"), tmp_path / "code")
+    breaker, consequence = BREAKS[rule]
+    breaker(rec)
+    code, found, findings = lint(rec)
+    assert (rule.split()[0], consequence) in found, findings
+    assert code == (1 if all(c == "advisory" for _, c in found) else 2)
+
+
+def test_filed_pages_are_final_and_interpreted_timings_never_back_supported(records, tmp_path):
+    rec = copy_record(records("pallas"), tmp_path / "code")
+    assert lint(rec)[0] == 0
+    edit_page(rec, 'verdict: "inconclusive"', 'verdict: "supported"')
+    code, found, _ = lint(rec)
+    assert code == 2 and ("L11", "invalid") in found and ("L12", "invalid") in found
+    rec2 = copy_record(records("refuted"), tmp_path / "code2")
+    page = page_of(rec2["wt"])
+    commit(rec2, "K7(cumsum v001): refuted — one more word", {str(page.relative_to(rec2["wt"])): page.read_text() + "\nP.S.\n"})
+    assert ("L11", "invalid") in lint(rec2)[1]
