@@ -16,6 +16,7 @@ venv: $(STAMP)
 demo: $(STAMP)
 	@bash examples/demo.sh
 	@bash examples/records_demo.sh
+	@bash examples/verdict_demo.sh
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -9,31 +9,9 @@ EX="$HERE/rmsnorm"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/kgate-records.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
-show() {  # the command line as typed, arguments with spaces quoted
-  local out="\$ kgate" arg
-  for arg in "$@"; do
-    if [[ "$arg" =~ [[:space:]\|\>\<\;\&] ]]; then out+=" '$arg'"; else out+=" $arg"; fi
-  done
-  echo "$out${SUFFIX:-}"
-}
-run() {  # run EXPECTED_EXIT CMD...
-  local expected=$1; shift
-  show "$@"
-  "$KGATE" "$@"
-  local rc=$?
-  if [ "$rc" -ne "$expected" ]; then
-    echo "records demo: expected exit code $expected, got $rc" >&2
-    exit 1
-  fi
-}
-quiet() {  # a kgate run whose report is only wanted as a file
-  SUFFIX="  # report to the file" show "$@"
-  "$KGATE" "$@" > /dev/null
-}
+source "$HERE/lib.sh"
 
-cd "$WORK" && mkdir -p ops
-git init -q -b main && git config user.email demo@example.invalid && git config user.name demo
-cp "$EX/reference.py" ops/reference.py && git add -A && git commit -qm "rmsnorm reference"
+new_repo "$WORK" "$EX/reference.py"
 WT=kernel_experiments/rmsnorm/.repo
 
 echo "== A workspace and a family (the reference pinned by sha256)"

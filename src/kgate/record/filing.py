@@ -84,6 +84,10 @@ def _speedup(data: dict[str, Any]) -> str:
     return text + (" (interpreted)" if data.get("interpreted", True) else "")
 
 
+def _ms(value: Any) -> str:
+    return f"{value:.4g} ms" if isinstance(value, (int, float)) else "not timed"
+
+
 def _section(decision: Decision, findings: list[lints.Finding], data: dict[str, Any], rel: str, sha: str) -> list[str]:
     timing = data.get("gates", {}).get("timing", {})
     bar = data.get("gates", {}).get("bar", {})
@@ -96,8 +100,8 @@ def _section(decision: Decision, findings: list[lints.Finding], data: dict[str, 
         f"{'interpreted' if data.get('interpreted', True) else 'device'} timings.",
         "",
         f"- speedup vs the reference: {_speedup(data)}",
-        f"- p50: reference {timing.get('reference', {}).get('p50_ms', '?')} ms, "
-        f"candidate {timing.get('candidate', {}).get('p50_ms', '?')} ms",
+        f"- p50: reference {_ms(timing.get('reference', {}).get('p50_ms'))}, "
+        f"candidate {_ms(timing.get('candidate', {}).get('p50_ms'))}",
         f"- bar {data.get('bar')!r}: {bar.get('outcome', 'not graded')}",
         *(f"  - {c['text']}: {c['outcome']} — {c['arithmetic']}" for c in bar.get("clauses", [])),
         f"- parity {parity.get('status', 'not evaluated')} ({data.get('parity_spec')}); "
