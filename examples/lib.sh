@@ -1,5 +1,11 @@
 # Helpers shared by the demo scripts: print each kgate command as typed, run it, check its exit code.
-# The caller sets KGATE (the CLI to run).
+
+KGATE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.venv/bin/kgate"
+
+temp_workspace() {  # temp_workspace PREFIX: sets WORK to a new temp folder, removed when the demo exits
+  WORK="$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")"
+  trap 'rm -rf "$WORK"' EXIT
+}
 
 show() {  # the command line as typed, arguments with spaces quoted
   local out="\$ kgate" arg

@@ -4,12 +4,9 @@
 # parity), the ledger. Every command's exit code is checked.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-KGATE="$HERE/../.venv/bin/kgate"
-EX="$HERE/rmsnorm"
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/kgate-records.XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
-
 source "$HERE/lib.sh"
+EX="$HERE/rmsnorm"
+temp_workspace kgate-records
 
 new_repo "$WORK" "$EX/reference.py"
 WT=kernel_experiments/rmsnorm/.repo

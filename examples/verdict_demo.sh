@@ -5,11 +5,9 @@
 # Every command's exit code is checked.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-KGATE="$HERE/../.venv/bin/kgate"
-EX="$HERE/cumsum"
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/kgate-verdict.XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
 source "$HERE/lib.sh"
+EX="$HERE/cumsum"
+temp_workspace kgate-verdict
 
 new_repo "$WORK" "$EX/reference.py"
 WT=kernel_experiments/cumsum/.repo

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -45,3 +48,26 @@ def write_module(tmp_path: Path):
         return path
 
     return _write
+
+
+# -- real git repositories and the kgate CLI as a subprocess (records tests) -----------------
+
+
+def sh(cwd, *args) -> str:
+    return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def kgate(cwd, *args):
+    return subprocess.run([sys.executable, "-m", "kgate", *map(str, args)], cwd=cwd, capture_output=True, text=True)
+
+
+def home_repo(root: Path, reference: Path, message: str = "reference") -> Path:
+    """A git repository at `root` holding `reference` at ops/reference.py, one commit."""
+    (root / "ops").mkdir(parents=True)
+    sh(root, "git", "init", "-q", "-b", "main")
+    sh(root, "git", "config", "user.email", "t@example.invalid")
+    sh(root, "git", "config", "user.name", "t")
+    shutil.copy(reference, root / "ops" / "reference.py")
+    sh(root, "git", "add", "-A")
+    sh(root, "git", "commit", "-qm", message)
+    return root

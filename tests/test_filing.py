@@ -9,18 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, home_repo, kgate, sh
 
 CUMSUM = EXAMPLES / "cumsum"
 OP_POINT = ["--set", "n=1024", "--set", "batch=16"]
-
-
-def sh(cwd, *args):
-    return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
-
-
-def kgate(cwd, *args):
-    return subprocess.run([sys.executable, "-m", "kgate", *map(str, args)], cwd=cwd, capture_output=True, text=True)
 
 
 def ok(proc):
@@ -30,13 +22,7 @@ def ok(proc):
 
 def record(root: Path, candidate: str, klass: str, bar: str, *, file: bool) -> dict:
     """A complete experiment record: family, stub, one verified candidate, one abandoned; filed if `file`."""
-    (root / "ops").mkdir(parents=True)
-    sh(root, "git", "init", "-q", "-b", "main")
-    sh(root, "git", "config", "user.email", "t@example.invalid")
-    sh(root, "git", "config", "user.name", "t")
-    shutil.copy(CUMSUM / "reference.py", root / "ops" / "reference.py")
-    sh(root, "git", "add", "-A")
-    sh(root, "git", "commit", "-qm", "cumsum reference")
+    home_repo(root, CUMSUM / "reference.py")
     ok(kgate(root, "init"))
     ok(kgate(root, "family", "new", "cumsum", "--reference", "ops/reference.py", "--target", "ops/cumsum.py", *OP_POINT))
     ok(kgate(root, "stub", "cumsum", "--class", klass, "--bar", bar,
@@ -279,3 +265,26 @@ def test_filed_pages_are_final_and_interpreted_timings_never_back_supported(reco
     page = page_of(rec2["wt"])
     commit(rec2, "K7(cumsum v001): refuted — one more word", {str(page.relative_to(rec2["wt"])): page.read_text() + "\nP.S.\n"})
     assert ("L11", "invalid") in lint(rec2)[1]
+
+
+def test_verdict_needs_the_registered_bar_parity_op_point_and_variant(records, tmp_path):
+    from dataclasses import replace
+
+    from kgate.errors import KgateError
+    from kgate.record import experiment, filing, workspace
+    from kgate.record.page import Page
+
+    rec = copy_record(records("in_progress"), tmp_path / "code")
+    ws = workspace.find(rec["root"])
+    ex = experiment.current(ws, "cumsum")
+    page = Page.load(ex.page_path)
+    assert filing.check_receipt_fits(ex, page, rec["receipt"])["mode"] == "full"  # the registered terms: accepted
+    other_op_point = replace(ex, family=replace(ex.family, op_point={"n": 512, "batch": 16}))
+    for experiment_, fields, message in [
+        (other_op_point, {}, "ran at op-point overrides"),
+        (ex, {"bar": "speedup > 1.1x"}, "graded against the bar"),
+        (ex, {"parity": "bitexact"}, "checked parity with"),
+        (ex, {"variant": "tpu:TPU v5 lite"}, "the experiment was registered for tpu:TPU v5 lite"),
+    ]:
+        with pytest.raises(KgateError, match=message):
+            filing.check_receipt_fits(experiment_, page.with_front(**fields), rec["receipt"])

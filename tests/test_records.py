@@ -11,16 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import home_repo, kgate, sh
 from kgate.errors import KgateError
 from kgate.record import slug as slugs
-
-
-def sh(cwd, *args):
-    return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
-
-
-def kgate(cwd, *args):
-    return subprocess.run([sys.executable, "-m", "kgate", *map(str, args)], cwd=cwd, capture_output=True, text=True)
 
 
 @pytest.fixture
@@ -193,14 +186,7 @@ CAND_GRAMMAR = r"^cand[0-9]+\([a-z0-9-]+ v[0-9]{3}\): .+ — .+"
 @pytest.fixture
 def example_repo(tmp_path):
     """A home repo holding the bundled rmsnorm reference at ops/reference.py."""
-    root = tmp_path / "code"
-    (root / "ops").mkdir(parents=True)
-    sh(root, "git", "init", "-q", "-b", "main")
-    sh(root, "git", "config", "user.email", "t@example.invalid")
-    sh(root, "git", "config", "user.name", "t")
-    shutil.copy(EXAMPLE / "reference.py", root / "ops" / "reference.py")
-    sh(root, "git", "add", "-A")
-    sh(root, "git", "commit", "-qm", "init")
+    root = home_repo(tmp_path / "code", EXAMPLE / "reference.py")
     assert kgate(root, "init").returncode == 0
     proc = kgate(root, "family", "new", "rmsnorm", "--reference", "ops/reference.py", "--target", "ops/rmsnorm.py")
     assert proc.returncode == 0, proc.stderr

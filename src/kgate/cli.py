@@ -18,7 +18,7 @@ from kgate.errors import KgateError
 
 app = typer.Typer(
     name="kgate",
-    help="Make kernel-optimization claims trustworthy: parity, firing audit, honest timing.",
+    help="Make kernel-optimization claims trustworthy: parity, firing audit, honest timing, experiment records, verdicts.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ class Filing:
     receipt_rel: str
 
 
-def _receipt(ex: Experiment, page: Page, path: Path) -> dict[str, Any]:
+def check_receipt_fits(ex: Experiment, page: Page, path: Path) -> dict[str, Any]:
     """The receipt, checked: sealed, OK, full mode, this target, this bar, parity and variant."""
     from kgate.verify import check_receipt
 
@@ -148,7 +147,7 @@ def file_verdict(ws: Any, slug: str, exp: str, receipt: Path) -> Filing:
                          f"record them (`kgate cand {slug} candN ...`) or discard them before filing.")
     if not receipt.is_file():
         raise KgateError(f"receipt {receipt} does not exist.", "pass the receipt `kgate verify --mode full` wrote.")
-    data = _receipt(ex, page, receipt)
+    data = check_receipt_fits(ex, page, receipt)
     findings = lints.lint(lints.gather(ws, ex))
     caps = [f.cap() for f in findings if f.consequence != lints.ADVISORY]
     decision = decide(Evidence.from_receipt(data, ex.family.reference_sha256), caps)

@@ -16,22 +16,12 @@ from kgate.gates.bar import parse_bar
 from kgate.problem.module import file_sha256
 from kgate.record import git
 from kgate.record.family import BINDING
-from kgate.record.page import INTERVENTION_CLASSES, PARAGRAPHS, format_front
+from kgate.record.page import INTERVENTION_CLASSES, PARAGRAPHS, PlanEntry, format_front
 from kgate.record.workspace import Workspace
 
 ACTIVITIES = ("optimization", "capability-eval")
 _PLAN_ITEM = re.compile(r"^(cand[0-9]+):\s*(.+?)\s+(?:—|--)\s+predict\s+(.+)$")
 _PAGE = re.compile(r"^\d{4}-\d{2}-\d{2}-v(\d{3})-[a-z0-9-]+\.md$")
-
-
-@dataclass(frozen=True)
-class PlanItem:
-    cand: str
-    what: str
-    predict: str
-
-    def line(self) -> str:
-        return f"- [ ] {self.cand}: {self.what} — predict {self.predict}"
 
 
 @dataclass(frozen=True)
@@ -50,7 +40,7 @@ class StubRequest:
     reading: tuple[str, ...] = ()  # required reading; `kgate brief` needs it
 
 
-def parse_plan(items: Sequence[str]) -> list[PlanItem]:
+def parse_plan(items: Sequence[str]) -> list[PlanEntry]:
     if not items:
         raise KgateError("the candidate plan is empty.", "give at least one --plan 'cand1: <what> — predict <signal>'.")
     plan, seen = [], set()
@@ -66,7 +56,7 @@ def parse_plan(items: Sequence[str]) -> list[PlanItem]:
         if m.group(1) in seen:
             raise KgateError(f"plan item {m.group(1)} appears twice.", "number the candidates cand1, cand2, ...")
         seen.add(m.group(1))
-        plan.append(PlanItem(*m.groups()))
+        plan.append(PlanEntry(m.group(1), "open", f"{m.group(2)} — predict {m.group(3)}"))
     return plan
 
 
@@ -80,7 +70,7 @@ def criterion_repeats(predicted: str, criterion: str) -> bool:
     return p == c or bool(p and p in c) or bool(c and c in p)
 
 
-def validate(request: StubRequest) -> list[PlanItem]:
+def validate(request: StubRequest) -> list[PlanEntry]:
     for label, text in zip(PARAGRAPHS, (request.hypothesis, request.mechanism, request.predicted, request.criterion)):
         if not text.strip():
             raise KgateError(f"the {label} paragraph is empty.", f"write the {label} (it is part of the pre-registration).")
@@ -154,7 +144,7 @@ TEMPLATE = """## Diagnosis
 """
 
 
-def render(request: StubRequest, plan: Sequence[PlanItem], *, exp: str, variant: str, branch: str,
+def render(request: StubRequest, plan: Sequence[PlanEntry], *, exp: str, variant: str, branch: str,
            binding: dict, reference_sha: str, target_sha: str | None, today: str) -> str:
     front = {
         "status": "in_progress", "exp": exp, "slug": request.slug, "date": today, "variant": variant,
@@ -164,7 +154,7 @@ def render(request: StubRequest, plan: Sequence[PlanItem], *, exp: str, variant:
         "target": {"path": binding["target"], "sha256": target_sha},
     }
     head = [*format_front(front), "", f"# {request.slug} {exp}", ""]
-    body = [f"## Diagnosis", "", request.diagnosis.strip(), ""] if request.diagnosis.strip() else []
+    body = ["## Diagnosis", "", request.diagnosis.strip(), ""] if request.diagnosis.strip() else []
     if request.reading:
         body += ["## Required reading", "", *(f"- {item}" for item in request.reading), ""]
     for label, text in zip(PARAGRAPHS, (request.hypothesis, request.mechanism, request.predicted, request.criterion)):

@@ -8,7 +8,6 @@ import html
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from kgate.record.experiment import Experiment, resolved_ledger
 from kgate.record.lint import ADVISORY, Facts, Finding

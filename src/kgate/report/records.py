@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.console import Console
 
-from kgate.record.page import LEDGER_COLUMNS, Ledger
+from kgate.record.page import Ledger
 
 
 def render_ledger(title: str, ledger: Ledger, console: Console) -> None:

@@ -24,8 +24,8 @@ from kgate.gates.common import Check, GateResult
 from kgate.problem import load_pair
 from kgate.verify.lock import compile_slot
 from kgate.verify.measure import (
-    INTERPRETED_BUDGET_S,
-    INTERPRETED_MAX_ROUNDS,
+    CPU_BUDGET_S,
+    CPU_MAX_ROUNDS,
     LegPair,
     collect,
     timing_gate,
@@ -62,8 +62,8 @@ def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], No
             ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
         ref.output()
         interpreted = backend.interprets(pair.reference.entry, inputs)
-        budget = min(request.budget_s, INTERPRETED_BUDGET_S) if interpreted else request.budget_s
-        max_rounds = INTERPRETED_MAX_ROUNDS if interpreted else 200
+        budget = min(request.budget_s, CPU_BUDGET_S) if backend.interpreted else request.budget_s  # the CPU stand-in
+        max_rounds = CPU_MAX_ROUNDS if backend.interpreted else 200
 
         def make_legs(session: int) -> tuple[Any, Any]:
             if session == 0:
