@@ -297,6 +297,7 @@ def test_abandon_extension_and_pivot(example_repo):
         ("outside", ["cand1", "--what", "x", "--why", "kept"], "outside the work dir"),
         ("reference", ["cand1", "--what", "x", "--why", "kept"], "reference module ops/reference.py no longer matches"),
         (None, ["cand1", "--what", "two\nlines", "--why", "kept"], "does not match the cand grammar"),
+        (None, ["cand1", "--what", "fast — really", "--why", "kept"], "contains ' — '"),
         (None, ["cand1", "--what", "x", "--why", "supported by the numbers"], "verdict language"),
         (None, ["cand1", "--what", "x"], "needs --why"),
         ("receipt", ["cand1", "--what", "x", "--receipt", "RECEIPT"], "is for a candidate with sha256"),

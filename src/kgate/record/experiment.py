@@ -52,6 +52,11 @@ class Experiment:
 
 
 def _records_rel(ws: Workspace, family: Family) -> Path:
+    if not family.folder.is_relative_to(ws.home_repo):
+        raise KgateError(
+            f"the family folder {family.folder} is outside the home repo {ws.home_repo}: its pages cannot be committed there.",
+            "keep the experiments root inside the home repo (kgate.toml: experiments).",
+        )
     return family.folder.relative_to(ws.home_repo)
 
 
@@ -86,9 +91,14 @@ def _experiment(ws: Workspace, family: Family, exp: str, branch: str, pages: Cal
 
 def find(ws: Workspace, slug: str, exp: str | None) -> tuple[Experiment, Page]:
     """An experiment to read: the worktree's current one, or `exp` from its branch's tip."""
-    if exp is None:
+    try:
         ex = current(ws, slug)
-        return ex, Page.load(ex.page_path)
+    except KgateError:
+        if exp is None:
+            raise
+    else:
+        if exp in (None, ex.exp):  # the working copy: what the author sees, uncommitted edits included
+            return ex, Page.load(ex.page_path)
     if not re.fullmatch(r"v[0-9]{3}", exp):
         raise KgateError(f"experiment {exp!r} is not of the form vNNN.", "pass e.g. v001.")
     family = load_family(ws, slug)
@@ -278,6 +288,9 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
         what = re.split(r"\s+(?:—|--)\s+predict\s+", plan[planned].text)[0].strip()
     if not what:
         raise KgateError("--what is empty.", "say in a few words what this candidate changes.")
+    if " — " in what:
+        raise KgateError(f"--what {what!r} contains ' — ', which separates the what from the numbers in the message.",
+                         "use a comma or a colon instead.")
     if request.abandon and not request.reason.strip():
         raise KgateError("an abandoned candidate needs --reason.", "say why it was not run.")
     klass = request.klass or str(page.front.get("intervention_class", "?"))

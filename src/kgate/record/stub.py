@@ -183,6 +183,9 @@ def create(ws: Workspace, request: StubRequest, variant: str, say: Callable[[str
             "restore it, or start a new family: results against a changed reference are not comparable.",
         )
     target = worktree / binding["target"]
+    if not folder.is_relative_to(ws.home_repo):
+        raise KgateError(f"the family folder {folder} is outside the home repo {ws.home_repo}.",
+                         "keep the experiments root inside the home repo (kgate.toml: experiments).")
     rel_pages = folder.relative_to(ws.home_repo)
     pages = worktree / rel_pages
     number = next_experiment(worktree, pages, request.slug, say)
