@@ -1,0 +1,378 @@
+"""The checking commands: gate, parity, measure, calibrate, verify, verify-receipt, lock."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from kgate.cli.common import (
+    CandidateOpt,
+    ClassOpt,
+    DtypeOpt,
+    EntryOpt,
+    ExpectHloOpt,
+    ForbidHloOpt,
+    ForbidShapeOpt,
+    JsonOpt,
+    KernelCallsOpt,
+    OutOpt,
+    ParityOpt,
+    ReferenceOpt,
+    SeedOpt,
+    SetOpt,
+    app,
+    fail_usage,
+    firing_spec,
+    problem_request,
+    run_report,
+)
+from kgate.errors import KgateError
+
+@app.command()
+def gate(
+    reference: ReferenceOpt,
+    candidate: CandidateOpt,
+    entry: EntryOpt = "workload",
+    klass: ClassOpt = "kernel-authored",
+    overrides: SetOpt = None,
+    seed: SeedOpt = None,
+    dtype: DtypeOpt = None,
+    parity_spec: ParityOpt = "floor",
+    expect_hlo: ExpectHloOpt = None,
+    forbid_hlo: ForbidHloOpt = None,
+    kernel_calls: KernelCallsOpt = None,
+    forbid_shape: ForbidShapeOpt = None,
+    as_json: JsonOpt = False,
+    output: OutOpt = None,
+) -> None:
+    """Early-kill gate: integrity + parity at the TINY op-point + firing audit, in seconds.
+
+    Runs the candidate in interpret mode on the CPU at the module's TINY op-point (or the
+    --set overrides), checks it against the reference on several seeds, and audits that
+    the authored kernel is what ran. Exit 0 pass, 1 pass with advisories, 2 fail.
+    """
+    from kgate.verify import run_gate
+
+    run_report(as_json, output, lambda: run_gate(problem_request(
+        reference, candidate, entry, klass, overrides, seed, dtype, parity_spec,
+        expect_hlo, forbid_hlo, kernel_calls, forbid_shape,
+    )))
+
+
+@app.command()
+def parity(
+    reference: ReferenceOpt,
+    candidate: CandidateOpt,
+    entry: EntryOpt = "workload",
+    overrides: SetOpt = None,
+    seed: SeedOpt = None,
+    dtype: DtypeOpt = None,
+    parity_spec: ParityOpt = "floor",
+    as_json: JsonOpt = False,
+    output: OutOpt = None,
+) -> None:
+    """Parity gate: does the candidate compute what the reference computes?
+
+    Multi-seed, at the module's CONFIG op-point (with --set overrides). The default spec
+    compares against the reference recomputed in float32 (float64 when that floor is
+    degenerate) and allows MULT x the reference's own error. Exit 0 pass, 2 fail.
+    """
+    from kgate.verify import run_parity
+
+    run_report(as_json, output, lambda: run_parity(
+        problem_request(reference, candidate, entry, "kernel-authored", overrides, seed, dtype, parity_spec)
+    ))
+
+
+BarOpt = Annotated[
+    Optional[str],
+    typer.Option("--bar", help='Falsification bar, e.g. "p50 beats naive by >2% AND 3σ" or "speedup > 1.5x".'),
+]
+BudgetOpt = Annotated[float, typer.Option("--budget", help="Time budget in seconds for the timed rounds.")]
+TargetCiOpt = Annotated[
+    float, typer.Option("--target-ci", help="Stop when the speedup CI's relative width (high-low)/speedup is at most this.")
+]
+MinRoundsOpt = Annotated[int, typer.Option("--min-rounds", help="Rounds before the stop rule may fire.")]
+MaxRoundsOpt = Annotated[int, typer.Option("--max-rounds", help="Upper bound on rounds.")]
+PerRoundOpt = Annotated[int, typer.Option("--per-round", help="Interleaved pairs per round (0: sized from the warm-up).")]
+SessionsOpt = Annotated[
+    int, typer.Option("--sessions", help="Sessions, each with fresh compiles and input buffers; the interval carries their spread.")
+]
+
+
+def progress_callback(as_json: bool):  # -> callback or None
+    if as_json or not sys.stderr.isatty():
+        return None
+    console = Console(stderr=True)
+
+    def show(rounds: int, width: float) -> None:
+        console.print(f"  round {rounds}: CI relative width {width:.4f}", end="\r")
+
+    return show
+
+
+@app.command()
+def measure(
+    reference: ReferenceOpt,
+    candidate: CandidateOpt,
+    entry: EntryOpt = "workload",
+    overrides: SetOpt = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for the timed inputs.")] = 42,
+    dtype: DtypeOpt = None,
+    bar: BarOpt = None,
+    budget: BudgetOpt = 20.0,
+    target_ci: TargetCiOpt = 0.02,
+    min_rounds: MinRoundsOpt = 10,
+    max_rounds: MaxRoundsOpt = 200,
+    per_round: PerRoundOpt = 0,
+    sessions: SessionsOpt = 4,
+    as_json: JsonOpt = False,
+    output: OutOpt = None,
+) -> None:
+    """Co-measure reference and candidate: interleaved, synchronized, with a 95% interval.
+
+    Both legs are jitted by kgate and run on the same input buffers in one process, the
+    candidate first (after the output's shapes are poisoned with NaN), interleaved in
+    coin-flip order, in rounds until the speedup's interval is narrow enough or the
+    budget is spent. Reports per-leg p50/mean/std/min/IQR, the speedup with its bootstrap
+    interval, the run-to-run sigma and the minimum detectable effect; with --bar, MET /
+    MISSED / UNDECIDED with the arithmetic. Interpreter timings (a kernel in interpret mode) are labelled as such.
+    Exit 0: measured (and bar MET); 2: bar not MET, anomaly, or bad input.
+    """
+    from kgate.gates.bar import parse_bar
+    from kgate.problem import parse_overrides
+    from kgate.verify.measure import MeasureRequest, run_measure
+
+    run_report(as_json, output, lambda: run_measure(
+        MeasureRequest(
+            reference=reference,
+            candidate=candidate,
+            entry=entry,
+            seed=seed,
+            dtype=dtype,
+            overrides=parse_overrides(overrides or []),
+            bar=parse_bar(bar) if bar is not None else None,
+            budget_s=budget,
+            target_ci=target_ci,
+            min_rounds=min_rounds,
+            max_rounds=max_rounds,
+            per_round=per_round,
+            sessions=sessions,
+        ),
+        progress=progress_callback(as_json),
+    ))
+
+
+@app.command()
+def calibrate(
+    reference: ReferenceOpt,
+    overrides: SetOpt = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for the timed inputs.")] = 42,
+    dtype: DtypeOpt = None,
+    bar: BarOpt = None,
+    budget: BudgetOpt = 10.0,
+    per_round: PerRoundOpt = 0,
+    sessions: SessionsOpt = 4,
+    as_json: JsonOpt = False,
+    output: OutOpt = None,
+) -> None:
+    """Measure the rig: A/A noise floor, dispatch floor, and the minimum detectable effect.
+
+    Times the reference against a separately loaded copy of itself (the A/A interval
+    must contain 1.0) and one trivial op on the same buffers (the dispatch floor), then
+    says which speedups this machine can confirm for this workload: is a 2% bar (or the
+    --bar you plan to register) even measurable here? Exit 0 ok, 1 advisories, 2 biased rig.
+    """
+    from kgate.gates.bar import parse_bar
+    from kgate.problem import parse_overrides
+    from kgate.verify.calibrate import CalibrateRequest, run_calibrate
+
+    run_report(as_json, output, lambda: run_calibrate(
+        CalibrateRequest(
+            reference=reference,
+            seed=seed,
+            dtype=dtype,
+            overrides=parse_overrides(overrides or []),
+            bar=parse_bar(bar) if bar is not None else None,
+            budget_s=budget,
+            per_round=per_round,
+            sessions=sessions,
+        ),
+        progress=progress_callback(as_json),
+    ))
+
+
+@app.command()
+def verify(
+    reference: ReferenceOpt,
+    candidate: CandidateOpt,
+    mode: Annotated[str, typer.Option("--mode", help="screen, or full (adds cold orderings, reproduction, coverage, capture).")] = "screen",
+    entry: EntryOpt = "workload",
+    klass: ClassOpt = "kernel-authored",
+    overrides: SetOpt = None,
+    seed: SeedOpt = None,
+    dtype: DtypeOpt = None,
+    parity_spec: ParityOpt = "floor",
+    bar: BarOpt = None,
+    budget: BudgetOpt = 20.0,
+    sessions: SessionsOpt = 4,
+    expect_hlo: ExpectHloOpt = None,
+    forbid_hlo: ForbidHloOpt = None,
+    kernel_calls: KernelCallsOpt = None,
+    forbid_shape: ForbidShapeOpt = None,
+    chip: Annotated[int, typer.Option("--chip", help="Chip to run on and lock.")] = 0,
+    lock_dir: Annotated[Optional[Path], typer.Option("--lock-dir", help="Folder of the chip lock files.")] = None,
+    receipt: Annotated[
+        Optional[Path], typer.Option("--receipt", help="Where to write the receipt (default: ./kgate-receipt-<cand>-<time>.json).")
+    ] = None,
+    author_claim_p50: Annotated[
+        Optional[float], typer.Option("--author-claim-p50", help="full: the author's claimed candidate p50 in ms.")
+    ] = None,
+    spec: Annotated[
+        Optional[str], typer.Option("--spec", help="full: coverage axes IN:AXIS->OUT:AXIS[,...], e.g. 0:1->0:1.")
+    ] = None,
+    artifacts: Annotated[
+        Optional[Path], typer.Option("--artifacts", help="full: folder for the profiler capture (default: <receipt>.artifacts).")
+    ] = None,
+    as_json: JsonOpt = False,
+    output: OutOpt = None,
+) -> None:
+    """Independent verification: every leg in a fresh process, one report, one receipt.
+
+    --mode screen: integrity + multi-seed parity + firing audit at the op-point, then
+    co-measured timing (+ the bar), each leg in a fresh process holding the chip lock,
+    with a verifier-owned compilation cache. --mode full adds a second cold process in
+    the other ordering, the reproduction check against --author-claim-p50 (over 2x apart
+    is an anomaly), the coverage battery for --spec, and a profiler capture whose timing
+    is discarded. The receipt (self-hashed canonical JSON) is written atomically at the
+    end; `kgate verify-receipt` checks it later.
+    """
+    from kgate.problem import parse_overrides
+    from kgate.verify import receipt as receipts
+    from kgate.verify.screen import VerifyRequest, default_receipt_path, run_verify
+
+    err = Console(stderr=True)
+    spinner = err.status("kgate verify: starting") if (not as_json and err.is_terminal) else None
+
+    def say(message: str) -> None:
+        if spinner is not None:
+            spinner.update(f"kgate verify: {message}")
+        elif not as_json:
+            err.print(f"kgate verify: {message}", soft_wrap=True)
+
+    def produce():  # -> Report
+        path = receipt or default_receipt_path(candidate)
+        request = VerifyRequest(
+            reference=reference,
+            candidate=candidate,
+            entry=entry,
+            klass=klass,
+            seeds=tuple(seed) if seed else (42, 43),
+            dtype=dtype,
+            overrides=parse_overrides(overrides or []),
+            parity=parity_spec,
+            firing=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape),
+            bar=bar,
+            budget_s=budget,
+            sessions=sessions,
+            chip=chip,
+            lock_dir=lock_dir,
+            receipt=receipt,
+            argv=tuple(sys.argv),
+            mode=mode,
+            author_claim_p50=author_claim_p50,
+            spec=spec,
+            artifacts=artifacts or path.with_suffix(".artifacts"),
+        )
+        try:
+            if spinner is not None:
+                spinner.start()
+            report, sealed = run_verify(request, say)
+        except KeyboardInterrupt:
+            err.print("kgate verify: interrupted: no receipt was written")
+            raise typer.Exit(2) from None
+        finally:
+            if spinner is not None:
+                spinner.stop()
+        receipts.write(path, sealed)
+        report.context["receipt"] = {"path": str(path), "sha256": sealed[receipts.HASH_FIELD]}
+        say(f"receipt {path} (sha256 {sealed[receipts.HASH_FIELD][:16]}...)")
+        return report
+
+    run_report(as_json, output, produce)
+
+
+@app.command("verify-receipt")
+def verify_receipt(
+    receipt: Annotated[Path, typer.Argument(help="A receipt written by kgate verify.")],
+    no_regenerate: Annotated[
+        bool, typer.Option("--no-regenerate", help="Do not regenerate the inputs to compare their hashes.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check a receipt: OK, TAMPERED, MISMATCH or INCOMPLETE (exit 0 only on OK).
+
+    Recomputes the self-hash, re-derives every status from the recorded numbers (a
+    re-hashed forgery with inconsistent numbers is still TAMPERED), checks the module
+    sources' sha256 and, when the modules are present, regenerates the inputs and
+    compares their hashes.
+    """
+    from kgate.report import dumps
+    from kgate.verify.check_receipt import check
+
+    try:
+        result = check(receipt, regenerate=not no_regenerate)
+    except KgateError as exc:
+        fail_usage(exc, as_json)
+    if as_json:
+        print(dumps(result.to_json()))
+    else:
+        console = Console()
+        style = "green" if result.status == "OK" else "bold red"
+        console.print(f"kgate verify-receipt: [{style}]{result.status}[/]  {receipt}")
+        for key, value in result.checked.items():
+            console.print(f"  checked {key}: {'yes' if value else 'no'}")
+        for finding in result.findings:
+            console.print(f"  - {finding}", soft_wrap=True)
+    raise typer.Exit(result.exit_code)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def lock(
+    ctx: typer.Context,
+    chip: Annotated[int, typer.Argument(help="Chip index; the lock file is <lock-dir>/kgate-chip-<chip>.lock.")],
+    lock_dir: Annotated[
+        Optional[Path], typer.Option("--lock-dir", help="Folder of the lock files (default $KGATE_LOCK_DIR or /tmp).")
+    ] = None,
+) -> None:
+    """Run a command while holding the chip's lock: `kgate lock 0 -- python bench.py`.
+
+    The lock is an exclusive flock, compatible with the flock command. A waiting run says
+    whom it waits for. The command sees only that chip (CUDA_VISIBLE_DEVICES,
+    TPU_VISIBLE_CHIPS). Exits with the command's exit code.
+    """
+    import os
+    import subprocess
+
+    from kgate.verify.lock import hold, lock_path, visibility_env
+
+    command = list(ctx.args)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    try:
+        if not command:
+            raise KgateError("no command given to run under the lock.", "write it after --, e.g. kgate lock 0 -- sleep 2.")
+        path = lock_path(chip, lock_dir)
+    except KgateError as exc:
+        fail_usage(exc, False)
+    err = Console(stderr=True)
+    with hold(path, say=lambda m: err.print(f"kgate lock: {m}", soft_wrap=True), what=" ".join(command)):
+        try:
+            code = subprocess.call(command, env={**os.environ, **visibility_env(chip)})
+        except FileNotFoundError:
+            fail_usage(KgateError(f"command {command[0]!r} not found.", "check the command after --."), False)
+    raise typer.Exit(code)

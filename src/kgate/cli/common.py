@@ -1,0 +1,139 @@
+"""The app and what every command shares: option definitions, error and report output."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from kgate.errors import KgateError
+
+app = typer.Typer(
+    name="kgate",
+    help="Make kernel-optimization claims trustworthy: parity, firing audit, honest timing, experiment records, verdicts.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Shared option definitions: every command that loads a problem takes the same ones.
+ReferenceOpt = Annotated[
+    Path,
+    typer.Option("--reference", "--baseline", "-r", help="Reference problem module (CONFIG, create_inputs, workload)."),
+]
+CandidateOpt = Annotated[Path, typer.Option("--candidate", "-c", help="Candidate module that replaces the reference.")]
+EntryOpt = Annotated[str, typer.Option("--entry", help="Name of the candidate's entry function.")]
+ClassOpt = Annotated[
+    str, typer.Option("--class", help="Intervention class: kernel-authored | xla-rewrite | flag.")
+]
+SetOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--set", help="Op-point override KEY=VALUE applied to CONFIG before inputs are made (repeatable)."),
+]
+SeedOpt = Annotated[Optional[list[int]], typer.Option("--seed", help="Probe seed (repeatable). Default: 42 and 43.")]
+DtypeOpt = Annotated[
+    Optional[str], typer.Option("--dtype", help="Graded dtype passed to create_inputs(dtype=...), e.g. bfloat16.")
+]
+ParityOpt = Annotated[
+    str, typer.Option("--parity", help="Parity spec: floor | floor:MULT | atol=A,rtol=R | bitexact.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print only the JSON report on stdout.")]
+OutOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="Also write the JSON report to this file.")]
+ExpectHloOpt = Annotated[
+    Optional[list[str]], typer.Option("--expect-hlo", help="Regex that must match the compiled program (repeatable).")
+]
+ForbidHloOpt = Annotated[
+    Optional[list[str]], typer.Option("--forbid-hlo", help="Regex that must not match the compiled program.")
+]
+KernelCallsOpt = Annotated[
+    Optional[int], typer.Option("--kernel-calls", help="Exact number of kernel calls expected.")
+]
+ForbidShapeOpt = Annotated[
+    Optional[list[str]], typer.Option("--forbid-shape", help="HLO shape that must never be materialized, e.g. f32[8,128,128].")
+]
+
+
+def fail_usage(exc: KgateError, as_json: bool) -> None:
+    from kgate.report import dumps, render_error
+
+    if as_json:
+        print(dumps({"status": "ERROR", "exit_code": 2, "error": exc.to_json()}))
+    else:
+        render_error(exc.problem, exc.fix, Console(stderr=True))
+    raise typer.Exit(2)
+
+
+def check_output_path(path: Path | None) -> None:
+    if path is not None and not path.parent.exists():
+        raise KgateError(f"the folder of -o {path} does not exist.", "create it first or choose another path.")
+
+
+def run_report(as_json: bool, output: Path | None, produce: Callable[[], object]) -> None:
+    """The shape of every command: validate -o, produce a report, render it, exit."""
+    try:
+        check_output_path(output)
+        report = produce()
+    except KgateError as exc:
+        fail_usage(exc, as_json)
+    emit(report, as_json, output)
+
+
+def emit(report: object, as_json: bool, output: Path | None) -> None:
+    from kgate.report import dumps, render_report, write_atomic
+
+    payload = dumps(report.to_json())  # type: ignore[attr-defined]
+    if output is not None:
+        write_atomic(output, payload + "\n")
+    if as_json:
+        print(payload)
+    else:
+        render_report(report, Console(width=None if sys.stdout.isatty() else 120))  # type: ignore[arg-type]
+    raise typer.Exit(report.exit_code)  # type: ignore[attr-defined]
+
+
+def problem_request(
+    reference: Path,
+    candidate: Path,
+    entry: str,
+    klass: str,
+    overrides: list[str] | None,
+    seeds: list[int] | None,
+    dtype: str | None,
+    parity_spec: str,
+    expect_hlo: list[str] | None = None,
+    forbid_hlo: list[str] | None = None,
+    kernel_calls: int | None = None,
+    forbid_shape: list[str] | None = None,
+):  # -> CheckRequest
+    from kgate.gates.parity import ParitySpec
+    from kgate.problem import parse_overrides
+    from kgate.verify import CheckRequest
+
+    return CheckRequest(
+        reference=reference,
+        candidate=candidate,
+        entry=entry,
+        klass=klass,
+        seeds=tuple(seeds) if seeds else (42, 43),
+        dtype=dtype,
+        overrides=parse_overrides(overrides or []),
+        parity_spec=ParitySpec.parse(parity_spec),
+        firing_spec=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape),
+    )
+
+
+def firing_spec(
+    expect_hlo: list[str] | None, forbid_hlo: list[str] | None, kernel_calls: int | None, forbid_shape: list[str] | None
+):  # -> FiringSpec
+    from kgate.gates.firing import FiringSpec
+
+    return FiringSpec(
+        expect_hlo=tuple(expect_hlo or ()),
+        forbid_hlo=tuple(forbid_hlo or ()),
+        kernel_calls=kernel_calls,
+        forbid_shapes=tuple(forbid_shape or ()),
+    )

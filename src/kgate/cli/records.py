@@ -1,0 +1,396 @@
+"""The experiment-record commands: init, family new, stub, brief, cand, ledger, pivot, lint,
+verdict, report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from kgate.cli.common import (
+    ClassOpt,
+    JsonOpt,
+    ParityOpt,
+    ReferenceOpt,
+    SetOpt,
+    app,
+    check_output_path,
+    fail_usage,
+)
+from kgate.errors import KgateError
+
+family_app = typer.Typer(help="Kernel families: bindings, results and worktrees.", no_args_is_help=True)
+app.add_typer(family_app, name="family")
+
+
+@app.command()
+def init(
+    experiments: Annotated[str, typer.Option("--experiments", help="Experiments root, relative to here.")] = "kernel_experiments",
+    home_repo: Annotated[str, typer.Option("--home-repo", help="The code repo families branch from.")] = ".",
+    dtype: Annotated[str, typer.Option("--dtype", help="Default graded dtype for new families.")] = "bfloat16",
+    parity_spec: ParityOpt = "floor",
+    chip: Annotated[int, typer.Option("--chip", help="Default chip.")] = 0,
+) -> None:
+    """Create the workspace file kgate.toml here (experiments root, home repo, defaults)."""
+    from kgate.record import workspace
+
+    try:
+        ws = workspace.init(
+            Path.cwd(), experiments=experiments, home_repo=home_repo, graded_dtype=dtype, parity=parity_spec, chip=chip
+        )
+    except KgateError as exc:
+        fail_usage(exc, False)
+    Console().print(
+        f"kgate init: wrote {ws.root / workspace.FILENAME} (experiments {ws.experiments}, home repo {ws.home_repo})",
+        soft_wrap=True,
+    )
+
+
+@family_app.command("new")
+def family_new(
+    slug: Annotated[str, typer.Argument(help="Family slug (lowercase-hyphenated), or a path/name to derive it from.")],
+    reference: ReferenceOpt,
+    target: Annotated[Path, typer.Option("--target", help="The kernel file at its real ship path in the home repo.")],
+    overrides: SetOpt = None,
+    parity_spec: Annotated[Optional[str], typer.Option("--parity", help="Parity spec (default: the workspace's).")] = None,
+    dtype: Annotated[Optional[str], typer.Option("--dtype", help="Graded dtype (default: the workspace's).")] = None,
+    branch: Annotated[
+        Optional[str], typer.Option("--branch", help="Integration branch (default kernel/<slug>; created from HEAD if missing).")
+    ] = None,
+    work_dir: Annotated[
+        Optional[Path], typer.Option("--work-dir", help="Folder candidates may change (default: the target's folder).")
+    ] = None,
+    derive: Annotated[bool, typer.Option("--derive", help="Derive the slug from the name given (1p_Flash_Attention -> flash-attention).")] = False,
+) -> None:
+    """Create a family: binding (reference pinned by sha256), RESULTS.tsv, worktree."""
+    from kgate.problem import parse_overrides
+    from kgate.record import family, slug as slugs, workspace
+
+    err = Console(stderr=True)
+    try:
+        ws = workspace.find(Path.cwd())
+        name = slugs.derive(slug) if derive else slug
+        fam = family.new(
+            ws,
+            name,
+            reference=reference,
+            target=target,
+            parity=parity_spec,
+            graded_dtype=dtype,
+            integration_branch=branch,
+            op_point=parse_overrides(overrides or []),
+            work_dir=work_dir,
+            say=lambda m: err.print(f"kgate family new: {m}", soft_wrap=True),
+        )
+    except KgateError as exc:
+        fail_usage(exc, False)
+    Console().print(
+        f"kgate family new: {fam.slug} at {fam.folder} (reference {fam.reference} sha256 {fam.reference_sha256[:12]}..., "
+        f"worktree {fam.worktree} on {fam.integration_branch})",
+        soft_wrap=True,
+    )
+
+
+@app.command()
+def stub(
+    slug: Annotated[str, typer.Argument(help="The family's slug.")],
+    bar: Annotated[str, typer.Option("--bar", help='Falsification bar, e.g. "p50 beats naive by >2% AND 3σ".')],
+    hypothesis: Annotated[str, typer.Option("--hypothesis", help="Hypothesis paragraph.")] = "",
+    mechanism: Annotated[str, typer.Option("--mechanism", help="Mechanism paragraph.")] = "",
+    predicted: Annotated[str, typer.Option("--predicted", help="Predicted signal paragraph.")] = "",
+    criterion: Annotated[str, typer.Option("--criterion", help="Falsification criterion paragraph.")] = "",
+    plan: Annotated[Optional[list[str]], typer.Option("--plan", help="'candN: <what> — predict <signal>' (repeatable).")] = None,
+    from_file: Annotated[Optional[Path], typer.Option("--from-file", help="A Markdown draft with the ## sections and the plan.")] = None,
+    edit: Annotated[bool, typer.Option("--edit", help="Write the draft in $EDITOR.")] = False,
+    klass: ClassOpt = "kernel-authored",
+    activity: Annotated[str, typer.Option("--activity", help="optimization | capability-eval.")] = "optimization",
+    category: Annotated[str, typer.Option("--category", help="Free-form category.")] = "kernel",
+    diagnosis: Annotated[str, typer.Option("--diagnosis", help="What profiling showed about the reference (kgate brief needs it).")] = "",
+    reading: Annotated[Optional[list[str]], typer.Option("--reading", help="Required reading, one document or section (repeatable).")] = None,
+    variant: Annotated[Optional[str], typer.Option("--variant", hidden=True)] = None,
+) -> None:
+    """Pre-register an experiment: write the stub page and commit it on kernel/<slug>-vNNN.
+
+    The page carries the four labelled paragraphs, the bar (checked against the bar
+    grammar), the parity spec, the reference and target with their hashes, the variant
+    from a device query (never typed in) and the candidate plan. The commit
+    `K3(<slug> vNNN): stub — <slug>` is the pre-registration.
+    """
+    import os
+    import subprocess
+    import tempfile
+
+    from kgate.backends import get_backend
+    from kgate.record import stub as stubs, workspace
+
+    err = Console(stderr=True)
+    try:
+        if variant is not None:
+            raise KgateError(
+                f"--variant {variant!r}: the variant is read from a device query, never typed in.",
+                "drop --variant; run kgate stub on the machine the experiment targets.",
+            )
+        ws = workspace.find(Path.cwd())
+        fields: dict[str, object] = {
+            "hypothesis": hypothesis, "mechanism": mechanism, "predicted": predicted, "criterion": criterion,
+            "plan": tuple(plan or ()), "diagnosis": diagnosis, "reading": tuple(reading or ()),
+        }
+        if from_file is not None or edit:
+            if from_file is not None and not from_file.is_file():
+                raise KgateError(f"--from-file {from_file} does not exist.", "pass the path of a Markdown draft.")
+            text = from_file.read_text() if from_file is not None else stubs.TEMPLATE
+            if edit:
+                with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False) as handle:
+                    handle.write(text)
+                subprocess.call([os.environ.get("EDITOR", "vi"), handle.name])
+                text = Path(handle.name).read_text()
+                Path(handle.name).unlink(missing_ok=True)
+            fields.update({k: v for k, v in stubs.from_markdown(text).items() if v})
+        request = stubs.StubRequest(
+            slug=slug, bar=bar, intervention_class=klass, activity=activity, category=category,
+            hypothesis=str(fields["hypothesis"]), mechanism=str(fields["mechanism"]),
+            predicted=str(fields["predicted"]), criterion=str(fields["criterion"]),
+            plan=tuple(fields["plan"]),  # type: ignore[arg-type]
+            diagnosis=str(fields["diagnosis"]), reading=tuple(fields["reading"]),  # type: ignore[arg-type]
+        )
+        stubs.validate(request)
+        device = get_backend("jax").device()
+        page = stubs.create(ws, request, variant=f"{device.platform}:{device.kind}", say=lambda m: err.print(f"kgate stub: {m}", soft_wrap=True))
+    except KgateError as exc:
+        fail_usage(exc, False)
+    Console().print(f"kgate stub: wrote {page}", soft_wrap=True)
+
+
+def say_to_stderr(command: str) -> Callable[[str], None]:
+    err = Console(stderr=True)
+    return lambda m: err.print(f"kgate {command}: {m}", markup=False, soft_wrap=True)
+
+
+@app.command()
+def cand(
+    slug: Annotated[str, typer.Argument(help="The family's slug.")],
+    candidate: Annotated[str, typer.Argument(help="Candidate id from the plan: cand1, cand2, ...")],
+    what: Annotated[str, typer.Option("--what", help="What this candidate changes, in a few words.")] = "",
+    receipt: Annotated[Optional[Path], typer.Option("--receipt", help="kgate report or receipt for this exact target (-o of gate/parity/measure/verify).")] = None,
+    why: Annotated[str, typer.Option("--why", help="Why kept or rejected (default for a failing receipt: its failure).")] = "",
+    reason: Annotated[str, typer.Option("--reason", help="Why a candidate outside the plan (an extension), or why abandoned.")] = "",
+    abandon: Annotated[bool, typer.Option("--abandon", help="Record a planned candidate as not run (needs --reason).")] = False,
+    klass: Annotated[Optional[str], typer.Option("--class", help="The candidate's intervention class (default: the page's).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Commit the target's current state as one candidate, with its ledger row.
+
+    The commit `candN(<slug> vNNN): <what> — <numbers from the receipt>` holds the work
+    dir's changes, the page (plan item checked off, ledger row appended) and a copy of the
+    receipt. Refused, with nothing changed: a receipt for another file or reference, an id
+    already recorded or not in the plan (without --reason), changes outside the work dir
+    or to the reference, a detached worktree, verdict words in --what/--why.
+    """
+    from kgate.record import experiment, workspace
+    from kgate.report import dumps
+
+    try:
+        ws = workspace.find(Path.cwd())
+        out = experiment.cand(ws, experiment.CandRequest(slug, candidate, what, receipt, why, reason, abandon, klass))
+    except KgateError as exc:
+        fail_usage(exc, as_json)
+    if as_json:
+        print(dumps({"status": "COMMITTED", "sha": out.sha, "message": out.message, "row": out.row.to_json(),
+                     "committed": list(out.committed), "page": str(out.page), "notes": list(out.notes)}))
+        return
+    say = say_to_stderr("cand")
+    for note in out.notes:
+        say(f"note: {note}")
+    Console().print(f"kgate cand: committed {out.sha[:12]} {out.message}", markup=False, soft_wrap=True)
+
+
+@app.command()
+def ledger(
+    slug: Annotated[str, typer.Argument(help="The family's slug.")],
+    exp: Annotated[Optional[str], typer.Option("--exp", help="Experiment vNNN (default: the worktree's current one).")] = None,
+    loaded: Annotated[Optional[str], typer.Option("--loaded", help="Set the attestation: the sections read, comma-separated.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the candidate ledger (or set its `loaded: [...]` attestation line)."""
+    from kgate.record import experiment, workspace
+    from kgate.report import dumps
+    from kgate.report.records import render_ledger
+
+    try:
+        ws = workspace.find(Path.cwd())
+        if loaded is not None:
+            if exp is not None:
+                raise KgateError("--loaded writes the current experiment's page; --exp is for reading.", "drop --exp.")
+            experiment.set_loaded(ws, slug, loaded)
+            say_to_stderr("ledger")("attestation written to the page; it is committed with the next record commit")
+        ex, page = experiment.find(ws, slug, exp)
+        led = experiment.resolved_ledger(ex, page.ledger, ex.branch)
+    except KgateError as exc:
+        fail_usage(exc, as_json)
+    if as_json:
+        print(dumps({"experiment": ex.tag(), "page": str(ex.page_path), "branch": ex.branch,
+                     "loaded": list(led.loaded) if led.loaded is not None else None,
+                     "rows": [r.to_json() for r in led.rows]}))
+        return
+    render_ledger(f"{ex.tag()} ({ex.branch})", led, Console())
+
+
+@app.command()
+def pivot(
+    slug: Annotated[str, typer.Argument(help="The family's slug.")],
+    transition: Annotated[str, typer.Argument(help="<from>→<to> (or <from>-><to>), e.g. xla-rewrite→kernel-authored.")],
+    evidence: Annotated[str, typer.Option("--evidence", help="What showed the class cannot meet the bar.")] = "",
+) -> None:
+    """Record a class pivot: closes the plan as pivoted; the new class needs a new stub."""
+    from kgate.record import experiment, workspace
+
+    try:
+        ws = workspace.find(Path.cwd())
+        out = experiment.pivot(ws, slug, transition, evidence)
+    except KgateError as exc:
+        fail_usage(exc, False)
+    if out.closed:
+        say_to_stderr("pivot")(f"closed plan items not reached: {', '.join(out.closed)}")
+    Console().print(f"kgate pivot: committed {out.sha[:12]} {out.message}", markup=False, soft_wrap=True)
+
+
+@app.command()
+def brief(
+    slug: Annotated[str, typer.Argument(help="The family's slug.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """The author's checklist, assembled from the records; exit 2 naming every missing item."""
+    from kgate.record import experiment, workspace
+    from kgate.report import dumps
+    from kgate.report.records import render_brief
+    from kgate.verify.lock import lock_path
+
+    try:
+        ws = workspace.find(Path.cwd())
+        out = experiment.brief(ws, slug, lock_path)
+    except KgateError as exc:
+        fail_usage(exc, as_json)
+    if as_json:
+        print(dumps({"status": "INCOMPLETE" if out.missing else "READY", "items": out.items, "missing": list(out.missing)}))
+    else:
+        render_brief(slug, out.items, out.missing, Console())
+        if out.missing:
+            from kgate.report import render_error
+
+            render_error(f"the brief is missing {len(out.missing)} item(s): "
+                         + "; ".join(m.split(":")[0] for m in out.missing) + ".",
+                         "supply each from the records as its MISSING line says; kgate does not improvise them.",
+                         Console(stderr=True))
+    raise typer.Exit(2 if out.missing else 0)
+
+
+def experiment_arg(ws: object, target: str | None, exp: str | None):  # -> (Experiment, Page)
+    """A slug (with --exp, or the worktree's current experiment), or the path of a page."""
+    from kgate.record import experiment
+    from kgate.record.page import Page
+
+    if target is not None and target.endswith(".md"):
+        page = Page.load(Path(target))
+        slug, number = page.front.get("slug"), page.front.get("exp")
+        if not isinstance(slug, str) or not isinstance(number, str):
+            raise KgateError(f"{target} has no slug/exp in its front-matter.", "pass a page written by `kgate stub`.")
+        return experiment.find(ws, slug, exp or number)  # type: ignore[arg-type]
+    if target is None:
+        families = sorted(p.parent.name for p in ws.experiments.glob("*/family.toml"))  # type: ignore[attr-defined]
+        if len(families) != 1:
+            raise KgateError(f"which family? the workspace has {len(families)} ({', '.join(families) or 'none'}).",
+                             "pass its slug, or the path of a page.")
+        target = families[0]
+    return experiment.find(ws, target, exp)  # type: ignore[arg-type]
+
+
+@app.command()
+def lint(
+    target: Annotated[Optional[str], typer.Argument(help="A family slug, or the path of an experiment page.")] = None,
+    exp: Annotated[Optional[str], typer.Option("--exp", help="Experiment vNNN (default: the worktree's current one).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check an experiment record: page, family binding, branch history, receipts.
+
+    Each finding has a code, the evidence, the fix, and its consequence for the verdict:
+    advisory, cap: inconclusive, or invalid. Exit 0 clean, 1 advisories only, 2 otherwise.
+    """
+    from kgate.record import lint as lints, workspace
+    from kgate.report import dumps
+    from kgate.report.records import render_findings
+
+    try:
+        ws = workspace.find(Path.cwd())
+        ex, _ = experiment_arg(ws, target, exp)
+        findings = lints.lint(lints.gather(ws, ex))
+    except KgateError as exc:
+        fail_usage(exc, as_json)
+    code = lints.exit_code(findings)
+    if as_json:
+        print(dumps({"experiment": ex.tag(), "status": ("CLEAN", "ADVISORY", "CAPPED")[code], "exit_code": code,
+                     "findings": [f.to_json() for f in findings]}))
+    else:
+        render_findings(ex.tag(), findings, Console())
+    raise typer.Exit(code)
+
+
+@app.command()
+def verdict(
+    slug: Annotated[str, typer.Argument(help="The family's slug.")],
+    exp: Annotated[str, typer.Argument(help="The experiment, vNNN.")],
+    receipt: Annotated[Path, typer.Option("--receipt", help="`kgate verify --mode full` receipt of the final candidate.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """File the experiment: derive the verdict from the receipt by rules, apply lint caps.
+
+    supported | refuted | inconclusive | invalid, never typed in. Writes the Verdict section
+    (receipt numbers only, with the receipt's path and hash), flips status: filed, appends
+    the RESULTS.tsv row, and commits `K7(<slug> vNNN): <verdict> — <speedup>`.
+    """
+    from kgate.record import filing, workspace
+    from kgate.report import dumps
+    from kgate.report.records import render_filing
+
+    try:
+        ws = workspace.find(Path.cwd())
+        filed = filing.file_verdict(ws, slug, exp, receipt)
+    except KgateError as exc:
+        fail_usage(exc, as_json)
+    if as_json:
+        print(dumps(filing.decision_json(filed)))
+    else:
+        render_filing(filed, Console())
+
+
+@app.command()
+def report(
+    slug: Annotated[str, typer.Argument(help="The family's slug.")],
+    exp: Annotated[str, typer.Argument(help="The experiment, vNNN.")],
+    html: Annotated[Optional[Path], typer.Option("--html", help="Also write a self-contained HTML page with plots.")] = None,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the Markdown here instead of stdout.")] = None,
+) -> None:
+    """The author's report: ledger, final candidate, pivots and extensions, blockers, compliance."""
+    from kgate.record import lint as lints, workspace
+    from kgate.report import write_atomic
+    from kgate.report.author import build, to_html, to_markdown
+
+    try:
+        for path in (html, output):
+            check_output_path(path)
+        ws = workspace.find(Path.cwd())
+        ex, page = experiment_arg(ws, slug, exp)
+        facts = lints.gather(ws, ex)
+        data = build(ex, page, facts, lints.lint(facts))
+    except KgateError as exc:
+        fail_usage(exc, False)
+    text = to_markdown(data)
+    if output is not None:
+        write_atomic(output, text)
+    else:
+        print(text)
+    if html is not None:
+        write_atomic(html, to_html(data))
+        Console(stderr=True).print(f"kgate report: wrote {html}", soft_wrap=True)
