@@ -17,7 +17,7 @@ from kgate.errors import KgateError
 from kgate.jsonio import write_atomic
 from kgate.problem.module import file_sha256
 from kgate.record import commits, git
-from kgate.record.evidence import Evidence
+from kgate.record.summary import ReportSummary
 from kgate.record.family import Family, load as load_family
 from kgate.record.page import INTERVENTION_CLASSES, LEDGER, THIS_COMMIT, Ledger, LedgerRow, Page, PlanEntry
 from kgate.record.workspace import Workspace
@@ -297,65 +297,10 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
     if klass not in INTERVENTION_CLASSES:
         raise KgateError(f"class {klass!r} is not an intervention class.", f"use one of {', '.join(INTERVENTION_CLASSES)}.")
     changed = classify_changes(ex)
-    notes: list[str] = []
-    extra: dict[Path, bytes] = {}
-    evidence = None
     if request.abandon:
-        if changed:
-            raise KgateError(
-                f"the work dir has uncommitted changes ({', '.join(changed)}) and {request.cand} is being abandoned.",
-                "commit them as a candidate first, or discard them: an uncommitted candidate would be left behind.",
-            )
-        if request.receipt is not None:
-            raise KgateError("an abandoned candidate has no receipt.", "drop --receipt, or record it as run.")
-        row = LedgerRow(request.cand, klass, "—", "not run", "not run", "not run",
-                        "—", f"abandoned: {' '.join(request.reason.split())}")
-        summary = f"abandoned: {' '.join(request.reason.split())}"
+        row, summary, extra, notes = _abandoned_row(ex, request, klass, changed)
     else:
-        if not changed:
-            raise KgateError(
-                f"nothing to commit: the work dir {ex.family.work}/ is unchanged since {git.git(ex.worktree, 'rev-parse', '--short', 'HEAD')}.",
-                f"write the candidate at {ex.family.target} first (a candidate is a change), or pass --abandon --reason.",
-            )
-        target = ex.worktree / ex.family.target
-        if request.receipt is not None:
-            evidence = Evidence.load(request.receipt)
-            if not target.is_file():
-                raise KgateError(f"the target {ex.family.target} does not exist in the worktree.", "write the candidate there.")
-            if evidence.candidate_sha256 != file_sha256(target):
-                raise KgateError(
-                    f"receipt {request.receipt} is for a candidate with sha256 {str(evidence.candidate_sha256)[:12]}..., "
-                    f"not for the target as it is now ({file_sha256(target)[:12]}...).",
-                    f"re-run kgate on {ex.worktree / ex.family.target} and pass that report.",
-                )
-            if evidence.reference_sha256 != ex.family.reference_sha256:
-                raise KgateError(
-                    f"receipt {request.receipt} was made against a different reference than the family's pin.",
-                    f"re-run it with --reference {ex.worktree / ex.family.reference}.",
-                )
-            name = f"{ex.exp}-{request.cand}.json"
-            receipt_rel = ex.records_rel / "receipts" / name
-            extra[receipt_rel] = request.receipt.read_bytes()
-            receipt_cell = f"receipts/{name} (sha256 {evidence.sha256[:12]})"
-            summary = evidence.summary()
-            why = request.why.strip() or (
-                f"rejected: {evidence.command} {evidence.status}" + (f" at {evidence.first_failure}" if evidence.first_failure else "")
-                if evidence.status != "PASS" else ""
-            )
-            if not why:
-                raise KgateError("--why is empty.", "say why this candidate is kept or rejected (e.g. 'kept: fastest so far').")
-            if evidence.interpreted and evidence.p50_ms is not None:
-                notes.append("the receipt's timings are interpreter timings (a kernel ran in interpret mode): the ledger marks them (interpreted)")
-        else:
-            if not request.why.strip():
-                raise KgateError("a candidate without --receipt needs --why.", "pass --receipt (a kgate report or receipt), or --why.")
-            why, receipt_cell, summary = request.why.strip(), "none", "no receipt"
-            evidence = None
-        row = LedgerRow(
-            request.cand, klass, THIS_COMMIT,
-            evidence.parity_cell if evidence else "not checked", evidence.p50_cell if evidence else "not timed",
-            evidence.speedup_cell if evidence else "not timed", receipt_cell, why,
-        )
+        row, summary, extra, notes = _run_row(ex, request, klass, changed)
     message = commits.checked("cand", f"{request.cand}({ex.tag()}): {what} — {summary}")
     if planned is not None:
         plan[planned] = replace(plan[planned], state="done")
@@ -367,6 +312,63 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
     new_page = page.with_plan(tuple(plan)).with_ledger(new_ledger)
     sha = commit_record(ex, new_page, message, changed, extra)
     return CandOutcome(sha, message, row, ex.page_path, tuple(changed), tuple(notes))
+
+
+_Recorded = tuple[LedgerRow, str, dict[Path, bytes], list[str]]  # the row, the message's numbers, files to add, notes
+
+
+def _abandoned_row(ex: Experiment, request: CandRequest, klass: str, changed: list[str]) -> _Recorded:
+    if changed:
+        raise KgateError(
+            f"the work dir has uncommitted changes ({', '.join(changed)}) and {request.cand} is being abandoned.",
+            "commit them as a candidate first, or discard them: an uncommitted candidate would be left behind.",
+        )
+    if request.receipt is not None:
+        raise KgateError("an abandoned candidate has no receipt.", "drop --receipt, or record it as run.")
+    reason = " ".join(request.reason.split())
+    return LedgerRow(request.cand, klass, "—", "not run", "not run", "not run", "—", f"abandoned: {reason}"), \
+        f"abandoned: {reason}", {}, []
+
+
+def _run_row(ex: Experiment, request: CandRequest, klass: str, changed: list[str]) -> _Recorded:
+    if not changed:
+        head = git.git(ex.worktree, "rev-parse", "--short", "HEAD")
+        raise KgateError(
+            f"nothing to commit: the work dir {ex.family.work}/ is unchanged since {head}.",
+            f"write the candidate at {ex.family.target} first (a candidate is a change), or pass --abandon --reason.",
+        )
+    if request.receipt is None:
+        if not request.why.strip():
+            raise KgateError("a candidate without --receipt needs --why.", "pass --receipt (a kgate report or receipt), or --why.")
+        row = LedgerRow(request.cand, klass, THIS_COMMIT, "not checked", "not timed", "not timed", "none", request.why.strip())
+        return row, "no receipt", {}, []
+    run = ReportSummary.load(request.receipt)
+    target = ex.worktree / ex.family.target
+    if not target.is_file():
+        raise KgateError(f"the target {ex.family.target} does not exist in the worktree.", "write the candidate there.")
+    if run.candidate_sha256 != file_sha256(target):
+        raise KgateError(
+            f"receipt {request.receipt} is for a candidate with sha256 {str(run.candidate_sha256)[:12]}..., "
+            f"not for the target as it is now ({file_sha256(target)[:12]}...).",
+            f"re-run kgate on {target} and pass that report.",
+        )
+    if run.reference_sha256 != ex.family.reference_sha256:
+        raise KgateError(
+            f"receipt {request.receipt} was made against a different reference than the family's pin.",
+            f"re-run it with --reference {ex.worktree / ex.family.reference}.",
+        )
+    failed = f"rejected: {run.command} {run.status}" + (f" at {run.first_failure}" if run.first_failure else "")
+    why = request.why.strip() or (failed if run.status != "PASS" else "")
+    if not why:
+        raise KgateError("--why is empty.", "say why this candidate is kept or rejected (e.g. 'kept: fastest so far').")
+    name = f"{ex.exp}-{request.cand}.json"
+    row = LedgerRow(request.cand, klass, THIS_COMMIT, run.parity_cell, run.p50_cell, run.speedup_cell,
+                    f"receipts/{name} (sha256 {run.sha256[:12]})", why)
+    notes = []
+    if run.interpreted and run.p50_ms is not None:
+        notes.append("the receipt's timings are interpreter timings (a kernel ran in interpret mode): "
+                     "the ledger marks them (interpreted)")
+    return row, run.summary(), {ex.records_rel / "receipts" / name: request.receipt.read_bytes()}, notes
 
 
 # -- kgate ledger -----------------------------------------------------------------------

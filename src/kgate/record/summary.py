@@ -22,7 +22,7 @@ def _num(value: Any) -> float | None:
 
 
 @dataclass(frozen=True)
-class Evidence:
+class ReportSummary:
     path: Path
     sha256: str
     command: str  # verify | gate | parity | measure
@@ -40,7 +40,7 @@ class Evidence:
     first_failure: str | None
 
     @classmethod
-    def load(cls, path: Path) -> Evidence:
+    def load(cls, path: Path) -> ReportSummary:
         try:
             data = json.loads(path.read_text())
         except FileNotFoundError:
@@ -52,7 +52,7 @@ class Evidence:
         return cls.from_json(data, path, file_sha256(path))
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], path: Path, sha256: str) -> Evidence:
+    def from_json(cls, data: dict[str, Any], path: Path, sha256: str) -> ReportSummary:
         gates = data["gates"]
         is_receipt = data.get("kind") == "verify"
         modules = data.get("modules", {}) if is_receipt else data
