@@ -66,18 +66,21 @@ def records(tmp_path_factory):
 
     def get(name: str) -> dict:
         if name not in built:
-            candidate, klass, file = SCENARIOS[name]
-            built[name] = record(tmp_path_factory.mktemp(name) / "code", candidate, klass, "speedup > 1.3x", file=file)
+            candidate, klass, bar, file = SCENARIOS[name]
+            built[name] = record(tmp_path_factory.mktemp(name) / "code", candidate, klass, bar, file=file)
         return built[name]
 
     return get
 
 
+# Bars far from the effects (~3.7x, ~1.0x), so that a noisy spell on a shared 2-core machine
+# cannot move the verdict: same_work.py measured 1.0-1.07x, with intervals as wide as
+# [0.96, 1.36] when the machine was busy.
 SCENARIOS = {
-    "in_progress": ("xla_rewrite.py", "xla-rewrite", False),
-    "refuted": ("same_work.py", "xla-rewrite", True),
-    "pallas": ("pallas.py", "kernel-authored", True),
-    "wrong": ("bad_exclusive.py", "xla-rewrite", True),
+    "in_progress": ("xla_rewrite.py", "xla-rewrite", "speedup > 1.3x", False),
+    "refuted": ("same_work.py", "xla-rewrite", "speedup > 2x", True),
+    "pallas": ("pallas.py", "kernel-authored", "speedup > 1.3x", True),
+    "wrong": ("bad_exclusive.py", "xla-rewrite", "speedup > 1.3x", True),
 }
 
 
@@ -97,7 +100,7 @@ def page_of(wt):
     "scenario,verdict,rule",
     [
         ("supported", "supported", "V5"),  # jnp.cumsum: ~3.7x on this CPU, compiled code
-        ("refuted", "refuted", "V6"),  # correct, firing, ~1.0x
+        ("refuted", "refuted", "V6"),  # correct, firing, ~1.0x against a 2x bar
         ("pallas", "inconclusive", "V4"),  # the kernel ran in interpret mode
         ("wrong", "inconclusive", "V3"),  # fast and wrong
     ],
