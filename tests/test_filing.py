@@ -244,8 +244,11 @@ BREAKS = {
 
 
 def test_a_clean_record_lints_clean(records, tmp_path):
-    code, found, findings = lint(copy_record(records("in_progress"), tmp_path / "code"))
+    rec = copy_record(records("in_progress"), tmp_path / "code")
+    code, found, findings = lint(rec)
     assert code == 0 and findings == []
+    by_page = kgate(rec["root"], "lint", page_of(rec["wt"]))  # a page path works as well as a slug
+    assert by_page.returncode == 0 and "lint cumsum v001: clean" in by_page.stdout
 
 
 @pytest.mark.parametrize("rule", list(BREAKS))

@@ -288,6 +288,13 @@ def test_abandon_extension_and_pivot(example_repo):
     (wt / "ops" / "rmsnorm.py").write_text("# more\n")
     proc = kgate(repo, "cand", "rmsnorm", "cand2", "--what", "x", "--why", "kept")
     assert proc.returncode == 2 and "was pivoted to xla-rewrite" in proc.stderr and "--class xla-rewrite" in proc.stderr
+    sh(wt, "git", "checkout", "--", "ops/rmsnorm.py")  # discard the refused edit
+    proc = kgate(repo, "stub", "rmsnorm", *_replace(STUB, "--plan", "cand1: a jnp rewrite — predict 1.1x"),
+                 "--class", "xla-rewrite")
+    assert proc.returncode == 0 and "kernel/rmsnorm-v002" in proc.stderr, proc.stderr
+    old = json.loads(kgate(repo, "ledger", "rmsnorm", "--exp", "v001", "--json").stdout)  # read from its branch
+    assert old["branch"] == "kernel/rmsnorm-v001" and [r["candidate"] for r in old["rows"]] == ["cand1", "cand9"]
+    assert json.loads(kgate(repo, "ledger", "rmsnorm", "--json").stdout)["rows"] == []  # the new experiment
 
 
 @pytest.mark.parametrize(
