@@ -216,3 +216,25 @@ def test_screen_verify_fails_known_bad_candidates_in_the_gate_that_names_them(tm
     failed = {c["name"] for c in report["gates"][gate]["checks"] if c["status"] == "FAIL"}
     assert check in failed, report["gates"][gate]
     assert (tmp_path / "r.json").exists()  # a failing verification still leaves its receipt
+
+
+def _tolerance_gate(spec, status, max_abs, violations=None, expected=1.0):
+    out = {"path": "out", "candidate": {"max_abs": max_abs, "mean_abs": max_abs / 10, "max_rel": 0.0, "expected": expected}}
+    if violations is not None:
+        out["violations"] = violations
+    return {"status": status, "spec": spec, "probes": [{"seed": 42, "outputs": [out]}],
+            "checks": [{"name": "seed42.error", "status": status, "detail": ""}]}
+
+
+def test_parity_statuses_are_rederived_for_tolerance_and_bitexact_specs():
+    # consistent records
+    assert receipts.rederive_parity(_tolerance_gate("atol=0.01,rtol=0.01", "PASS", 0.015, violations=0)) == []
+    assert receipts.rederive_parity(_tolerance_gate("atol=0.01,rtol=0.01", "FAIL", 0.5, violations=7)) == []
+    assert receipts.rederive_parity(_tolerance_gate("bitexact", "PASS", 0.0)) == []
+    assert receipts.rederive_parity(_tolerance_gate("bitexact", "FAIL", 0.25)) == []
+    # a status flipped to PASS, a violation count zeroed, a non-zero error passed as bit-exact
+    flipped = receipts.rederive_parity(_tolerance_gate("atol=0.01,rtol=0.01", "PASS", 0.5, violations=7))
+    assert any("recorded PASS but the numbers say FAIL" in p for p in flipped)
+    zeroed = receipts.rederive_parity(_tolerance_gate("atol=0.01,rtol=0.01", "PASS", 0.5, violations=0))
+    assert any("exceeds atol + rtol*|expected|" in p for p in zeroed)
+    assert receipts.rederive_parity(_tolerance_gate("bitexact", "PASS", 0.25))

@@ -18,8 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from kgate.errors import KgateError
 from kgate.gates import stats
 from kgate.gates.bar import evaluate_bar, parse_bar
+from kgate.gates.parity import ParitySpec
 from kgate.jsonio import clean, write_atomic
 
 SCHEMA = "kgate.receipt"
@@ -73,28 +75,43 @@ def _close(a: float, b: float) -> bool:
 
 
 def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
-    """Inconsistencies between the parity gate's numbers and its statuses."""
+    """Inconsistencies between the parity gate's numbers and its statuses, for every spec kind."""
     problems: list[str] = []
-    spec = str(gate.get("spec", ""))
-    mult = float(spec.split(":", 1)[1]) if spec.startswith("floor:") else None
+    try:
+        spec = ParitySpec.parse(str(gate.get("spec", "")))
+    except KgateError:
+        return [f"parity: spec {gate.get('spec')!r} is not a parity spec"] if gate.get("status") != "SKIPPED" else []
     checks = {c["name"]: c for c in gate.get("checks", [])}
     for probe in gate.get("probes", []):
         seed = probe.get("seed")
         for out in probe.get("outputs", []):
             cand = out.get("candidate")
-            if cand is None or mult is None or "floor" not in out:
+            if cand is None:
                 continue
-            floor, limit = out["floor"], out["limit"]
-            if not _close(limit["max_abs"], mult * float(floor["max_abs_used"])) or not _close(
-                limit["mean_abs"], mult * float(floor["mean_abs_used"])
-            ):
-                problems.append(f"parity seed {seed} {out['path']}: limit is not {mult:g} x the recorded floor")
-            passes = float(cand["max_abs"]) <= float(limit["max_abs"]) and float(cand["mean_abs"]) <= float(limit["mean_abs"])
+            where = f"parity seed {seed} {out['path']}"
+            if spec.kind == "floor":
+                if "floor" not in out:
+                    continue
+                floor, limit, mult = out["floor"], out["limit"], spec.multiplier
+                if not _close(limit["max_abs"], mult * float(floor["max_abs_used"])) or not _close(
+                    limit["mean_abs"], mult * float(floor["mean_abs_used"])
+                ):
+                    problems.append(f"{where}: limit is not {mult:g} x the recorded floor")
+                passes = float(cand["max_abs"]) <= float(limit["max_abs"]) and float(cand["mean_abs"]) <= float(limit["mean_abs"])
+            elif spec.kind == "tolerance":
+                violations = int(out.get("violations", -1))
+                passes = violations == 0
+                # the worst element is recorded: it alone must be within atol + rtol*|expected| when nothing violates
+                allowed = spec.atol + spec.rtol * abs(float(cand["expected"]))
+                if passes and float(cand["max_abs"]) > allowed * (1 + REL_TOL):
+                    problems.append(f"{where}: 0 violations recorded, but the worst element's error "
+                                    f"{float(cand['max_abs']):.6g} exceeds atol + rtol*|expected| = {allowed:.6g}")
+            else:
+                passes = float(cand["max_abs"]) == 0.0  # bit-identical outputs have no error at all
             check = checks.get(f"seed{seed}.error")
             if check is not None and passes != (check["status"] == "PASS") and not checks.get(f"seed{seed}.finite"):
                 problems.append(
-                    f"parity seed {seed} {out['path']}: recorded {check['status']} but the numbers say "
-                    f"{'PASS' if passes else 'FAIL'}"
+                    f"{where}: recorded {check['status']} but the numbers say {'PASS' if passes else 'FAIL'}"
                 )
     problems.extend(_gate_status_problems("parity", gate))
     return problems
