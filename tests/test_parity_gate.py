@@ -155,3 +155,11 @@ def test_spec_grammar_accepts(text):
 def test_spec_grammar_rejects_with_the_grammar(text):
     with pytest.raises(KgateError, match="floor"):
         ParitySpec.parse(text)
+
+
+def test_a_gate_that_checked_nothing_fails():
+    from kgate.gates.common import GateResult, skipped
+
+    empty = GateResult("firing", ())
+    assert empty.status == "FAIL" and empty.failures[0].detail == "the firing gate checked nothing"
+    assert skipped("capture", "no profiler here").status == "SKIPPED"

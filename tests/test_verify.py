@@ -238,3 +238,18 @@ def test_parity_statuses_are_rederived_for_tolerance_and_bitexact_specs():
     zeroed = receipts.rederive_parity(_tolerance_gate("atol=0.01,rtol=0.01", "PASS", 0.5, violations=0))
     assert any("exceeds atol + rtol*|expected|" in p for p in zeroed)
     assert receipts.rederive_parity(_tolerance_gate("bitexact", "PASS", 0.25))
+
+
+def test_cold_processes_that_disagree_are_an_anomaly_unless_the_timings_were_interpreted():
+    from kgate.verify.screen import VerifyRequest, _full_checks
+
+    def leg(low, high, interpreted):
+        return {"interpreted": interpreted, "gates": {"timing": {"speedup": {"estimate": (low + high) / 2, "low": low, "high": high}}}}
+
+    request = VerifyRequest(reference=EXAMPLES / "rmsnorm" / "reference.py", candidate=EXAMPLES / "rmsnorm" / "pallas.py")
+    compiled = {c.name: c for c in _full_checks(request, leg(2.1, 2.3, False), leg(1.5, 1.7, False))}
+    assert compiled["full.cold_orderings"].status == "FAIL"
+    interpreted = {c.name: c for c in _full_checks(request, leg(0.057, 0.083, True), leg(0.048, 0.056, True))}
+    assert interpreted["full.cold_orderings"].status == "ADVISORY"
+    agreeing = {c.name: c for c in _full_checks(request, leg(2.1, 2.3, False), leg(2.2, 2.4, False))}
+    assert agreeing["full.cold_orderings"].status == "PASS"

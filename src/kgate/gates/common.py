@@ -34,6 +34,12 @@ class GateResult:
     details: dict[str, Any] = field(default_factory=dict)
     skipped_reason: str = ""
 
+    def __post_init__(self) -> None:
+        if not self.checks and not self.skipped_reason:  # a gate that checked nothing cannot pass
+            failed = Check(f"{self.gate}_evaluated", "FAIL", f"the {self.gate} gate checked nothing",
+                           "a gate that cannot be evaluated fails: report this as a kgate bug, with the command line")
+            object.__setattr__(self, "checks", (failed,))
+
     @property
     def status(self) -> GateStatus:
         if self.skipped_reason:

@@ -251,16 +251,23 @@ def _full_checks(request: VerifyRequest, first: Mapping[str, Any], reverse: Mapp
             f"candidate-first process {float(a['estimate']):.4f} [{float(a['low']):.4f}, {float(a['high']):.4f}], "
             f"reference-first process {float(b['estimate']):.4f} [{float(b['low']):.4f}, {float(b['high']):.4f}]"
         )
-        checks.append(
-            Check(
-                "full.cold_orderings",
-                "FAIL" if disjoint else "PASS",
-                ("order dependence across cold processes: " + text) if disjoint else text,
-                "which leg starts the process changes the result: investigate caches, lazy init or leaked work."
-                if disjoint
-                else "",
+        interpreted = bool(first.get("interpreted", True) or reverse.get("interpreted", True))
+        if disjoint and interpreted:
+            # An interpreter's per-process overhead varies by tens of percent (seen: 0.070x vs 0.052x for a
+            # Pallas kernel in interpret mode); such timings back no verdict, so this is not an anomaly.
+            checks.append(Check("full.cold_orderings", "ADVISORY",
+                                "the cold processes disagree, on interpreter timings (not an anomaly): " + text))
+        else:
+            checks.append(
+                Check(
+                    "full.cold_orderings",
+                    "FAIL" if disjoint else "PASS",
+                    ("order dependence across cold processes: " + text) if disjoint else text,
+                    "which leg starts the process changes the result: investigate caches, lazy init or leaked work."
+                    if disjoint
+                    else "",
+                )
             )
-        )
     measured = first.get("gates", {}).get("timing", {}).get("candidate", {}).get("p50_ms")
     if request.author_claim_p50 is None:
         checks.append(Check("full.reproduction", "SKIPPED", "not checked: no --author-claim-p50 was given"))
