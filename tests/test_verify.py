@@ -108,13 +108,19 @@ def test_a_changed_reference_is_a_mismatch(verified, tmp_path):
 
 def test_two_locked_commands_on_one_chip_run_one_after_the_other(tmp_path):
     cmd = [sys.executable, "-m", "kgate", "lock", "0", "--lock-dir", str(tmp_path), "--", "sleep", "2"]
+    lock = tmp_path / "kgate-chip-0.lock"
+    first = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not (lock.is_file() and lock.read_text().startswith("pid")):  # the first holds the lock
+        assert time.monotonic() < deadline and first.poll() is None
+        time.sleep(0.02)
     started = time.monotonic()
-    procs = [subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    errs = [p.communicate()[1] for p in procs]
+    second = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    errs = [p.communicate()[1] for p in (first, second)]
     elapsed = time.monotonic() - started
-    assert all(p.returncode == 0 for p in procs)
-    assert elapsed >= 3.9, elapsed  # serialized: ~4 s, not ~2 s
-    assert any("waiting for" in e and "held by pid" in e for e in errs), errs
+    assert first.returncode == 0 and second.returncode == 0
+    assert elapsed >= 3.5, elapsed  # serialized: the rest of the first sleep, then the second (~4 s, not ~2 s)
+    assert "waiting for" in errs[1] and "held by pid" in errs[1], errs
 
 
 def test_lock_is_compatible_with_the_flock_command(tmp_path):
