@@ -294,3 +294,16 @@ def test_verdict_needs_the_registered_bar_parity_op_point_and_variant(records, t
     ]:
         with pytest.raises(KgateError, match=message):
             filing.check_receipt_fits(experiment_, page.with_front(**fields), rec["receipt"])
+
+
+def test_verdict_can_run_the_verification_itself_under_the_registered_terms(records, tmp_path):
+    rec = copy_record(records("in_progress"), tmp_path / "code")
+    both = kgate(rec["root"], "verdict", "cumsum", "v001", "--receipt", rec["receipt"], "--verify")
+    assert both.returncode == 2 and "exactly one of --receipt R and --verify" in both.stderr
+    proc = kgate(rec["root"], "verdict", "cumsum", "v001", "--verify", "--budget", "1.5", "--lock-dir", tmp_path, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["verdict"] == "supported"
+    filed = json.loads((page_of(rec["wt"]).parent / "receipts" / "v001-verify.json").read_text())
+    assert filed["mode"] == "full" and filed["argv"][:3] == ["kgate", "verdict", "cumsum"]
+    assert filed["bar"] == "speedup > 1.3x" and filed["overrides"] == {"n": 1024, "batch": 16}
+    assert lint(rec)[0] == 0

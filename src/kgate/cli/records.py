@@ -341,22 +341,34 @@ def lint(
 def verdict(
     slug: Annotated[str, typer.Argument(help="The family's slug.")],
     exp: Annotated[str, typer.Argument(help="The experiment, vNNN.")],
-    receipt: Annotated[Path, typer.Option("--receipt", help="`kgate verify --mode full` receipt of the final candidate.")],
+    receipt: Annotated[Optional[Path], typer.Option("--receipt", help="`kgate verify --mode full` receipt of the final candidate.")] = None,
+    verify: Annotated[bool, typer.Option("--verify", help="Run the full verification now, under the registered terms, and file from it.")] = False,
+    budget: Annotated[float, typer.Option("--budget", help="With --verify: time budget in seconds for the timed rounds.")] = 20.0,
+    lock_dir: Annotated[Optional[Path], typer.Option("--lock-dir", help="With --verify: folder of the chip lock files.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """File the experiment: derive the verdict from the receipt by rules, apply lint caps.
 
     supported | refuted | inconclusive | invalid, never typed in. Writes the Verdict section
     (receipt numbers only, with the receipt's path and hash), flips status: filed, appends
-    the RESULTS.tsv row, and commits `K7(<slug> vNNN): <verdict> — <speedup>`.
+    the RESULTS.tsv row, and commits `K7(<slug> vNNN): <verdict> — <speedup>`. With
+    --verify, the full verification runs now on the committed candidate with the stub's
+    bar, parity and class and the family's op-point, and that receipt is the one filed.
     """
     from kgate.record import filing, workspace
     from kgate.report import dumps
     from kgate.report.records import render_filing
 
     try:
+        if (receipt is None) == (not verify):
+            raise KgateError("pass exactly one of --receipt R and --verify.",
+                             "--receipt files a receipt you made; --verify makes it now, under the registered terms.")
         ws = workspace.find(Path.cwd())
-        filed = filing.file_verdict(ws, slug, exp, receipt)
+        if verify:
+            filed = filing.verify_and_file(ws, slug, exp, budget_s=budget, lock_dir=lock_dir,
+                                           say=(lambda _: None) if as_json else say_to_stderr("verdict"))
+        else:
+            filed = filing.file_verdict(ws, slug, exp, receipt)  # type: ignore[arg-type]
     except KgateError as exc:
         fail_usage(exc, as_json)
     if as_json:

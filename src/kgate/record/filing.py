@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,7 +137,7 @@ def _results_row(ex: Experiment, page: Page, decision: Decision, data: dict[str,
     return {k: " ".join(str(v).split()) for k, v in row.items()}
 
 
-def file_verdict(ws: Any, slug: str, exp: str, receipt: Path) -> Filing:
+def _fileable(ws: Any, slug: str, exp: str) -> tuple[Experiment, Page]:
     ex = current(ws, slug)
     if ex.exp != exp:
         raise KgateError(f"the family worktree is on {ex.branch}, not on the {exp} experiment.",
@@ -145,6 +147,34 @@ def file_verdict(ws: Any, slug: str, exp: str, receipt: Path) -> Filing:
     if classify_changes(ex):
         raise KgateError("the work dir has uncommitted changes: the final candidate is what is committed.",
                          f"record them (`kgate cand {slug} candN ...`) or discard them before filing.")
+    return ex, page
+
+
+def verify_and_file(ws: Any, slug: str, exp: str, *, budget_s: float = 20.0, lock_dir: Path | None = None,
+                    say: Callable[[str], None] = lambda _: None) -> Filing:
+    """Run `verify --mode full` on the committed final candidate, under the registered terms
+    (bar, parity, op-point, class), and file from that receipt: the run that counts is the
+    one made at filing time, so no earlier run can be picked for being the luckiest."""
+    from kgate.verify import receipt as receipts
+    from kgate.verify.screen import VerifyRequest, run_verify
+
+    ex, page = _fileable(ws, slug, exp)
+    with tempfile.TemporaryDirectory(prefix="kgate-verdict-") as tmp:
+        request = VerifyRequest(
+            reference=ex.worktree / ex.family.reference, candidate=ex.worktree / ex.family.target,
+            klass=str(page.front.get("intervention_class")), overrides=dict(ex.family.op_point),
+            parity=str(page.front.get("parity")), bar=str(page.front.get("bar")), budget_s=budget_s, chip=ws.chip,
+            lock_dir=lock_dir, mode="full", argv=("kgate", "verdict", slug, exp, "--verify"),
+            artifacts=Path(tmp) / "artifacts",
+        )
+        _, sealed = run_verify(request, say)
+        path = Path(tmp) / f"{ex.exp}-verify.json"
+        receipts.write(path, sealed)
+        return file_verdict(ws, slug, exp, path)
+
+
+def file_verdict(ws: Any, slug: str, exp: str, receipt: Path) -> Filing:
+    ex, page = _fileable(ws, slug, exp)
     if not receipt.is_file():
         raise KgateError(f"receipt {receipt} does not exist.", "pass the receipt `kgate verify --mode full` wrote.")
     data = check_receipt_fits(ex, page, receipt)
