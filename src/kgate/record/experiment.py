@@ -51,15 +51,6 @@ class Experiment:
         return f"{self.family.slug} {self.exp}"
 
 
-def _records_rel(ws: Workspace, family: Family) -> Path:
-    if not family.folder.is_relative_to(ws.home_repo):
-        raise KgateError(
-            f"the family folder {family.folder} is outside the home repo {ws.home_repo}: its pages cannot be committed there.",
-            "keep the experiments root inside the home repo (kgate.toml: experiments).",
-        )
-    return family.folder.relative_to(ws.home_repo)
-
-
 def current(ws: Workspace, slug: str) -> Experiment:
     """The experiment the family worktree is checked out on (its branch names it)."""
     family = load_family(ws, slug)
@@ -79,7 +70,7 @@ def current(ws: Workspace, slug: str) -> Experiment:
 
 
 def _experiment(ws: Workspace, family: Family, exp: str, branch: str, pages: Callable[[Path], list[Any]]) -> Experiment:
-    rel = _records_rel(ws, family)
+    rel = family.records_rel(ws.home_repo)
     found = pages(rel)
     if len(found) != 1:
         raise KgateError(
@@ -266,9 +257,9 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
     if not _CAND.match(request.cand):
         raise KgateError(f"candidate id {request.cand!r} is not of the form candN.", "use the plan's ids: cand1, cand2, ...")
     for label, text in (("--what", request.what), ("--why", request.why)):
-        if VERDICT_WORDS.search(text):
+        if word := VERDICT_WORDS.search(text):
             raise KgateError(
-                f"{label} uses verdict language ({VERDICT_WORDS.search(text).group(0)!r}).",  # type: ignore[union-attr]
+                f"{label} uses verdict language ({word.group(0)!r}).",
                 "author-side cells say kept or rejected and why; only `kgate verdict` says supported or refuted.",
             )
     ledger = page.ledger

@@ -45,6 +45,15 @@ class Family:
     def worktree(self) -> Path:
         return self.folder / ".repo"
 
+    def records_rel(self, home_repo: Path) -> Path:
+        """The family folder relative to the home repo: where its pages sit in the worktree."""
+        if not self.folder.is_relative_to(home_repo):
+            raise KgateError(
+                f"the family folder {self.folder} is outside the home repo {home_repo}: its pages cannot be committed there.",
+                "keep the experiments root inside the home repo (kgate.toml: experiments).",
+            )
+        return self.folder.relative_to(home_repo)
+
     def to_toml(self) -> str:
         op = ", ".join(f"{k} = {_toml_value(v)}" for k, v in self.op_point.items())
         return (

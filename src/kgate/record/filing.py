@@ -39,13 +39,13 @@ def check_receipt_fits(ex: Experiment, page: Page, path: Path) -> dict[str, Any]
     """The receipt, checked: sealed, OK, full mode, this target, this bar, parity and variant."""
     from kgate.verify import check_receipt
 
-    result = check_receipt.check(path, regenerate=True)
+    data = check_receipt.load(path)
+    result = check_receipt.check_data(data, path, regenerate=True)
     if result.status != "OK":
         raise KgateError(
             f"receipt {path} is {result.status}: {'; '.join(result.findings) or 'see kgate verify-receipt'}.",
             "file with an intact receipt of the final candidate: `kgate verify --mode full ...`.",
         )
-    data = check_receipt.load(path)
     if data.get("kind") != "verify" or data.get("mode") != "full":
         raise KgateError(f"receipt {path} is a {data.get('kind')} receipt of mode {data.get('mode')!r}.",
                          "a verdict needs `kgate verify --mode full` on the final candidate.")

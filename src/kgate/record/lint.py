@@ -18,6 +18,7 @@ from kgate.record import commits, git
 from kgate.record.experiment import VERDICT_WORDS, Experiment, resolved_ledger
 from kgate.record.page import PARAGRAPHS, THIS_COMMIT, Page
 from kgate.record.stub import criterion_repeats
+from kgate.record.summary import ReportSummary
 from kgate.record.verdict import Cap, Consequence
 from kgate.record.workspace import Workspace
 
@@ -65,6 +66,7 @@ class ReceiptFacts:
     data: bytes | None  # None: the file is not there
     check: str | None = None  # verify-receipt's status for sealed receipts (hash and statuses)
     check_findings: tuple[str, ...] = ()
+    summary: ReportSummary | None = None  # its numbers and module hashes; None when it is not a kgate report
 
 
 @dataclass(frozen=True)
@@ -81,10 +83,6 @@ class Facts:
     receipts: tuple[ReceiptFacts, ...]
     ledger_shas: dict[str, str]  # candidate -> resolved SHA cell
     verdict_receipt: bytes | None = None  # the receipt the page's verdict cites
-
-    @property
-    def ledger(self) -> Any:
-        return self.page.ledger
 
 
 # -- reading --------------------------------------------------------------------------------
@@ -136,6 +134,7 @@ def gather(ws: Workspace, ex: Experiment) -> Facts:
         data = read(f"{records}/{rel}") if rel else None
         status: str | None = None
         found: tuple[str, ...] = ()
+        summary = None
         if data is not None:
             try:
                 parsed = json.loads(data)
@@ -144,7 +143,9 @@ def gather(ws: Workspace, ex: Experiment) -> Facts:
             if isinstance(parsed, dict) and parsed.get("kind") == "verify":
                 result = check_receipt.check_data(parsed, Path(rel or ""), regenerate=False, sources=False)
                 status, found = result.status, result.findings
-        receipts.append(ReceiptFacts(row.candidate, row.receipt, rel, data, status, found))
+            if isinstance(parsed, dict) and isinstance(parsed.get("gates"), dict) and "status" in parsed:
+                summary = ReportSummary.from_json(parsed, Path(rel or ""), hashlib.sha256(data).hexdigest())
+        receipts.append(ReceiptFacts(row.candidate, row.receipt, rel, data, status, found, summary))
     shas = {}
     if ledger:
         for row in resolved_ledger(ex, ledger, ex.branch).rows:
@@ -204,12 +205,10 @@ def _receipts(f: Facts) -> list[Finding]:
         if r.check == "INCOMPLETE":
             out.append(Finding("L02", "receipt INCOMPLETE", f"{r.candidate}: {r.rel}: {'; '.join(r.check_findings)}", fix, CAP))
             continue
-        try:
-            data = json.loads(r.data)
-            cand_sha = (data.get("modules", data) or {}).get("candidate", {}).get("sha256")
-        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        if r.summary is None:
             out.append(Finding("L02", "receipt unreadable", f"{r.candidate}: {r.rel} is not a kgate report", fix, CAP))
             continue
+        cand_sha = r.summary.candidate_sha256
         sha = f.ledger_shas.get(r.candidate, "")
         committed = next((t for s, t in target_at.items() if sha and s.startswith(sha)), None)
         if committed is not None and cand_sha != committed:
@@ -318,11 +317,7 @@ def _reference(f: Facts) -> list[Finding]:
                            f"the branch's reference module hashes {str(f.reference_sha256_at_tip)[:12]}, the family pins {pin[:12]}",
                            "restore the reference module: it is never edited on an experiment branch", INVALID))
     for r in f.receipts:
-        try:
-            data = json.loads(r.data) if r.data else {}
-            ref = (data.get("modules", data) or {}).get("reference", {}).get("sha256")
-        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-            continue
+        ref = r.summary.reference_sha256 if r.summary else None
         if ref is not None and ref != pin:
             out.append(Finding("L08", "receipt against another reference", f"{r.candidate}: {r.rel} used reference {ref[:12]}",
                                "re-run against the pinned reference", INVALID))

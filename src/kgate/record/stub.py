@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +14,7 @@ from kgate.errors import KgateError
 from kgate.gates.bar import parse_bar
 from kgate.problem.module import file_sha256
 from kgate.record import git
-from kgate.record.family import BINDING
+from kgate.record.family import Family, load as load_family
 from kgate.record.page import INTERVENTION_CLASSES, PARAGRAPHS, PlanEntry, format_front
 from kgate.record.workspace import Workspace
 
@@ -145,13 +144,13 @@ TEMPLATE = """## Diagnosis
 
 
 def render(request: StubRequest, plan: Sequence[PlanEntry], *, exp: str, variant: str, branch: str,
-           binding: dict, reference_sha: str, target_sha: str | None, today: str) -> str:
+           family: Family, target_sha: str | None, today: str) -> str:
     front = {
         "status": "in_progress", "exp": exp, "slug": request.slug, "date": today, "variant": variant,
         "intervention_class": request.intervention_class, "activity": request.activity, "category": request.category,
-        "bar": request.bar, "parity": binding["parity"], "branch": branch,
-        "reference": {"path": binding["reference"], "sha256": reference_sha},
-        "target": {"path": binding["target"], "sha256": target_sha},
+        "bar": request.bar, "parity": family.parity, "branch": branch,
+        "reference": {"path": family.reference.as_posix(), "sha256": family.reference_sha256},
+        "target": {"path": family.target.as_posix(), "sha256": target_sha},
     }
     head = [*format_front(front), "", f"# {request.slug} {exp}", ""]
     body = ["## Diagnosis", "", request.diagnosis.strip(), ""] if request.diagnosis.strip() else []
@@ -166,37 +165,29 @@ def render(request: StubRequest, plan: Sequence[PlanEntry], *, exp: str, variant
 def create(ws: Workspace, request: StubRequest, variant: str, say: Callable[[str], None] = lambda _: None) -> Path:
     """Write and commit the stub on a new branch kernel/<slug>-vNNN in the family worktree."""
     plan = validate(request)
-    folder = ws.experiments / request.slug
-    if not (folder / BINDING).is_file():
-        raise KgateError(f"family {request.slug!r} does not exist.", f"create it with `kgate family new {request.slug} ...`.")
-    binding = tomllib.loads((folder / BINDING).read_text())["family"]
-    worktree = folder / ".repo"
+    family = load_family(ws, request.slug)
+    worktree = family.worktree
     if git.git(worktree, "status", "--porcelain"):
         raise KgateError(f"the family worktree {worktree} has uncommitted changes.", "commit or discard them first.")
     current = git.git(worktree, "rev-parse", "--abbrev-ref", "HEAD")
     if current == "HEAD":
-        raise KgateError(f"the family worktree {worktree} is on a detached HEAD.", f"check out {binding['integration_branch']} there.")
-    reference = worktree / binding["reference"]
-    if not reference.is_file() or file_sha256(reference) != binding["reference_sha256"]:
+        raise KgateError(f"the family worktree {worktree} is on a detached HEAD.", f"check out {family.integration_branch} there.")
+    reference = worktree / family.reference
+    if not reference.is_file() or file_sha256(reference) != family.reference_sha256:
         raise KgateError(
-            f"the reference module {binding['reference']} no longer matches the family's pinned sha256.",
+            f"the reference module {family.reference} no longer matches the family's pinned sha256.",
             "restore it, or start a new family: results against a changed reference are not comparable.",
         )
-    target = worktree / binding["target"]
-    if not folder.is_relative_to(ws.home_repo):
-        raise KgateError(f"the family folder {folder} is outside the home repo {ws.home_repo}.",
-                         "keep the experiments root inside the home repo (kgate.toml: experiments).")
-    rel_pages = folder.relative_to(ws.home_repo)
-    pages = worktree / rel_pages
+    target = worktree / family.target
+    pages = worktree / family.records_rel(ws.home_repo)
     number = next_experiment(worktree, pages, request.slug, say)
     exp = f"v{number:03d}"
     branch = f"kernel/{request.slug}-{exp}"
     today = dt.date.today().isoformat()
     page = pages / f"{today}-{exp}-{request.slug}.md"
-    text = render(request, plan, exp=exp, variant=variant, branch=branch, binding=binding,
-                  reference_sha=binding["reference_sha256"], target_sha=file_sha256(target) if target.is_file() else None,
-                  today=today)
-    git.git(worktree, "checkout", "-q", "-b", branch, binding["integration_branch"])
+    text = render(request, plan, exp=exp, variant=variant, branch=branch, family=family,
+                  target_sha=file_sha256(target) if target.is_file() else None, today=today)
+    git.git(worktree, "checkout", "-q", "-b", branch, family.integration_branch)
     try:
         pages.mkdir(parents=True, exist_ok=True)
         page.write_text(text)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from kgate.record.experiment import Experiment, resolved_ledger
 from kgate.record.lint import ADVISORY, Facts, Finding
-from kgate.record.page import Ledger, Page
+from kgate.record.page import LEDGER_COLUMNS, Ledger, Page
 
 _SPEEDUP_CELL = re.compile(r"^([0-9.]+)x \[([0-9.]+), ([0-9.]+)\]")
 _PREDICTED = re.compile(r"predict\s+(?:p50\s+)?([0-9]*\.?[0-9]+)x", re.IGNORECASE)
@@ -227,12 +227,9 @@ def _distribution_svg(samples: dict[str, list[float]] | None) -> str:
 
 
 def _table(ledger: Ledger) -> str:
-    lines = ledger.lines()
-    rows = [ln for ln in lines if ln.startswith("|")]
-    if not rows:
+    if not ledger.rows:
         return "<p>no candidates</p>"
-    head = [c.strip() for c in rows[0].strip("|").split(" | ")]
-    out = ["<table><tr>", *(f"<th>{html.escape(h)}</th>" for h in head), "</tr>"]
+    out = ["<table><tr>", *(f"<th>{html.escape(h)}</th>" for h in LEDGER_COLUMNS), "</tr>"]
     for row in ledger.rows:
         out += ["<tr>", *(f"<td>{html.escape(c)}</td>" for c in row.cells), "</tr>"]
     out.append("</table>")
