@@ -40,10 +40,34 @@ def test_ablation_that_moves_nothing_fails():
     assert status(result, "kernel_result_matters") == ["FAIL"]
 
 
-def test_partial_influence_is_advisory_and_ablation_not_run_is_advisory():
-    assert status(audit("kernel-authored", facts(ablation=Ablation(True, "", 32, 64))), "kernel_result_matters") == ["ADVISORY"]
+def test_partial_influence_fails_unless_the_share_is_declared_and_ablation_not_run_is_advisory():
+    half = facts(ablation=Ablation(True, "", 32, 64))
+    assert status(audit("kernel-authored", half), "kernel_result_matters") == ["FAIL"]
+    assert status(audit("kernel-authored", half, spec=FiringSpec(kernel_share=0.5)), "kernel_result_matters") == ["PASS"]
+    assert status(audit("kernel-authored", half, spec=FiringSpec(kernel_share=0.75)), "kernel_result_matters") == ["FAIL"]
     not_run = audit("kernel-authored", facts(ablation=Ablation(False, "a kernel sits inside `while`")))
     assert status(not_run, "kernel_result_matters") == ["ADVISORY"] and not_run.status == "PASS"
+
+
+def test_a_kernel_whose_stand_in_still_passes_parity_is_decoration():
+    assert status(audit("kernel-authored", facts(), bypass={"zeros": False, "passthrough": True}), "kernel_does_the_work") == ["FAIL"]
+    assert status(audit("kernel-authored", facts(), bypass={"zeros": False, "passthrough": False}), "kernel_does_the_work") == ["PASS"]
+    assert status(audit("kernel-authored", facts(), bypass="open sub-program"), "kernel_does_the_work") == ["ADVISORY"]
+
+
+def test_a_host_callback_feeding_the_output_fails_every_class():
+    host = KernelSite("eqn3", "pure_callback: _work", True, True)
+    idle = KernelSite("eqn4", "io_callback: _log", False, True)
+    for klass in ("kernel-authored", "xla-rewrite"):
+        with_host = ProgramFacts("cpu", (LIVE,), "", "", (), FULL, (host,))
+        assert status(audit(klass, with_host, reference_compiled="x"), "no_host_work") == ["FAIL"]
+    only_idle = ProgramFacts("cpu", (LIVE,), "", "", (), FULL, (idle,))
+    assert status(audit("kernel-authored", only_idle), "no_host_work") == ["ADVISORY"]
+
+
+def test_kernel_share_must_be_a_share():
+    with pytest.raises(KgateError, match="not a share"):
+        FiringSpec(kernel_share=1.5)
 
 
 def test_tpu_requires_tpu_custom_call():

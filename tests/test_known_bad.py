@@ -9,9 +9,9 @@ from conftest import failed, gate
 def test_partial_work_grid_covering_half_the_rows_fails_parity():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_partial.py")
     assert report.status == "FAIL"
-    assert {"parity.finite", "parity.error", "parity.uninitialized_memory"} <= failed(report)
-    advisories = [c for c in report.gates["firing"].checks if c.name == "kernel_result_matters"]
-    assert advisories[0].status == "ADVISORY" and "50.0%" in advisories[0].detail
+    assert {"parity.finite", "parity.error", "parity.uninitialized_memory", "firing.kernel_result_matters"} <= failed(report)
+    share = [c for c in report.gates["firing"].checks if c.name == "kernel_result_matters"]
+    assert "the kernels compute 50.0% of the output" in share[0].detail
 
 
 def test_stale_scratch_row_fails_parity():
@@ -27,7 +27,7 @@ def test_ghost_pallas_call_fails_firing():
 
 def test_kernel_multiplied_by_zero_is_a_ghost_despite_dataflow():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_masked_ghost.py")
-    assert failed(report) == {"firing.kernel_result_matters"}
+    assert failed(report) == {"firing.kernel_result_matters", "firing.kernel_does_the_work"}
 
 
 def test_result_computed_once_and_replayed_fails_on_the_second_seed():
@@ -59,11 +59,12 @@ def test_all_zero_output_on_a_vacuous_problem_fails():
 def test_candidate_whose_import_patches_the_reference_is_an_anomaly():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_patches_reference.py")
     assert report.status == "ANOMALY" and report.exit_code == 2
-    detail = report.gates["integrity"].failures[0].detail
+    detail = " ".join(c.detail for c in report.gates["integrity"].failures)
     assert "reference.workload was rebound" in detail
     assert "reference.CONFIG was mutated" in detail
-    # kgate graded against the reference bound before the import, so parity is honest.
-    assert report.gates["parity"].status == "PASS"
+    # The reference ran in a process that never imported the candidate: the loosened eps
+    # changed only the candidate's own computation, and parity sees it.
+    assert "parity.error" in failed(report)
 
 
 def test_platform_fallback_to_library_softmax_fails_firing():

@@ -58,7 +58,7 @@ def test_jaxbench_baseline_loads_unchanged_and_gets_injected_seeds(write_module)
     cand = write_module("kernel.py", PALLAS_TANH)
     report = gate(str(ref), str(cand))
     assert report.status == "PASS", report.to_json()
-    assert report.context["seeding"] == {"42": "injected", "43": "injected"}
+    assert set(report.context["seeding"].values()) == {"injected"} and len(report.context["seeding"]) == 3
     # Different seeds really produced different inputs.
     hashes = report.gates["integrity"].details["input_hashes"]
     assert hashes[0]["created"] != hashes[1]["created"]
@@ -172,7 +172,9 @@ def test_candidate_that_monkeypatches_a_library_the_reference_uses(write_module)
     finally:
         jnp.tanh = real_tanh
     assert report.status == "ANOMALY"
-    assert "jax.numpy.tanh (reached from reference) was monkeypatched" in report.gates["integrity"].failures[0].detail
+    details = " ".join(c.detail for c in report.gates["integrity"].failures)
+    assert "jax.numpy.tanh (reached from reference) was monkeypatched" in details
+    assert "jax.numpy.tanh was rebound (at import)" in details
 
 
 def test_entry_selects_a_named_candidate_function(write_module):

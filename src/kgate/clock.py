@@ -6,11 +6,22 @@ after measuring, `tampered()` names every `time` clock that was replaced since.
 
 from __future__ import annotations
 
+import random
 import time
 
 _WATCHED = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time")
 BOUND = {name: getattr(time, name) for name in _WATCHED}
 perf_counter_ns = BOUND["perf_counter_ns"]
+monotonic_ns = BOUND["monotonic_ns"]
+_SYSTEM_RANDOM = random.SystemRandom()  # the OS's entropy, bound before any candidate code exists
+
+
+def draw_seed(taken: tuple[int, ...] | list[int] = ()) -> int:
+    """A probe or timing seed nobody could know in advance (recorded once drawn)."""
+    while True:
+        seed = _SYSTEM_RANDOM.randrange(1, 2**31 - 1)
+        if seed not in taken:
+            return seed
 
 
 def tampered() -> list[str]:

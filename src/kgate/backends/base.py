@@ -73,6 +73,7 @@ class Ablation:
     reason: str  # why it was not evaluated, or "" when it was
     changed_elements: int = 0
     total_elements: int = 0
+    moved_above: float = 0.0  # an element counts as moved only when it moves by more than this
 
     @property
     def influenced_fraction(self) -> float:
@@ -85,7 +86,15 @@ class Ablation:
             "changed_elements": self.changed_elements,
             "total_elements": self.total_elements,
             "influenced_fraction": self.influenced_fraction,
+            "moved_above": self.moved_above,
         }
+
+
+def count_moved(moves: Any, moved_above: float) -> Ablation:
+    """The ablation's verdict data: elements that moved by more than `moved_above`."""
+    changed = sum(int((np.asarray(m) > moved_above).sum()) for m in moves)
+    total = sum(int(np.asarray(m).size) for m in moves)
+    return Ablation(True, "", changed, total, moved_above)
 
 
 @dataclass(frozen=True)
@@ -98,3 +107,38 @@ class ProgramFacts:
     compiled_text: str  # the optimized, compiled program (HLO)
     custom_call_targets: tuple[str, ...]
     ablation: Ablation
+    host_callbacks: tuple[KernelSite, ...] = ()  # host (Python) callbacks in the program
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "platform": self.platform,
+            "kernel_sites": [s.to_json() for s in self.kernel_sites],
+            "program_text": self.program_text,
+            "compiled_text": self.compiled_text,
+            "custom_call_targets": list(self.custom_call_targets),
+            "ablation": self.ablation.to_json(),
+            "host_callbacks": [s.to_json() for s in self.host_callbacks],
+        }
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> ProgramFacts:
+        """Rebuild what a leg reported (plain JSON types only, checked as they are read)."""
+        ab = data["ablation"]
+
+        def sites(items: Any) -> tuple[KernelSite, ...]:
+            return tuple(
+                KernelSite(str(k["site"]), str(k["name"]), bool(k["reaches_output"]), bool(k["exact"])) for k in items
+            )
+
+        return ProgramFacts(
+            platform=str(data["platform"]),
+            kernel_sites=sites(data["kernel_sites"]),
+            program_text=str(data["program_text"]),
+            compiled_text=str(data["compiled_text"]),
+            custom_call_targets=tuple(str(t) for t in data["custom_call_targets"]),
+            ablation=Ablation(
+                bool(ab["evaluated"]), str(ab["reason"]), int(ab["changed_elements"]), int(ab["total_elements"]),
+                float(ab.get("moved_above", 0.0)),
+            ),
+            host_callbacks=sites(data.get("host_callbacks", [])),
+        )

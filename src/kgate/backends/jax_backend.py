@@ -4,7 +4,10 @@ with Pallas TPU kernels in interpret mode, trace, compile and inspect programs."
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import pickle
 import re
+import sys
 from pathlib import Path
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
@@ -15,10 +18,14 @@ import numpy as np
 from jax.experimental.pallas import tpu as pltpu
 
 from kgate.backends import jaxpr_flow
-from kgate.backends.base import Ablation, DeviceInfo, HostTree, ProgramFacts, leaves_sha256
+from kgate.backends.base import Ablation, DeviceInfo, HostTree, ProgramFacts, count_moved, leaves_sha256
 from kgate.errors import KgateError
 from kgate.problem.module import ProblemModule
 
+# What a timed call goes through, bound when kgate is imported (before any candidate code):
+# a candidate that rebinds jax.block_until_ready later changes nothing kgate times.
+_SYNC = jax.block_until_ready
+_LEAVES = jax.tree_util.tree_leaves
 _CUSTOM_CALL_TARGET = re.compile(r'custom_call_target="([^"]+)"')
 _DTYPES = {"float32", "float16", "bfloat16", "float64"}
 
@@ -235,11 +242,21 @@ class JaxBackend:
         inputs: Sequence[Any],
         clock: Callable[[], int],
         flush: Callable[[], None] | None = None,
+        *,
+        keep_outputs: bool = True,
     ) -> TimedCall:
-        """jit and compile `fn` ahead of time on these input buffers (compile never timed)."""
+        """jit and compile `fn` ahead of time on these input buffers (compile never timed).
+
+        `keep_outputs=False` (the reference): each output is deleted as soon as its call is
+        timed, so no answer of the reference stays reachable while candidate code runs."""
         with self._mode():
             compiled = jax.jit(fn).lower(*inputs).compile()
-        return TimedCall(compiled, inputs, clock, flush)
+        return TimedCall(compiled, inputs, clock, flush, keep_outputs)
+
+    def warm_up(self) -> None:
+        """Run one trivial jitted op: the framework starts its own thread pools now, so that a
+        thread census taken after this sees only threads that later code started."""
+        jax.block_until_ready(jax.jit(lambda x: x * 2 + 1)(jnp.ones((8,), jnp.float32)))
 
     def cache_flusher(self) -> tuple[Callable[[], None], str]:
         """A function that evicts the caches the legs share, and what it does.
@@ -277,30 +294,49 @@ class JaxBackend:
         return copies
 
     @staticmethod
-    def save_inputs(inputs: Sequence[Any], path: Path) -> bool:
-        """Write a flat tuple of arrays to `path` (raw bytes + dtype + shape); False if not flat."""
-        if not all(hasattr(x, "shape") and hasattr(x, "dtype") for x in inputs):
-            return False
-        arrays: dict[str, Any] = {}
-        for i, x in enumerate(inputs):
-            a = np.asarray(x)
-            arrays[f"b{i}"] = np.frombuffer(np.ascontiguousarray(a).tobytes(), dtype=np.uint8)
-            arrays[f"m{i}"] = np.array([str(a.dtype), ",".join(map(str, a.shape))])
-        np.savez(path, **arrays)
-        return True
+    def save_inputs(inputs: Sequence[Any], path: Path) -> str:
+        """Write the inputs (any pytree of arrays and Python scalars) to `path`; the file's sha256.
+
+        Written only by a process that never imported candidate code; `load_inputs` checks the
+        file against that sha256 before reading it, so nothing else can slip a payload in."""
+        host = jax.tree_util.tree_map(lambda x: np.asarray(x) if isinstance(x, jax.Array) else x, tuple(inputs))
+        data = pickle.dumps(host, protocol=pickle.HIGHEST_PROTOCOL)
+        path.write_bytes(data)
+        return hashlib.sha256(data).hexdigest()
 
     @staticmethod
-    def load_inputs(path: Path) -> tuple[Any, ...]:
-        with np.load(path) as data:
-            n = len([k for k in data.files if k.startswith("b")])
-            out = []
-            for i in range(n):
-                dtype, shape = (str(v) for v in data[f"m{i}"])
-                dims = tuple(int(d) for d in shape.split(",") if d)
-                out.append(jnp.asarray(np.frombuffer(data[f"b{i}"].tobytes(), dtype=jnp.dtype(dtype)).reshape(dims)))
-        inputs = tuple(out)
+    def load_inputs(path: Path, sha256: str) -> tuple[Any, ...]:
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise KgateError(
+                f"the hand-over file of the inputs {path.name} changed after it was written.",
+                "something in this process tree rewrote kgate's files: re-run; report a candidate that does this.",
+            )
+        host = pickle.loads(data)
+        inputs = tuple(jax.tree_util.tree_map(lambda x: jnp.asarray(x) if isinstance(x, np.ndarray) else x, host))
         jax.block_until_ready(inputs)
         return inputs
+
+    @staticmethod
+    def watched_modules(depth: str = "public") -> list[str]:
+        """The array library's surface a candidate could patch, by depth: `hot`, what a timed
+        call goes through (jit, the compiled call, synchronization, the clocks); `public`, the
+        public modules and the lax primitives the public ops delegate to; `deep`, every loaded
+        jax, jaxlib, numpy and ml_dtypes module."""
+        if depth == "deep":
+            return [
+                name
+                for name, module in list(sys.modules.items())
+                if module is not None and name.split(".")[0] in ("jax", "jaxlib", "numpy", "ml_dtypes")
+            ]
+        hot = ("jax", "jax._src.api", "jax._src.stages", "jax._src.pjit", "time")
+        public = (
+            *hot, "os", "random", "secrets", "threading", "jax.numpy", "jax.lax", "jax.random", "jax.nn", "jax.tree_util", "jax.scipy.special",
+            "jax.experimental.pallas", "jax.experimental.pallas.tpu", "jax._src.lax.lax",
+            "jax._src.numpy.lax_numpy", "jax._src.numpy.reductions", "jax._src.numpy.ufuncs", "jax._src.dispatch",
+            "numpy", "numpy.random", "numpy.linalg",
+        )
+        return [name for name in (hot if depth == "hot" else public) if name in sys.modules]
 
     @staticmethod
     def perturb_slice(inputs: Sequence[Any], index: int, axis: int, position: int) -> tuple[Any, ...]:
@@ -363,13 +399,18 @@ class JaxBackend:
             buf.delete()
 
     # -- inspection ---------------------------------------------------------------------
-    def inspect(self, fn: Callable[..., Any], inputs: Sequence[Any], *, ablate: bool = True) -> ProgramFacts:
-        """Trace, compile and (optionally) ablate the kernels of `fn` on `inputs`."""
+    def inspect(
+        self, fn: Callable[..., Any], inputs: Sequence[Any], *, ablate: bool = True, moved_above: float = 0.0
+    ) -> ProgramFacts:
+        """Trace, compile and (optionally) ablate the kernels of `fn` on `inputs`; an output
+        element counts as moved by the ablation only when it moves by more than `moved_above`."""
         with self._mode():
             closed = jax.make_jaxpr(fn)(*inputs)
             compiled = jax.jit(fn).lower(*inputs).compile().as_text() or ""
-            sites = jaxpr_flow.kernel_sites(closed)
-            ablation = self._ablate(closed, inputs) if ablate and sites else Ablation(False, "no kernel in program")
+            sites, callbacks = jaxpr_flow.program_sites(closed)
+            ablation = (
+                self._ablate(closed, inputs, moved_above) if ablate and sites else Ablation(False, "no kernel in program")
+            )
         return ProgramFacts(
             platform=self.platform,
             kernel_sites=tuple(sites),
@@ -377,7 +418,20 @@ class JaxBackend:
             compiled_text=compiled,
             custom_call_targets=tuple(_CUSTOM_CALL_TARGET.findall(compiled)),
             ablation=ablation,
+            host_callbacks=tuple(callbacks),
         )
+
+    def bypass(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> dict[str, HostTree]:
+        """`fn`'s outputs with every kernel replaced by a stand-in that does no work (zeros; an
+        operand passed through); empty when the program has no kernel. Raises
+        jaxpr_flow.AblationUnsupported when kgate cannot substitute the kernels."""
+        with self._mode():
+            closed = jax.make_jaxpr(fn)(*inputs)
+            if not jaxpr_flow.contains_kernel(closed):
+                return {}
+            runs = jaxpr_flow.bypassed_runs(closed, jax.tree_util.tree_leaves(tuple(inputs)))
+        structure = jax.tree_util.tree_structure(jax.eval_shape(fn, *inputs))
+        return {name: self.to_host(jax.tree_util.tree_unflatten(structure, out)) for name, out in runs.items()}
 
     def interprets(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> bool:
         """Whether running `fn` here runs an interpreter: on the CPU a Pallas kernel runs in
@@ -391,21 +445,42 @@ class JaxBackend:
         with self._mode():
             return jax.jit(fn).lower(*inputs).compile().as_text() or ""
 
-    def _ablate(self, closed: Any, inputs: Sequence[Any]) -> Ablation:
+    def _ablate(self, closed: Any, inputs: Sequence[Any], moved_above: float) -> Ablation:
+        moves = self._moves(closed, inputs)
+        if isinstance(moves, str):
+            return Ablation(False, moves)
+        return count_moved(moves, moved_above)
+
+    def ablation_moves(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> HostTree | str:
+        """For every output element, the most it moved when every kernel result was perturbed
+        (inf where NaN-ness changed); or why that could not be evaluated."""
+        with self._mode():
+            closed = jax.make_jaxpr(fn)(*inputs)
+            if not jaxpr_flow.contains_kernel(closed):
+                return "no kernel in program"
+            moves = self._moves(closed, inputs)
+        if isinstance(moves, str):
+            return moves
+        return HostTree("moves", tuple(f"[{i}]" for i in range(len(moves))), tuple(moves))
+
+    @staticmethod
+    def _moves(closed: Any, inputs: Sequence[Any]) -> list[np.ndarray] | str:
         try:
             base, perturbed = jaxpr_flow.ablated_runs(closed, jax.tree_util.tree_leaves(tuple(inputs)))
         except jaxpr_flow.AblationUnsupported as exc:
-            return Ablation(False, str(exc))
-        base_leaves = [np.asarray(x) for x in base]
-        masks = [np.zeros(leaf.shape, dtype=bool) for leaf in base_leaves]
+            return str(exc)
+        moves = [np.zeros(np.shape(b), dtype=np.float64) for b in base]
         for run in perturbed:
-            for k, (b, p) in enumerate(zip(base_leaves, run)):
-                p = np.asarray(p)
-                same = (b == p) | (_isnan(b) & _isnan(p))
-                masks[k] |= ~same
-        changed = sum(int(m.sum()) for m in masks)
-        total = sum(int(m.size) for m in masks)
-        return Ablation(True, "", changed, total)
+            for k, (b, p) in enumerate(zip(base, run)):
+                b, p = np.asarray(b), np.asarray(p)
+                nan_b, nan_p = _isnan(b), _isnan(p)
+                with np.errstate(invalid="ignore", over="ignore"):
+                    d = np.abs(b.astype(np.float64) - p.astype(np.float64))
+                d = np.where(nan_b & nan_p, 0.0, d)
+                d = np.where(nan_b != nan_p, np.inf, d)
+                d = np.where(np.isnan(d), np.inf, d)  # inf - inf: moved
+                moves[k] = np.maximum(moves[k], d)
+        return moves
 
 
 def _isnan(a: np.ndarray) -> np.ndarray:
@@ -418,8 +493,9 @@ class TimedCall:
     """One leg, compiled ahead of time on fixed input buffers; each call is synchronized.
 
     `clock` is the perf_counter_ns kgate bound before any candidate code was imported.
-    The last two outputs are kept alive so a new output can never reuse their buffers
-    (an answer cached by pointer would otherwise look fresh).
+    The candidate's last two outputs are kept alive so a new output can never reuse their
+    buffers (an answer cached by pointer would otherwise look fresh); the reference's are
+    deleted at once, so none of its answers is reachable while the candidate runs.
     """
 
     def __init__(
@@ -428,11 +504,13 @@ class TimedCall:
         inputs: Sequence[Any],
         clock: Callable[[], int],
         flush: Callable[[], None] | None = None,
+        keep_outputs: bool = True,
     ) -> None:
         self._compiled = compiled
         self._inputs = tuple(inputs)
         self._clock = clock
         self._flush = flush
+        self._keep = keep_outputs
         self._alive: list[Any] = []
 
     def __call__(self) -> int:
@@ -443,9 +521,14 @@ class TimedCall:
         clock = self._clock
         t0 = clock()
         out = self._compiled(*self._inputs)
-        jax.block_until_ready(out)
+        _SYNC(out)
         t1 = clock()
-        self._alive = [out, *self._alive[:1]]
+        if self._keep:
+            self._alive = [out, *self._alive[:1]]
+        else:
+            for leaf in _LEAVES(out):
+                if isinstance(leaf, jax.Array):
+                    leaf.delete()
         return t1 - t0
 
     def output(self) -> HostTree:

@@ -1,10 +1,12 @@
-"""Dataflow over a jaxpr: does each `pallas_call` result reach the workload's outputs?
+"""Dataflow over a jaxpr: does each `pallas_call` (and each host callback) result reach the
+workload's outputs?
 
 Static reachability follows variables through nested calls (jit, custom_jvp/vjp,
 remat, shard_map), `cond` branches and `scan`/`while` carries (to a fixed point). The
 ablation evaluator re-runs the program with every kernel result perturbed and counts
 the output elements that move: a kernel whose result is multiplied by zero or masked
-away is reachable on paper and still a ghost.
+away is reachable on paper and still a ghost. The bypass evaluator re-runs it with
+every kernel replaced by a stand-in that does no work.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from jax.extend import core as jcore
 from kgate.backends.base import KernelSite
 
 KERNEL_PRIMITIVES = frozenset({"pallas_call"})
+# Primitives that run Python on the host in the middle of the program: work done there is
+# neither the kernel's nor the device's.
+HOST_CALLBACK_PRIMITIVES = frozenset({"pure_callback", "io_callback", "callback"})
 # Primitives that call a sub-program once with their own operands (no loop, no branch).
 CALL_PRIMITIVES = frozenset(
     {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
@@ -71,9 +76,17 @@ def contains_kernel(j: Any) -> bool:
     return False
 
 
+def _callback_name(eqn: Any) -> str:
+    fn = eqn.params.get("callback")
+    inner = getattr(fn, "callback_func", None) or getattr(fn, "__wrapped__", None) or fn
+    label = getattr(inner, "__qualname__", None) or getattr(inner, "__name__", None) or type(inner).__name__
+    return f"{eqn.primitive.name}: {label}"
+
+
 class _Reach:
     def __init__(self) -> None:
-        self.sites: dict[str, tuple[str, bool]] = {}  # site -> (name, exact)
+        self.sites: dict[str, tuple[str, bool]] = {}  # kernel site -> (name, exact)
+        self.callbacks: dict[str, tuple[str, bool]] = {}  # host-callback site -> (name, exact)
 
     def run(self, j: Any, in_taint: Sequence[Taint], prefix: str, exact: bool = True) -> list[Taint]:
         body, _ = _open(j)
@@ -99,6 +112,9 @@ class _Reach:
         if name in KERNEL_PRIMITIVES:
             self.sites[site] = (_kernel_name(eqn), exact)
             return [union | {site}] * n_out
+        if name in HOST_CALLBACK_PRIMITIVES:
+            self.callbacks[site] = (_callback_name(eqn), exact)
+            return [union | {site}] * n_out
         body = _call_body(eqn)
         if body is not None:
             return self.run(body, ins, f"{site}/", exact)
@@ -119,7 +135,7 @@ class _Reach:
             # Unknown construct: every kernel inside is taken to reach every output.
             got = self.run(sub, [union] * len(_open(sub)[0].invars), f"{site}/s{k}/", exact=False)
             inner.update(*got)
-            inner.update(s for s in self.sites if s.startswith(f"{site}/s{k}/"))
+            inner.update(s for s in (*self.sites, *self.callbacks) if s.startswith(f"{site}/s{k}/"))
         return [union | frozenset(inner)] * n_out
 
     def _scan(self, eqn: Any, ins: list[Taint], site: str, exact: bool) -> list[Taint]:
@@ -144,30 +160,41 @@ class _Reach:
             carry = new_carry
 
 
-def kernel_sites(closed: Any) -> list[KernelSite]:
-    """Every kernel call site in the program and whether its result reaches an output."""
+def program_sites(closed: Any) -> tuple[list[KernelSite], list[KernelSite]]:
+    """Every kernel call site and every host-callback site in the program, each with whether
+    its result reaches an output."""
     reach = _Reach()
     body, _ = _open(closed)
     outs = reach.run(closed, [_EMPTY] * len(body.invars), "")
     reaching = frozenset().union(*outs) if outs else _EMPTY
-    return [
-        KernelSite(site, name, site in reaching, exact) for site, (name, exact) in sorted(reach.sites.items())
-    ]
+
+    def listed(found: dict[str, tuple[str, bool]]) -> list[KernelSite]:
+        return [KernelSite(site, name, site in reaching, exact) for site, (name, exact) in sorted(found.items())]
+
+    return listed(reach.sites), listed(reach.callbacks)
+
+
+def kernel_sites(closed: Any) -> list[KernelSite]:
+    """Every kernel call site in the program and whether its result reaches an output."""
+    return program_sites(closed)[0]
 
 
 class AblationUnsupported(Exception):
     """The program puts a kernel where the evaluator cannot substitute its result."""
 
 
-def _perturbations() -> list[Callable[[Any], Any]]:
-    def flip(o: Any) -> Any:
+Replacement = Callable[[Any, Sequence[Any]], Any]  # (a kernel output, the kernel's operands) -> its stand-in
+
+
+def _perturbations() -> list[Replacement]:
+    def flip(o: Any, _operands: Sequence[Any]) -> Any:
         if jnp.issubdtype(o.dtype, jnp.floating) or jnp.issubdtype(o.dtype, jnp.complexfloating):
             return (o * -2 + 1).astype(o.dtype)
         if o.dtype == jnp.bool_:
             return jnp.logical_not(o)
         return o + 1
 
-    def shift(o: Any) -> Any:
+    def shift(o: Any, _operands: Sequence[Any]) -> Any:
         if jnp.issubdtype(o.dtype, jnp.floating) or jnp.issubdtype(o.dtype, jnp.complexfloating):
             return (o + (jnp.abs(o) + 1) * 3).astype(o.dtype)
         if o.dtype == jnp.bool_:
@@ -177,7 +204,24 @@ def _perturbations() -> list[Callable[[Any], Any]]:
     return [flip, shift]
 
 
-def evaluate_with_kernels(closed: Any, args: Sequence[Any], perturb: Callable[[Any], Any] | None) -> list[Any]:
+def _stand_ins() -> dict[str, Replacement]:
+    """Kernels that do no work: zeros, or an operand of the output's shape and dtype passed
+    through (zeros when there is none). A kernel that merely copies a result computed
+    outside it, or whose result is cancelled, passes parity under one of them."""
+
+    def zeros(o: Any, _operands: Sequence[Any]) -> Any:
+        return jnp.zeros_like(o)
+
+    def passthrough(o: Any, operands: Sequence[Any]) -> Any:
+        for x in operands:
+            if getattr(x, "shape", None) == o.shape and getattr(x, "dtype", None) == o.dtype:
+                return x
+        return jnp.zeros_like(o)
+
+    return {"zeros": zeros, "passthrough": passthrough}
+
+
+def evaluate_with_kernels(closed: Any, args: Sequence[Any], perturb: Replacement | None) -> list[Any]:
     """Evaluate the program, passing every kernel result through `perturb` (None: unchanged)."""
     body, consts = _open(closed)
     env: dict[Any, Any] = {}
@@ -195,7 +239,7 @@ def evaluate_with_kernels(closed: Any, args: Sequence[Any], perturb: Callable[[A
         sub = _call_body(eqn)
         if name in KERNEL_PRIMITIVES:
             outs = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(eqn.params))
-            outs = [perturb(o) if perturb else o for o in outs]
+            outs = [perturb(o, ins) if perturb else o for o in outs]
         elif sub is not None and contains_kernel(sub):
             outs = evaluate_with_kernels(sub, ins, perturb)
         elif any(contains_kernel(s) for s in jcore.jaxprs_in_params(eqn.params)):
@@ -210,7 +254,7 @@ def evaluate_with_kernels(closed: Any, args: Sequence[Any], perturb: Callable[[A
     return [read(v) for v in body.outvars]
 
 
-def _rewrite(sub: Any, perturb: Callable[[Any], Any] | None) -> Any:
+def _rewrite(sub: Any, perturb: Replacement | None) -> Any:
     if not isinstance(sub, jcore.ClosedJaxpr) or not contains_kernel(sub):
         if isinstance(sub, jcore.Jaxpr) and contains_kernel(sub):
             raise AblationUnsupported("a kernel sits inside an open sub-program kgate cannot rebuild")
@@ -219,7 +263,7 @@ def _rewrite(sub: Any, perturb: Callable[[Any], Any] | None) -> Any:
     return jax.make_jaxpr(lambda *a: evaluate_with_kernels(sub, a, perturb))(*specs)
 
 
-def _rewritten_params(eqn: Any, perturb: Callable[[Any], Any] | None) -> dict[str, Any]:
+def _rewritten_params(eqn: Any, perturb: Replacement | None) -> dict[str, Any]:
     params = dict(eqn.params)
     for key, value in params.items():
         if isinstance(value, (jcore.ClosedJaxpr, jcore.Jaxpr)):
@@ -229,13 +273,23 @@ def _rewritten_params(eqn: Any, perturb: Callable[[Any], Any] | None) -> dict[st
     return params
 
 
-def ablated_runs(closed: Any, args: Sequence[Any]) -> tuple[list[Any], list[list[Any]]]:
-    """(outputs with kernels untouched, outputs under each perturbation), all jitted."""
+def _replaced_run(closed: Any, args: Sequence[Any], perturb: Replacement | None) -> list[Any]:
     try:
-        base = jax.jit(lambda *a: evaluate_with_kernels(closed, a, None))(*args)
-        perturbed = [jax.jit(lambda *a, p=p: evaluate_with_kernels(closed, a, p))(*args) for p in _perturbations()]
+        return jax.jit(lambda *a: evaluate_with_kernels(closed, a, perturb))(*args)
     except AblationUnsupported:
         raise
     except Exception as exc:  # a construct whose rebuilt form jax rejects: say so, don't guess
-        raise AblationUnsupported(f"the program could not be re-evaluated with perturbed kernels ({type(exc).__name__}: {exc})"[:300]) from exc
-    return base, perturbed
+        raise AblationUnsupported(
+            f"the program could not be re-evaluated with replaced kernels ({type(exc).__name__}: {exc})"[:300]
+        ) from exc
+
+
+def ablated_runs(closed: Any, args: Sequence[Any]) -> tuple[list[Any], list[list[Any]]]:
+    """(outputs with kernels untouched, outputs under each perturbation), all jitted."""
+    base = _replaced_run(closed, args, None)
+    return base, [_replaced_run(closed, args, p) for p in _perturbations()]
+
+
+def bypassed_runs(closed: Any, args: Sequence[Any]) -> dict[str, list[Any]]:
+    """The program's outputs with every kernel replaced by each stand-in that does no work."""
+    return {name: _replaced_run(closed, args, stand_in) for name, stand_in in _stand_ins().items()}

@@ -19,6 +19,7 @@ from kgate.cli.common import (
     ForbidShapeOpt,
     JsonOpt,
     KernelCallsOpt,
+    KernelShareOpt,
     OutOpt,
     ParityOpt,
     ReferenceOpt,
@@ -46,20 +47,24 @@ def gate(
     forbid_hlo: ForbidHloOpt = None,
     kernel_calls: KernelCallsOpt = None,
     forbid_shape: ForbidShapeOpt = None,
+    kernel_share: KernelShareOpt = None,
     as_json: JsonOpt = False,
     output: OutOpt = None,
 ) -> None:
     """Early-kill gate: integrity + parity at the TINY op-point + firing audit, in seconds.
 
     Runs the candidate in interpret mode on the CPU at the module's TINY op-point (or the
-    --set overrides), checks it against the reference on several seeds, and audits that
-    the authored kernel is what ran. Exit 0 pass, 1 pass with advisories, 2 fail.
+    --set overrides), checks it against the reference on the given seeds plus one drawn at
+    random for this run, and audits that the authored kernel is what ran and does the work.
+    The reference runs in a process that never imports the candidate, the candidate in one
+    that never holds an expected answer, and the verdicts are computed in a third.
+    Exit 0 pass, 1 pass with advisories, 2 fail or anomaly.
     """
     from kgate.verify import run_gate
 
     run_report(as_json, output, lambda: run_gate(problem_request(
         reference, candidate, entry, klass, overrides, seed, dtype, parity_spec,
-        expect_hlo, forbid_hlo, kernel_calls, forbid_shape,
+        expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share,
     )))
 
 
@@ -77,9 +82,11 @@ def parity(
 ) -> None:
     """Parity gate: does the candidate compute what the reference computes?
 
-    Multi-seed, at the module's CONFIG op-point (with --set overrides). The default spec
-    compares against the reference recomputed in float32 (float64 when that floor is
-    degenerate) and allows MULT x the reference's own error. Exit 0 pass, 2 fail.
+    Multi-seed (the given seeds plus one drawn at random for this run), at the module's
+    CONFIG op-point (with --set overrides). The default spec compares against the
+    reference recomputed in float32 (float64 when that floor is degenerate) and allows
+    MULT x the reference's own error. The reference and the candidate run in separate
+    fresh processes; this one grades. Exit 0 pass, 2 fail or anomaly.
     """
     from kgate.verify import run_parity
 
@@ -100,7 +107,7 @@ MinRoundsOpt = Annotated[int, typer.Option("--min-rounds", help="Rounds before t
 MaxRoundsOpt = Annotated[int, typer.Option("--max-rounds", help="Upper bound on rounds.")]
 PerRoundOpt = Annotated[int, typer.Option("--per-round", help="Interleaved pairs per round (0: sized from the warm-up).")]
 SessionsOpt = Annotated[
-    int, typer.Option("--sessions", help="Sessions, each with fresh compiles and input buffers; the interval carries their spread.")
+    int, typer.Option("--sessions", help="Sessions, each with fresh compiles and fresh input values (a seed drawn after the candidate's import); the interval carries their spread.")
 ]
 
 
@@ -224,6 +231,7 @@ def verify(
     forbid_hlo: ForbidHloOpt = None,
     kernel_calls: KernelCallsOpt = None,
     forbid_shape: ForbidShapeOpt = None,
+    kernel_share: KernelShareOpt = None,
     chip: Annotated[int, typer.Option("--chip", help="Chip to run on and lock.")] = 0,
     lock_dir: Annotated[Optional[Path], typer.Option("--lock-dir", help="Folder of the chip lock files.")] = None,
     receipt: Annotated[
@@ -275,7 +283,7 @@ def verify(
             dtype=dtype,
             overrides=parse_overrides(overrides or []),
             parity=parity_spec,
-            firing=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape),
+            firing=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share),
             bar=bar,
             budget_s=budget,
             sessions=sessions,
@@ -314,12 +322,13 @@ def verify_receipt(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check a receipt: OK, TAMPERED, MISMATCH or INCOMPLETE (exit 0 only on OK).
+    """Check a receipt: OK, TAMPERED, MISMATCH, INCOMPLETE or ANOMALY (exit 0 only on OK).
 
     Recomputes the self-hash, re-derives every status from the recorded numbers (a
     re-hashed forgery with inconsistent numbers is still TAMPERED), checks the module
     sources' sha256 and, when the modules are present, regenerates the inputs and
-    compares their hashes.
+    compares their hashes. ANOMALY: the receipt is intact, but in its run candidate code
+    patched kgate, the array library or the reference, so nothing it reports holds.
     """
     from kgate.report import dumps
     from kgate.verify.check_receipt import check

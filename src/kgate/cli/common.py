@@ -52,6 +52,14 @@ ForbidHloOpt = Annotated[
 KernelCallsOpt = Annotated[
     Optional[int], typer.Option("--kernel-calls", help="Exact number of kernel calls expected.")
 ]
+KernelShareOpt = Annotated[
+    Optional[float],
+    typer.Option(
+        "--kernel-share",
+        help="Declare that the kernels compute at least this share (0-1] of the output elements, the rest "
+        "on purpose elsewhere; without it, any output element the kernels do not move FAILs firing.",
+    ),
+]
 ForbidShapeOpt = Annotated[
     Optional[list[str]], typer.Option("--forbid-shape", help="HLO shape that must never be materialized, e.g. f32[8,128,128].")
 ]
@@ -108,6 +116,7 @@ def problem_request(
     forbid_hlo: list[str] | None = None,
     kernel_calls: int | None = None,
     forbid_shape: list[str] | None = None,
+    kernel_share: float | None = None,
 ):  # -> CheckRequest
     from kgate.gates.parity import ParitySpec
     from kgate.problem import parse_overrides
@@ -122,12 +131,16 @@ def problem_request(
         dtype=dtype,
         overrides=parse_overrides(overrides or []),
         parity_spec=ParitySpec.parse(parity_spec),
-        firing_spec=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape),
+        firing_spec=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share),
     )
 
 
 def firing_spec(
-    expect_hlo: list[str] | None, forbid_hlo: list[str] | None, kernel_calls: int | None, forbid_shape: list[str] | None
+    expect_hlo: list[str] | None,
+    forbid_hlo: list[str] | None,
+    kernel_calls: int | None,
+    forbid_shape: list[str] | None,
+    kernel_share: float | None = None,
 ):  # -> FiringSpec
     from kgate.gates.firing import FiringSpec
 
@@ -136,4 +149,5 @@ def firing_spec(
         forbid_hlo=tuple(forbid_hlo or ()),
         kernel_calls=kernel_calls,
         forbid_shapes=tuple(forbid_shape or ()),
+        kernel_share=kernel_share,
     )

@@ -10,6 +10,7 @@ reference's. Optional declarative assertions come from the stub or the command l
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -38,6 +39,7 @@ class FiringSpec:
     forbid_hlo: tuple[str, ...] = ()
     kernel_calls: int | None = None
     forbid_shapes: tuple[str, ...] = ()
+    kernel_share: float | None = None  # declared: the kernels own at least this share of the output
 
     def __post_init__(self) -> None:
         for pattern in (*self.expect_hlo, *self.forbid_hlo):
@@ -56,6 +58,11 @@ class FiringSpec:
                 )
         if self.kernel_calls is not None and self.kernel_calls < 0:
             raise KgateError("--kernel-calls must be >= 0.", "give the exact number of kernel calls expected.")
+        if self.kernel_share is not None and not 0.0 < self.kernel_share <= 1.0:
+            raise KgateError(
+                f"--kernel-share {self.kernel_share:g} is not a share of the output.",
+                "give the fraction of output elements the kernels compute, in (0, 1], e.g. 0.5.",
+            )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +70,7 @@ class FiringSpec:
             "forbid_hlo": list(self.forbid_hlo),
             "kernel_calls": self.kernel_calls,
             "forbid_shapes": list(self.forbid_shapes),
+            "kernel_share": self.kernel_share,
         }
 
 
@@ -157,7 +165,56 @@ def _assertions(spec: FiringSpec, facts: ProgramFacts) -> list[Check]:
     return checks
 
 
-def _kernel_checks(facts: ProgramFacts) -> list[Check]:
+def _bypass_check(bypass: Mapping[str, bool] | str | None) -> Check:
+    if bypass is None or isinstance(bypass, str):
+        return Check("kernel_does_the_work", "ADVISORY", f"bypass not evaluated: {bypass or 'no bypass run'}")
+    passing = [name for name, passed in bypass.items() if passed]
+    if passing:
+        return Check(
+            "kernel_does_the_work",
+            "FAIL",
+            "decoration: with every kernel replaced by a stand-in that does no work ("
+            + ", ".join(_STAND_INS.get(n, n) for n in passing)
+            + "), the output still passes parity: the answer is computed outside the kernels.",
+            "compute the answer inside the kernel; a kernel that copies or is cancelled proves nothing.",
+        )
+    return Check(
+        "kernel_does_the_work",
+        "PASS",
+        "with the kernels replaced by stand-ins that do no work (" + ", ".join(_STAND_INS.get(n, n) for n in bypass)
+        + "), parity fails: the kernels compute the answer",
+    )
+
+
+_STAND_INS = {"zeros": "zeros", "passthrough": "an operand passed through"}
+
+
+def _host_callback_checks(facts: ProgramFacts) -> list[Check]:
+    feeding = [s for s in facts.host_callbacks if s.reaches_output]
+    if feeding:
+        return [
+            Check(
+                "no_host_work",
+                "FAIL",
+                "the output depends on Python run on the host mid-program: "
+                + ", ".join(f"{s.name} ({s.site})" for s in feeding)
+                + ". Work done there is neither the kernel's nor the device's (a cache, a replay, the reference).",
+                "remove pure_callback / io_callback from the compute path.",
+            )
+        ]
+    if facts.host_callbacks:
+        return [
+            Check(
+                "no_host_work",
+                "ADVISORY",
+                f"{len(facts.host_callbacks)} host callback(s) in the program, none feeding the output: "
+                + ", ".join(s.name for s in facts.host_callbacks),
+            )
+        ]
+    return [Check("no_host_work", "PASS", "no host callback in the program")]
+
+
+def _kernel_checks(facts: ProgramFacts, spec: FiringSpec, bypass: Mapping[str, bool] | str | None) -> list[Check]:
     checks: list[Check] = []
     sites = facts.kernel_sites
     if not sites:
@@ -197,20 +254,31 @@ def _kernel_checks(facts: ProgramFacts) -> list[Check]:
             Check(
                 "kernel_result_matters",
                 "FAIL",
-                f"ghost kernel: perturbing every kernel result changes none of the {ab.total_elements} output "
-                "elements (the result is masked, multiplied by zero or otherwise discarded).",
+                f"ghost kernel: perturbing every kernel result moves none of the {ab.total_elements} output "
+                f"elements by more than the parity allowance ({ab.moved_above:.3g}): the result is masked, multiplied "
+                "by zero, cancelled (k + stop_gradient(answer - k)) or otherwise discarded.",
                 "compute the output from the kernel's result.",
             )
         )
     elif ab.changed_elements < ab.total_elements:
+        share = ab.changed_elements / ab.total_elements
         uncovered = ab.total_elements - ab.changed_elements
+        declared = spec.kernel_share
+        ok = declared is not None and share >= declared
+        text = (
+            f"{uncovered} of {ab.total_elements} output elements ({uncovered / ab.total_elements:.1%}) do not depend on "
+            f"any kernel result beyond the parity allowance ({ab.moved_above:.3g}): the kernels compute {share:.1%} of "
+            "the output and the rest comes from elsewhere"
+        )
         checks.append(
             Check(
                 "kernel_result_matters",
-                "ADVISORY",
-                f"{uncovered} of {ab.total_elements} output elements ({uncovered / ab.total_elements:.1%}) do not "
-                "depend on any kernel result: part of the output comes from elsewhere.",
-                "if part of the output is computed outside the kernel on purpose, say so in the stub.",
+                "PASS" if ok else "FAIL",
+                text + (f" (declared: at least {declared:.1%})" if declared is not None else ""),
+                ""
+                if ok
+                else "compute the whole output in the kernel, or declare the kernels' share with --kernel-share "
+                "when part of the output is computed elsewhere on purpose.",
             )
         )
     else:
@@ -218,9 +286,11 @@ def _kernel_checks(facts: ProgramFacts) -> list[Check]:
             Check(
                 "kernel_result_matters",
                 "PASS",
-                f"perturbing the kernel results moves all {ab.total_elements} output elements",
+                f"perturbing the kernel results moves all {ab.total_elements} output elements (by more than the "
+                f"parity allowance {ab.moved_above:.3g})",
             )
         )
+    checks.append(_bypass_check(bypass))
     targets = KERNEL_TARGETS.get(facts.platform)
     if targets is None:
         checks.append(
@@ -252,8 +322,12 @@ def audit(
     spec: FiringSpec = FiringSpec(),
     reference_compiled: str | None = None,
     trace_error: str = "",
+    bypass: Mapping[str, bool] | str | None = None,
 ) -> GateResult:
-    """Grade the candidate's programs for its intervention class."""
+    """Grade the candidate's programs for its intervention class.
+
+    `bypass`: for each stand-in kernel that does no work, whether the output still passed
+    parity with it (graded by the caller), or why that was not evaluated."""
     if klass not in CLASSES:
         raise KgateError(f"unknown intervention class {klass!r}.", f"use one of {', '.join(CLASSES)}.")
     if facts is None:
@@ -276,10 +350,13 @@ def audit(
         "kernel_sites": [s.to_json() for s in facts.kernel_sites],
         "ablation": facts.ablation.to_json(),
         "custom_call_targets": sorted(set(facts.custom_call_targets)),
+        "host_callbacks": [s.to_json() for s in facts.host_callbacks],
+        "bypass": bypass if not isinstance(bypass, str) else {"not_evaluated": bypass},
         "assertions": spec.to_json(),
     }
+    checks.extend(_host_callback_checks(facts))
     if klass == "kernel-authored":
-        checks.extend(_kernel_checks(facts))
+        checks.extend(_kernel_checks(facts, spec, bypass))
     else:
         if reference_compiled is None:
             checks.append(

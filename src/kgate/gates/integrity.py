@@ -14,21 +14,40 @@ from kgate.gates.common import Check, GateResult
 
 @dataclass(frozen=True)
 class InputHashes:
-    """sha256 of one seed's inputs: as created, after the candidate ran, and of the
-    pristine copy (taken before the candidate ran) that the reference runs on."""
+    """sha256 of one probe's inputs: as the reference's process created them, as the
+    candidate's process received them, and after the candidate ran on them."""
 
     seed: int
     created: str
     after_candidate: str  # "" when the inputs could no longer be read (deleted/donated)
-    pristine: str
+    received: str
 
 
 def evaluate(
     reference_changes: Sequence[str],
     config_mismatches: Sequence[str],
     hashes: Sequence[InputHashes],
+    *,
+    process_changes: Sequence[str] = (),
 ) -> GateResult:
+    """`process_changes`: what the candidate's process found rebound in kgate's modules or the
+    array library's surface since before the candidate was imported."""
     checks: list[Check] = []
+    if process_changes:
+        checks.append(
+            Check(
+                "process_untouched",
+                "FAIL",
+                "candidate code patched what kgate or the array library uses: " + "; ".join(process_changes[:12])
+                + (f"; and {len(process_changes) - 12} more" if len(process_changes) > 12 else ""),
+                "the candidate must not rebind, wrap or monkeypatch kgate, jax or numpy; nothing its process "
+                "reports can be trusted after it does.",
+            )
+        )
+    else:
+        checks.append(
+            Check("process_untouched", "PASS", "kgate's modules and the array library's surface unchanged by the candidate")
+        )
     if reference_changes:
         checks.append(
             Check(
@@ -62,20 +81,66 @@ def evaluate(
         )
     elif hashes:
         checks.append(Check("inputs_unchanged", "PASS", "input hashes identical before and after the candidate"))
-    altered = [h.seed for h in hashes if h.pristine != h.created]
+    altered = [h.seed for h in hashes if h.received != h.created]
     if altered:
         checks.append(
             Check(
-                "pristine_copy_intact",
+                "inputs_received_intact",
                 "FAIL",
-                f"the pristine copy of the inputs the reference runs on changed (seeds {altered}).",
-                "the candidate must not reach into other buffers of the process.",
+                f"the inputs reached the candidate's process changed (seeds {altered}).",
+                "something rewrote kgate's hand-over files: nothing of this run can be trusted.",
             )
         )
     details = {
         "input_hashes": [
-            {"seed": h.seed, "created": h.created, "after_candidate": h.after_candidate, "pristine": h.pristine}
+            {"seed": h.seed, "created": h.created, "received": h.received, "after_candidate": h.after_candidate}
             for h in hashes
         ]
     }
     return GateResult("integrity", tuple(checks), details)
+
+
+CLOCK_SLACK = 1.05  # the parent's window may be this much shorter than what was reported...
+CLOCK_SLACK_MS = 2.0  # ...plus this (pipe and scheduling latency)
+
+
+def clock_bound(name: str, reported_ms: Sequence[float], beats: Sequence[Sequence[object]]) -> Check:
+    """Every round's reported time (both legs' samples) must fit the window the parent's own
+    clock saw between the round's start beat `b I` and end beat `e I`. Time that did not
+    pass on the parent's clock was invented in the child: a slowed or wrapped clock."""
+    starts: dict[int, float] = {}
+    ends: dict[int, float] = {}
+    for ns, line in beats:
+        kind, _, index = str(line).partition(" ")
+        if index.isdigit() and kind in ("b", "e"):
+            (starts if kind == "b" else ends).setdefault(int(index), float(ns) / 1e6)  # type: ignore[arg-type]
+    missing = [i for i in range(len(reported_ms)) if i not in starts or i not in ends]
+    if missing:
+        return Check(
+            name,
+            "FAIL",
+            f"the timing process did not mark {len(missing)} of its {len(reported_ms)} rounds on the parent's clock "
+            f"(first: round {missing[0]}): its samples cannot be bounded",
+            "re-run; a candidate that closes or floods kgate's beat channel makes its timings unverifiable.",
+        )
+    over = [
+        (i, reported_ms[i], ends[i] - starts[i])
+        for i in range(len(reported_ms))
+        if reported_ms[i] > (ends[i] - starts[i]) * CLOCK_SLACK + CLOCK_SLACK_MS
+    ]
+    if over:
+        i, got, window = max(over, key=lambda x: x[1] - x[2])
+        return Check(
+            name,
+            "FAIL",
+            f"{len(over)} round(s) report more time than passed on the parent's clock (worst: round {i} reports "
+            f"{got:.3f} ms in a {window:.3f} ms window): the child's clock or timed call was tampered with",
+            "remove whatever slows, wraps or replaces the clock or the timed call; nothing this run timed holds.",
+        )
+    total_window = sum(ends[i] - starts[i] for i in range(len(reported_ms)))
+    return Check(
+        name,
+        "PASS",
+        f"all {len(reported_ms)} rounds fit the parent's clock ({sum(reported_ms):.1f} ms reported within "
+        f"{total_window:.1f} ms of windows)",
+    )

@@ -177,6 +177,36 @@ def _vacuity(probe: Probe) -> str:
     return ""
 
 
+def _floor_used(floor: LeafErrors, r: np.ndarray, e: np.ndarray, against: str) -> tuple[float, float, str]:
+    """The floor's max-abs and mean-abs as graded, and where they came from.
+
+    Only a floor that is exactly zero even against float64 (the reference is exact on these
+    inputs) falls back to half an ulp of the output dtype at its magnitude."""
+    half_ulp = 0.5 * _eps(r.dtype)
+    mag = np.abs(_f64(e))
+    floor_max, floor_mean, source = floor.max_abs, floor.mean_abs, against
+    if floor_max == 0.0 and mag.size:
+        floor_max, floor_mean, source = half_ulp * float(mag.max()), half_ulp * float(mag.mean()), "ulp-guard"
+    elif floor_mean == 0.0 and mag.size:
+        floor_mean = half_ulp * float(mag.mean())
+    return floor_max, floor_mean, source
+
+
+def allowance(spec: ParitySpec, reference: HostTree, oracle: HostTree | None) -> float:
+    """The smallest max-abs error the spec allows on any output of this probe: a change to the
+    output smaller than this is invisible to parity."""
+    if spec.kind == "bitexact":
+        return 0.0
+    if spec.kind == "tolerance" or oracle is None:
+        return spec.atol
+    limits = [
+        spec.multiplier * _floor_used(leaf_errors(r, e), r, e, "oracle")[0]
+        for r, e in zip(reference.leaves, oracle.leaves)
+        if r.size
+    ]
+    return min(limits) if limits else 0.0
+
+
 def _probe_checks(spec: ParitySpec, probe: Probe) -> tuple[list[Check], dict[str, Any]]:
     seed = probe.seed
     checks: list[Check] = []
@@ -240,15 +270,7 @@ def _probe_checks(spec: ParitySpec, probe: Probe) -> tuple[list[Check], dict[str
         out["candidate"] = cand_err.to_json()
         if spec.kind == "floor":
             floor = leaf_errors(r, e)
-            # Only a floor that is exactly zero even against float64 (the reference is exact
-            # on these inputs) falls back to half an ulp of the output dtype at its magnitude.
-            half_ulp = 0.5 * _eps(r.dtype)
-            mag = np.abs(_f64(e))
-            floor_max, floor_mean, source = floor.max_abs, floor.mean_abs, against
-            if floor_max == 0.0 and mag.size:
-                floor_max, floor_mean, source = half_ulp * float(mag.max()), half_ulp * float(mag.mean()), "ulp-guard"
-            elif floor_mean == 0.0 and mag.size:
-                floor_mean = half_ulp * float(mag.mean())
+            floor_max, floor_mean, source = _floor_used(floor, r, e, against)
             out["floor"] = {**floor.to_json(), "max_abs_used": floor_max, "mean_abs_used": floor_mean, "source": source}
             limit_max, limit_mean = spec.multiplier * floor_max, spec.multiplier * floor_mean
             out["limit"] = {"max_abs": limit_max, "mean_abs": limit_mean}
@@ -290,6 +312,12 @@ def _probe_checks(spec: ParitySpec, probe: Probe) -> tuple[list[Check], dict[str
             )
         )
     return checks, record
+
+
+def passes(spec: ParitySpec, probe: Probe) -> bool:
+    """Whether one probe passes the spec (no vacuity or seed checks: those are the run's)."""
+    checks, _ = _probe_checks(spec, probe)
+    return not any(c.status == "FAIL" and not c.name.endswith(".vacuous") for c in checks)
 
 
 def evaluate(
@@ -364,3 +392,24 @@ def compare_prefill(nan_fill: HostTree, zero_fill: HostTree) -> str:
                 f"NaN-filled and zero-filled runs (first at {[int(i) for i in first]})"
             )
     return ""
+
+
+def timed_agreement(candidate: HostTree, reference: HostTree) -> dict[str, float]:
+    """How far a timed call's answer is from the reference's on the same inputs (max-abs over
+    every output, inf for a non-finite or misshapen one), and the output's resolution there
+    (one ulp of its dtype at its largest magnitude)."""
+    worst, resolution = 0.0, 0.0
+    for c, r in zip(candidate.leaves, reference.leaves):
+        if c.shape != r.shape:
+            return {"max_abs": float("inf"), "resolution": 0.0}
+        if c.size == 0:
+            continue
+        g, e = _f64(c), _f64(r)
+        diff = np.abs(g - e)
+        diff[np.isnan(g) & np.isnan(e)] = 0.0
+        worst = max(worst, float(np.nanmax(np.where(np.isnan(diff), np.inf, diff))))
+        finite = np.abs(e[np.isfinite(e)])
+        resolution = max(resolution, _eps(r.dtype) * float(finite.max()) if finite.size else 0.0)
+    if len(candidate.leaves) != len(reference.leaves):
+        worst = float("inf")
+    return {"max_abs": worst, "resolution": resolution}

@@ -195,7 +195,7 @@ def speedup_interval(
     """Pooled-median speedup (reference / candidate) with a bootstrap CI.
 
     Both arrays are (rounds, samples_per_round); row r of each was measured interleaved.
-    `sessions` labels each round with the session (fresh compile, fresh buffers) it ran
+    `sessions` labels each round with the session (fresh compile, fresh input values) it ran
     in. The bootstrap resamples sessions, then blocks of rounds within each, and the
     log-space percentile interval is widened by t(units-1)/z, where the units are the
     sessions (or the rounds, without sessions): two compilations of the same program can

@@ -170,6 +170,23 @@ def _config_mismatches(reference: Mapping[str, Any] | None, candidate: Mapping[s
 
 
 @contextlib.contextmanager
+def load_reference(
+    reference_path: str | Path, *, overrides: Mapping[str, Any] | None = None, use_tiny: bool = False
+) -> Iterator[tuple[ProblemModule, OpPoint]]:
+    """Load the reference alone, with the op-point applied: a process that never sees the candidate."""
+    ref_path = _check_path(Path(reference_path), "reference")
+    ref_name = ref_path.stem if ref_path.stem.isidentifier() else "kgate_reference"
+    with _import_scope([ref_path.parent], [ref_name]):
+        reference = _load(ref_path, "reference", ref_name, "workload")
+        updates, source = resolve_op_point(
+            reference.config, vars(reference.module).get("TINY"), dict(overrides or {}), use_tiny
+        )
+        if reference.config is not None:
+            reference.config.update(updates)
+        yield reference, OpPoint(dict(reference.config or {}), source, dict(updates))
+
+
+@contextlib.contextmanager
 def load_pair(
     reference_path: str | Path,
     candidate_path: str | Path,

@@ -120,3 +120,106 @@ def snapshot_module(module: types.ModuleType, *, extra_libraries: Iterable[types
             attr: id(value) for attr, value in list(vars(lib).items()) if not attr.startswith("__")
         }
     return ModuleSnapshot(module.__name__, bindings, contents, libraries)
+
+
+@dataclass(frozen=True)
+class SurfaceSnapshot:
+    """Identities and code digests of every global of a set of modules and of the classes
+    they define: what a candidate could rebind to change how kgate grades or times.
+
+    Taken before any candidate code is imported and diffed after each candidate call:
+    `kgate.*` (its gates, clocks, timed-call helpers), the array library's public surface
+    and its synchronization entry points.
+    """
+
+    entries: dict[str, tuple[int, str | None]]
+    modules: tuple[str, ...]
+    owned_prefix: str  # kgate's own modules: every global is watched, and a new one is a change
+    originals: dict[str, tuple[Any, str, Any, Any]]  # key -> (holder, attribute, value, its code state)
+
+    def diff(self) -> list[str]:
+        now = _surface(self.modules, self.owned_prefix)[0]
+        changes = []
+        for key, (ident, code) in self.entries.items():
+            if key not in now:
+                changes.append(f"{key} was deleted")
+            elif now[key][0] != ident:
+                changes.append(f"{key} was rebound")
+            elif now[key][1] != code:
+                changes.append(f"{key} had its code or defaults replaced")
+        for key in now.keys() - self.entries.keys():
+            if key.startswith(self.owned_prefix + "."):
+                changes.append(f"{key} was added")
+        return sorted(changes)
+
+    def restore(self) -> None:
+        """Put back every binding (and function code) that changed: a candidate's patch must
+        not outlive its run in a process that goes on (a test runner, a notebook)."""
+        now = _surface(self.modules, self.owned_prefix)[0]
+        for key, (ident, code) in self.entries.items():
+            if now.get(key) == (ident, code):
+                continue
+            holder, attr, value, state = self.originals[key]
+            try:
+                setattr(holder, attr, value)
+                if state is not None:
+                    fn = getattr(value, "__func__", value)
+                    fn.__code__, fn.__defaults__, fn.__kwdefaults__ = state
+            except (AttributeError, TypeError):
+                pass  # a read-only holder: nothing could have changed it
+        for key in now.keys() - self.entries.keys():
+            if key.startswith(self.owned_prefix + "."):
+                module_name, _, attr = key.rpartition(".")
+                module = sys.modules.get(module_name)
+                if module is not None:
+                    vars(module).pop(attr, None)
+
+
+def _code_state(fn: Any) -> Any:
+    code = getattr(fn, "__code__", None)
+    if code is None or not isinstance(fn, types.FunctionType):
+        return None
+    return (code, fn.__defaults__, fn.__kwdefaults__)
+
+
+def _surface(
+    names: Iterable[str], owned_prefix: str, keep: bool = False
+) -> tuple[dict[str, tuple[int, str | None]], dict[str, tuple[Any, str, Any, Any]]]:
+    entries: dict[str, tuple[int, str | None]] = {}
+    originals: dict[str, tuple[Any, str, Any, Any]] = {}
+    for name in names:
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        for attr, value in list(vars(module).items()):
+            if attr.startswith("__") or isinstance(value, types.ModuleType):
+                continue  # submodules appear as they are imported lazily; their own globals are watched
+            if not callable(value) and not (name == owned_prefix or name.startswith(owned_prefix + ".")):
+                continue  # a library's module-level state (caches, flags) changes as it runs
+            entries[f"{name}.{attr}"] = (id(value), _code_digest(value))
+            if keep:
+                originals[f"{name}.{attr}"] = (module, attr, value, _code_state(value))
+            if isinstance(value, type) and getattr(value, "__module__", None) == name:
+                for member, inner in list(vars(value).items()):
+                    if member.startswith("__") and member not in ("__call__", "__init__", "__new__", "__array__"):
+                        continue
+                    inner_fn = getattr(inner, "__func__", inner)
+                    entries[f"{name}.{attr}.{member}"] = (id(inner), _code_digest(inner_fn))
+                    if keep:
+                        originals[f"{name}.{attr}.{member}"] = (value, member, inner, _code_state(inner_fn))
+    return entries, originals
+
+
+def snapshot_surface(module_names: Iterable[str], owned_prefix: str = "kgate") -> SurfaceSnapshot:
+    names = tuple(sorted(set(module_names)))
+    entries, originals = _surface(names, owned_prefix, keep=True)
+    return SurfaceSnapshot(entries, names, owned_prefix, originals)
+
+
+def loaded_modules(*prefixes: str) -> list[str]:
+    """Names of the loaded modules equal to or under any of `prefixes`."""
+    return [
+        name
+        for name, module in list(sys.modules.items())
+        if module is not None and any(name == p or name.startswith(p + ".") for p in prefixes)
+    ]

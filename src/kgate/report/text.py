@@ -96,7 +96,7 @@ def _render_timing(report: Report, console: Console) -> None:
     m = t["method"]
     console.print(
         f"  method: {m['rounds']} rounds x {m['pairs_per_round']} interleaved pairs in {m.get('sessions', 1)} sessions "
-        f"(fresh compile + buffers each), coin-flip order, synchronized calls, {m.get('cache', 'no cache flush')}; "
+        f"(fresh compile and fresh input values each), coin-flip order, synchronized calls, {m.get('cache', 'no cache flush')}; "
         f"stopped: {m['stop_reason']}",
         soft_wrap=True,
     )

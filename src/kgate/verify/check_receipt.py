@@ -5,14 +5,13 @@ OK         the hash matches, every status follows from the recorded numbers, and
 TAMPERED   the hash does not match, or a status does not follow from the numbers
 MISMATCH   the receipt is intact but the modules or their inputs have changed since
 INCOMPLETE the receipt lacks required fields (not a kgate verify receipt, or truncated)
+ANOMALY    the receipt is intact, but in the run it records candidate code patched kgate, the
+           array library or the reference: nothing that run reported holds
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +20,12 @@ from typing import Any, Literal
 from kgate.errors import KgateError
 from kgate.problem.module import file_sha256
 from kgate.verify import receipt as receipts
+from kgate.verify import spawn
 
-ReceiptStatus = Literal["OK", "TAMPERED", "MISMATCH", "INCOMPLETE"]
+# Integrity checks that say candidate code changed kgate, the array library or the reference.
+PATCH_CHECKS = frozenset({"process_untouched", "reference_untouched", "timer_untouched"})
+
+ReceiptStatus = Literal["OK", "TAMPERED", "MISMATCH", "INCOMPLETE", "ANOMALY"]
 
 
 @dataclass(frozen=True)
@@ -66,22 +69,9 @@ def _regenerated_inputs(receipt: dict[str, Any]) -> dict[str, str]:
         "dtype": receipt.get("dtype"),
         "overrides": receipt.get("overrides", {}),
     }
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump(payload, handle)
-        name = handle.name
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "kgate.verify.leg", "inputs", name],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-    finally:
-        Path(name).unlink(missing_ok=True)
-    try:
-        return dict(json.loads(proc.stdout).get("inputs", {}))
-    except json.JSONDecodeError:
-        return {}
+    with tempfile.TemporaryDirectory(prefix="kgate-receipt-") as scratch:
+        result = spawn.run("inputs", payload, Path(scratch))
+    return dict(result.get("inputs", {}))
 
 
 def check(path: Path, *, regenerate: bool = True) -> ReceiptCheck:
@@ -101,6 +91,13 @@ def check_data(receipt: dict[str, Any], path: Path, *, regenerate: bool = True, 
     checked["statuses"] = True
     if problems:
         return ReceiptCheck(path, "TAMPERED", tuple(problems), checked)
+    patched = [
+        f"integrity.{c.get('name')}: {c.get('detail')}"
+        for c in receipt["gates"].get("integrity", {}).get("checks", [])
+        if c.get("status") == "FAIL" and str(c.get("name", "")).rsplit(".", 1)[-1] in PATCH_CHECKS
+    ]
+    if patched:
+        return ReceiptCheck(path, "ANOMALY", ("candidate code patched what this run relied on", *patched), checked)
     if not sources:
         return ReceiptCheck(path, "OK", ("module sources not checked",), checked)
     findings: list[str] = []

@@ -1,26 +1,35 @@
-"""`kgate parity` and `kgate gate`: integrity, multi-seed parity and the firing audit,
-run in this process against modules loaded in protocol order.
+"""`kgate parity` and `kgate gate` (and verify's checks): integrity, multi-seed parity and
+the firing audit, graded here from evidence produced in two other processes.
 
-The candidate runs on every seed before any reference output exists in the process, so
-it cannot find (or land on freed memory holding) the expected answer; the reference
-then runs on a pristine copy of the inputs, taken before the candidate first ran.
+The reference leg (a process that never imports the candidate) makes each probe's
+inputs, the reference's outputs and the oracle's. The candidate leg imports the
+candidate first, and only then receives the inputs (never a seed, never an expected
+answer). This process imports neither module and no framework: it reads both legs'
+arrays and computes every verdict. Each run adds a probe seed drawn at random here,
+after both legs started, recorded in the report so it can be regenerated.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kgate.backends import HostTree, get_backend
-from kgate.errors import KgateError, describe
+from kgate.backends import ProgramFacts, wire
+from kgate.backends.base import Ablation, count_moved
+from kgate.clock import draw_seed
+from kgate.errors import KgateError
 from kgate.gates import firing, integrity, parity
-from kgate.gates.common import GateResult
+from kgate.gates.common import Check, GateResult
 from kgate.gates.firing import FiringSpec
 from kgate.gates.parity import ParitySpec, Probe
-from kgate.problem import load_pair
+from kgate.verify import spawn
+from kgate.verify.spawn import no_dumps
 from kgate.verify.lock import compile_slot
 from kgate.verify.outcome import Report
 
@@ -48,112 +57,198 @@ class CheckRequest:
 
 
 
-def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bool) -> Report:
+def run_probe_legs(
+    request: CheckRequest, *, use_tiny: bool, with_firing: bool, env: Mapping[str, str] | None = None,
+    workdir: Path | None = None,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], tuple[int, ...]]:
+    """Run the reference leg and the candidate leg; their results, both legs' arrays, and the seeds used.
+
+    Both start at once. The reference's process makes the inputs and waits; the candidate's
+    imports the candidate, then receives the inputs and runs. Only when the candidate's
+    process group is gone does the reference's compute its answers, sent here over a pipe."""
+    no_dumps()  # this process will hold expected answers
+    seeds = (*request.seeds, draw_seed(request.seeds))
+    common = {
+        "reference": str(Path(request.reference).resolve()),
+        "candidate": str(Path(request.candidate).resolve()),
+        "entry": request.entry,
+        "overrides": dict(request.overrides),
+        "use_tiny": use_tiny,
+        "dtype": request.dtype,
+    }
+    with tempfile.TemporaryDirectory(prefix="kgate-probes-") as scratch:
+        folder = Path(workdir) if workdir is not None else Path(scratch)
+        ref_dir, cand_dir = folder / "reference", folder / "candidate"
+        ref_req = {**common, "seeds": list(seeds), "workdir": str(ref_dir),
+                   "reference_compiled": with_firing and request.klass != "kernel-authored"}
+        cand_req = {**common, "workdir": str(cand_dir), "with_firing": with_firing,
+                    "probes_file": str(cand_dir / "probes.json")}
+        reference_leg = spawn.start("reference-probes", ref_req, ref_dir, env=env, waits=True, data=True)
+        candidate = spawn.start("candidate-probes", cand_req, cand_dir, env=env, waits=True, beats=True,
+                                own_session=True)
+        try:
+            manifest = _wait_for_inputs(reference_leg, ref_dir)
+            candidate.wait_beat("imported")
+            for p in manifest:
+                os.replace(ref_dir / f"inputs-{p['seed']}.pkl", cand_dir / f"inputs-{p['seed']}.pkl")
+            (cand_dir / "probes.json").write_text(json.dumps(
+                [{"seed": p["seed"], "file_sha256": p["file_sha256"]} for p in manifest]
+            ))
+            candidate.go()
+            cand_result = candidate.wait()
+        finally:
+            candidate.kill_group()
+        arrays: dict[str, Any] = {}
+        if cand_result.get("status") == "DONE":
+            try:
+                arrays.update(wire.read_trees(cand_dir / "candidate.npz"))
+            except KgateError as exc:
+                cand_result = {"status": "CRASHED", "error": {"problem": exc.problem}}
+        reference_leg.go()
+        reference = reference_leg.wait()
+        if reference.get("status") != "DONE":
+            raise _leg_error("reference", reference)
+        arrays.update(wire.read_trees(bytes(reference_leg.data)))
+        return reference, cand_result, arrays, seeds
+
+
+def _wait_for_inputs(leg: spawn.LegProcess, folder: Path) -> list[dict[str, Any]]:
+    """The reference leg's list of probe inputs, once it has made them all."""
+    manifest = folder / "inputs.json"
+    while not manifest.exists():
+        if leg.proc.poll() is not None:
+            raise _leg_error("reference", leg.wait())
+        time.sleep(0.005)
+    while True:  # written in one call, but read it only once it parses
+        try:
+            return list(json.loads(manifest.read_text()))
+        except ValueError:
+            time.sleep(0.005)
+
+
+def _leg_error(role: str, result: Mapping[str, Any]) -> KgateError:
+    error = result.get("error", {})
+    if result.get("status") == "ERROR":
+        return KgateError(str(error.get("problem")), str(error.get("fix")))
+    return KgateError(
+        f"the {role} leg crashed: {error.get('problem', result.get('status'))}",
+        "run the reference module by hand (`python -c 'import ...'`) to see the full error.",
+    )
+
+
+def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bool,
+         env: Mapping[str, str] | None = None, workdir: Path | None = None) -> Report:
     started = time.perf_counter()
-    backend = get_backend("jax")
-    with load_pair(
-        request.reference, request.candidate, entry=request.entry, overrides=request.overrides, use_tiny=use_tiny
-    ) as pair:
-        notes: list[str] = []
-        if use_tiny and not vars(pair.reference.module).get("TINY") and not request.overrides:
-            notes.append("the reference defines no TINY op-point: the gate ran at the full CONFIG (slow).")
-        # 1. Inputs for every seed, then the candidate on every seed, before any reference output exists.
-        inputs: dict[int, tuple[Any, ...]] = {}
-        seeding: dict[int, str] = {}
-        created: dict[int, str] = {}
-        pristine: dict[int, tuple[Any, ...]] = {}
-        for seed in request.seeds:
-            inputs[seed], seeding[seed] = backend.create_inputs(pair.reference, seed, request.dtype)
-            created[seed] = backend.digest(inputs[seed])
-            pristine[seed] = backend.copy_inputs(inputs[seed])
-        candidate_out: dict[int, HostTree | None] = {}
-        candidate_err: dict[int, str] = {}
-        after: dict[int, str] = {}
-        for seed in request.seeds:
-            try:
-                candidate_out[seed] = backend.run(pair.candidate.entry, inputs[seed])
-            except Exception as exc:  # the candidate's failure is evidence, not a crash
-                candidate_out[seed], candidate_err[seed] = None, describe(exc)
-            try:
-                after[seed] = backend.digest(inputs[seed])
-            except Exception:
-                after[seed] = ""
-        prefill: str | None = None
-        first = request.seeds[0]
-        if backend.interpreted and candidate_out[first] is not None:
-            try:
-                zero = backend.run(pair.candidate.entry, inputs[first], uninitialized="zero")
-                prefill = parity.compare_prefill(candidate_out[first], zero)  # type: ignore[arg-type]
-            except Exception as exc:
-                prefill = f"the candidate failed when fresh buffers were zero-filled: {describe(exc)}"
-        # 2. The reference and its oracle, on the pristine copy.
-        probes: list[Probe] = []
-        hashes: list[integrity.InputHashes] = []
-        for seed in request.seeds:
-            clean = pristine[seed]
-            hashes.append(integrity.InputHashes(seed, created[seed], after[seed], backend.digest(clean)))
-            try:
-                ref_out = backend.run(pair.reference.entry, clean)
-                oracle = backend.run_oracle(pair.reference.entry, clean, "float32")
-                oracle_kind = "float32"
-                if parity.floor_is_degenerate(ref_out, oracle):
-                    oracle, oracle_kind = backend.run_oracle(pair.reference.entry, clean, "float64"), "float64"
-            except Exception as exc:
-                raise KgateError(
-                    f"the reference {pair.reference.path.name} failed on seed {seed}: {describe(exc)}",
-                    "fix the reference module; kgate cannot grade against a reference that does not run.",
-                ) from exc
-            probes.append(
-                Probe(
-                    seed=seed,
-                    inputs=backend.to_host(clean),
-                    reference=ref_out,
-                    oracle=oracle,
-                    oracle_kind=oracle_kind,
-                    candidate=candidate_out[seed],
-                    candidate_error=candidate_err.get(seed, ""),
-                )
-            )
-        gates: dict[str, GateResult] = {
-            "integrity": integrity.evaluate(pair.reference_changes, pair.config_mismatches, hashes),
-            "parity": parity.evaluate(request.parity_spec, probes, prefill),
+    ref, cand, arrays, seeds = run_probe_legs(
+        request, use_tiny=use_tiny, with_firing=with_firing, env=env, workdir=workdir
+    )
+    notes: list[str] = []
+    if use_tiny and not ref.get("has_tiny") and not request.overrides:
+        notes.append("the reference defines no TINY op-point: the gate ran at the full CONFIG (slow).")
+    random_seed = seeds[-1]
+    if cand.get("status") == "ERROR":
+        raise _leg_error("candidate", cand)
+    if cand.get("status") != "DONE":
+        return _candidate_crashed(command, request, ref, cand, seeds, random_seed, notes)
+    runs = {r["seed"]: r for r in cand.get("runs", [])}
+    probes: list[Probe] = []
+    hashes: list[integrity.InputHashes] = []
+    for p in ref["probes"]:
+        seed = p["seed"]
+        run = runs.get(seed, {})
+        hashes.append(integrity.InputHashes(seed, p["input_sha256"], run.get("after_sha256", ""),
+                                            run.get("received_sha256", "")))
+        cand_out = arrays.get(f"s{seed}-candidate")
+        probes.append(Probe(
+            seed=seed,
+            inputs=arrays[f"s{seed}-inputs"],
+            reference=arrays[f"s{seed}-reference"],
+            oracle=arrays[f"s{seed}-oracle"],
+            oracle_kind=p["oracle_kind"],
+            candidate=cand_out,
+            candidate_error=run.get("error", "" if cand_out is not None else "the candidate leg returned no output"),
+        ))
+    gates: dict[str, GateResult] = {
+        "integrity": integrity.evaluate(
+            tuple(cand.get("reference_changes", [])), tuple(cand.get("config_mismatches", [])), hashes,
+            process_changes=tuple(cand.get("changes", [])),
+        ),
+        "parity": parity.evaluate(request.parity_spec, probes, cand.get("prefill")),
+    }
+    if with_firing:
+        facts = _facts(request.parity_spec, probes[0], arrays, cand)
+        gates["firing"] = firing.audit(
+            request.klass, facts, spec=request.firing_spec, reference_compiled=ref.get("reference_compiled"),
+            trace_error=cand.get("trace_error", "the candidate leg ran no probe"),
+            bypass=_bypass(request.parity_spec, probes[0], arrays, cand),
+        )
+    seeding = {str(p["seed"]): p["seeding"] for p in ref["probes"]}
+    context = {
+        "class": request.klass,
+        "reference": ref["reference"],
+        "candidate": cand.get("candidate", {"path": str(request.candidate)}),
+        "op_point": ref["op_point"],
+        "seeds": list(seeds),
+        "random_seed": random_seed,
+        "seeding": seeding,
+        "input_sha256": {str(p["seed"]): p["input_sha256"] for p in ref["probes"]},
+        "output_sha256": {str(s): runs.get(s, {}).get("output_sha256") for s in seeds},
+        "dtype": request.dtype,
+        "device": ref["device"],
+        "interpreted": ref["interpreted"],
+        "isolation": "reference and oracle in a process that never imported the candidate; the candidate in a "
+        "process that never held an expected output; verdicts graded in a process that imported neither",
+        "wall_s": round(time.perf_counter() - started, 3),
+    }
+    if workdir is not None:  # verify hands the first probe's inputs to its measure leg
+        first = ref["probes"][0]
+        context["handoff"] = {
+            "path": str(Path(workdir) / "candidate" / f"inputs-{first['seed']}.pkl"),
+            "file_sha256": first["file_sha256"],
+            "input_sha256": first["input_sha256"],
         }
-        # 3. The firing audit, on the first seed's inputs.
-        if with_firing:
-            gates["firing"] = _firing(backend, pair, request, inputs[first])
-        context = {
-            "class": request.klass,
-            "reference": pair.reference.to_json(),
-            "candidate": pair.candidate.to_json(),
-            "op_point": pair.op_point.to_json(),
-            "seeds": list(request.seeds),
-            "seeding": {str(s): seeding[s] for s in request.seeds},
-            "input_sha256": {str(s): created[s] for s in request.seeds},
-            "output_sha256": {
-                str(s): (out.sha256() if (out := candidate_out[s]) is not None else None) for s in request.seeds
-            },
-            "dtype": request.dtype,
-            "device": backend.device().to_json(),
-            "interpreted": backend.interpreted,
-            "wall_s": round(time.perf_counter() - started, 3),
-        }
-        if all(how == "none" for how in seeding.values()):
-            notes.append(
-                "create_inputs takes no seed and makes no jax.random/numpy key kgate could intercept; "
-                "every seed sees the same inputs."
-            )
-        return Report(command, gates, context, tuple(notes))
+    if all(how == "none" for how in seeding.values()):
+        notes.append(
+            "create_inputs takes no seed and makes no jax.random/numpy key kgate could intercept; "
+            "every seed sees the same inputs."
+        )
+    return Report(command, gates, context, tuple(notes))
 
 
-def _firing(backend: Any, pair: Any, request: CheckRequest, inputs: tuple[Any, ...]) -> GateResult:
-    try:
-        facts = backend.inspect(pair.candidate.entry, inputs)
-    except Exception as exc:
-        return firing.audit(request.klass, None, trace_error=describe(exc))
-    reference_compiled = None
-    if request.klass != "kernel-authored":
-        reference_compiled = backend.compiled_text(pair.reference.entry, inputs)
-    return firing.audit(request.klass, facts, spec=request.firing_spec, reference_compiled=reference_compiled)
+def _facts(spec: ParitySpec, probe: Probe, arrays: Mapping[str, Any], cand: Mapping[str, Any]) -> ProgramFacts | None:
+    """The candidate's program facts, with the ablation counted here: an element moved only
+    when it moved by more than what parity allows on the first probe."""
+    if not cand.get("facts"):
+        return None
+    facts = ProgramFacts.from_json(cand["facts"])
+    if "ablation-moves" in arrays:
+        ablation = count_moved(arrays["ablation-moves"].leaves, parity.allowance(spec, probe.reference, probe.oracle))
+    else:
+        ablation = Ablation(False, str(cand.get("ablation_error", "no ablation run")))
+    return replace(facts, ablation=ablation)
+
+
+def _bypass(spec: ParitySpec, probe: Probe, arrays: Mapping[str, Any], cand: Mapping[str, Any]) -> dict[str, bool] | str:
+    """For each stand-in that replaced the kernels, whether the output still passed parity on the first probe."""
+    if cand.get("bypass_error"):
+        return str(cand["bypass_error"])
+    runs = {k.split("-", 1)[1]: tree for k, tree in arrays.items() if k.startswith("bypass-")}
+    if not runs:
+        return "the program has no kernel to replace"
+    return {name: parity.passes(spec, replace(probe, candidate=tree, candidate_error="")) for name, tree in runs.items()}
+
+
+def _candidate_crashed(command: str, request: CheckRequest, ref: Mapping[str, Any], cand: Mapping[str, Any],
+                       seeds: tuple[int, ...], random_seed: int, notes: list[str]) -> Report:
+    """The candidate's process died (a segfault, an exit, an out-of-memory): a FAIL, with its last words."""
+    problem = cand.get("error", {}).get("problem", cand.get("status"))
+    crashed = Check("candidate_ran", "FAIL", f"the candidate's process died: {problem}",
+                    "run the candidate on the probe inputs by hand and fix the crash.")
+    gates = {"parity": GateResult("parity", (crashed,))}
+    context = {"class": request.klass, "reference": ref["reference"], "candidate": {"path": str(request.candidate)},
+               "op_point": ref["op_point"], "seeds": list(seeds), "random_seed": random_seed,
+               "device": ref["device"], "interpreted": ref["interpreted"]}
+    return Report(command, gates, context, tuple(notes))
 
 
 # These runs are compile-dominated (every probe jits): each holds one of the host's
@@ -166,10 +261,11 @@ def run_parity(request: CheckRequest) -> Report:
         return _run(request, "parity", use_tiny=False, with_firing=False)
 
 
-def run_screen_checks(request: CheckRequest) -> Report:
-    """verify's checks leg: integrity + multi-seed parity + firing, at the op-point (not TINY)."""
+def run_screen_checks(request: CheckRequest, env: Mapping[str, str], workdir: Path) -> Report:
+    """verify's checks: integrity + multi-seed parity + firing, at the op-point (not TINY), with
+    verify's environment for the legs; the first probe's inputs stay in `workdir` for timing."""
     with compile_slot():
-        return _run(request, "checks", use_tiny=False, with_firing=True)
+        return _run(request, "checks", use_tiny=False, with_firing=True, env=env, workdir=workdir)
 
 
 def run_gate(request: CheckRequest) -> Report:

@@ -1,13 +1,15 @@
 """One device leg of `kgate verify`, run as `python -m kgate.verify.leg KIND REQUEST.json`.
 
 The verifying parent never imports a framework; each leg runs here, in a fresh process,
-and prints its report as JSON on stdout. KIND is `checks` (integrity + parity + firing
-at the op-point), `measure`, or `inputs` (regenerate input hashes for verify-receipt).
+and writes its report as JSON to the result file the parent named. KIND is `reference-probes` and `candidate-probes`
+(the two halves of gate, parity and verify's checks: see kgate.verify.probes), `measure`,
+`coverage`, `capture`, or `inputs` (regenerate input hashes for verify-receipt).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,43 +17,27 @@ from typing import Any
 from kgate.errors import KgateError
 
 
-def _checks(req: dict[str, Any]) -> dict[str, Any]:
-    from kgate.gates.firing import FiringSpec
-    from kgate.gates.parity import ParitySpec
-    from kgate.verify.early import CheckRequest, run_screen_checks
+def _reference_probes(req: dict[str, Any]) -> dict[str, Any]:
+    from kgate.verify.probes import reference_leg
+    from kgate.verify.spawn import no_dumps
 
-    request = CheckRequest(
-        reference=Path(req["reference"]),
-        candidate=Path(req["candidate"]),
-        entry=req["entry"],
-        klass=req["class"],
-        seeds=tuple(req["seeds"]),
-        dtype=req["dtype"],
-        overrides=req["overrides"],
-        parity_spec=ParitySpec.parse(req["parity"]),
-        firing_spec=FiringSpec(
-            expect_hlo=tuple(req["firing"]["expect_hlo"]),
-            forbid_hlo=tuple(req["firing"]["forbid_hlo"]),
-            kernel_calls=req["firing"]["kernel_calls"],
-            forbid_shapes=tuple(req["firing"]["forbid_shapes"]),
-        ),
-    )
-    report = run_screen_checks(request).to_json()
-    if req.get("inputs_out"):
-        # Hand the first seed's inputs to the measure leg: same values, no second create_inputs.
-        from kgate.backends import get_backend
-        from kgate.problem import load_pair
+    no_dumps()  # its memory will hold expected answers
+    channel = sys.stdin.buffer
+    return reference_leg(req, lambda: channel.readline().strip() == b"go")
 
-        backend = get_backend("jax")
-        with load_pair(request.reference, request.reference, overrides=request.overrides) as pair:
-            inputs, _ = backend.create_inputs(pair.reference, request.seeds[0], request.dtype)
-            digest = backend.digest(inputs)
-            # Only inputs identical to the ones just checked are handed over.
-            if digest == report["input_sha256"][str(request.seeds[0])] and backend.save_inputs(
-                inputs, Path(req["inputs_out"])
-            ):
-                report["handoff_sha256"] = digest
-    return report
+
+def _candidate_probes(req: dict[str, Any]) -> dict[str, Any]:
+    from kgate.verify.probes import candidate_leg
+
+    from kgate.verify.spawn import beat
+
+    channel = sys.stdin.buffer
+
+    def wait_for_inputs() -> bool:
+        beat("imported")
+        return channel.readline().strip() == b"go"
+
+    return candidate_leg(req, wait_for_inputs)
 
 
 def _measure(req: dict[str, Any]) -> dict[str, Any]:
@@ -71,6 +57,7 @@ def _measure(req: dict[str, Any]) -> dict[str, Any]:
         reference_first=req.get("reference_first", False),
         inputs_file=Path(req["inputs_in"]) if req.get("inputs_in") else None,
         inputs_sha256=req.get("inputs_sha256"),
+        inputs_file_sha256=req.get("inputs_file_sha256"),
     )
     return run_measure(request).to_json()
 
@@ -136,19 +123,32 @@ def _capture(req: dict[str, Any]) -> dict[str, Any]:
     return {"status": "CAPTURED", "folder": str(folder), "files": files}
 
 
-LEGS = {"checks": _checks, "measure": _measure, "inputs": _inputs, "coverage": _coverage, "capture": _capture}
+LEGS = {
+    "reference-probes": _reference_probes,
+    "candidate-probes": _candidate_probes,
+    "measure": _measure, "inputs": _inputs, "coverage": _coverage, "capture": _capture}
 
 
 def main(argv: list[str]) -> int:
     kind, request_path = argv[1], argv[2]
+    req = json.loads(Path(request_path).read_text())
+    # Nothing the modules print may reach kgate's channels: stdout joins stderr, and the
+    # result goes to the file the parent named.
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     try:
-        result = LEGS[kind](json.loads(Path(request_path).read_text()))
+        result = LEGS[kind](req)
     except KgateError as exc:
         result = {"status": "ERROR", "error": exc.to_json()}
     from kgate.jsonio import dumps
 
-    sys.stdout.write(dumps(result) + "\n")
-    return 0
+    target = Path(req["result"])
+    partial = target.with_suffix(".partial")
+    partial.write_text(dumps(result) + "\n")
+    partial.replace(target)
+    # Leave now: no exit hook a module registered (atexit, a finalizer) runs after the result.
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -27,14 +27,19 @@ from kgate.errors import KgateError, describe
 from kgate.gates import stats
 from kgate.gates.bar import Bar, evaluate_bar
 from kgate.gates.common import Check, GateResult
+from kgate.gates.parity import timed_agreement
 from kgate.problem import load_pair
 from kgate.verify.lock import compile_slot
+from kgate.verify import census
 from kgate.verify.outcome import Report
+from kgate.verify.spawn import beat
+from kgate.verify.watch import Watch
 
 NOISY_IQR = 0.10  # IQR/median above this is called noisy, in plain words
 CPU_BUDGET_S = 6.0
 ORDERING_LEVEL = 0.99
 CPU_MAX_ROUNDS = 40
+TIMED_AGREEMENT_FACTOR = 4.0  # a later session's error may be this many times the first's (or the resolution)
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,7 @@ class MeasureRequest:
     reference_first: bool = False  # verify --mode full's second cold process: the other ordering
     inputs_file: Path | None = None  # verify: the checks leg's inputs, handed over (hash-checked)
     inputs_sha256: str | None = None
+    inputs_file_sha256: str | None = None
     order_seed: int | None = None
 
     def __post_init__(self) -> None:
@@ -100,6 +106,8 @@ def collect(
     rng: random.Random,
     threads: frozenset[int] = frozenset(),
     progress: Callable[[int, float], None] | None = None,
+    before_round: Callable[[int], None] | None = None,
+    after_round: Callable[[int], None] | None = None,
 ) -> tuple[Samples, str, int, float]:
     """Collect rounds of interleaved pairs, session by session.
 
@@ -123,6 +131,8 @@ def collect(
         done = 0
         while True:
             r_row, c_row, f_row = [], [], []
+            if before_round is not None:
+                before_round(len(samples.reference))
             for _ in range(per_round):
                 cand_first = rng.random() < 0.5
                 if cand_first:
@@ -140,6 +150,8 @@ def collect(
             samples.candidate_first.append(f_row)
             samples.session.append(session)
             done += 1
+            if after_round is not None:
+                after_round(len(samples.reference) - 1)
             width = math.inf
             last = session == sessions - 1
             if last and done >= per_session_min:  # the only place the run may stop early
@@ -293,22 +305,29 @@ def _ordering_check(samples: Samples) -> Check:
 
 def run_measure(request: MeasureRequest, progress: Callable[[int, float], None] | None = None) -> Report:
     """Co-measure reference and candidate; integrity + timing (+ bar) in one report."""
+    backend = get_backend("jax")
+    backend.warm_up()  # the framework's own threads exist before the census below
+    watch = Watch(backend)  # before any candidate code exists in this process
     try:
-        return _measure(request, progress)
+        return _measure(request, progress, backend, watch)
     finally:
+        watch.restore()
         kclock.restore()
 
 
-def _measure(request: MeasureRequest, progress: Callable[[int, float], None] | None) -> Report:
+def _measure(
+    request: MeasureRequest, progress: Callable[[int, float], None] | None, backend: Any, watch: Watch
+) -> Report:
     started = time.perf_counter()
     clock = kclock.perf_counter_ns  # bound before the candidate is imported below
-    backend = get_backend("jax")
+    threads_before_import = census.census()
     with load_pair(
         request.reference, request.candidate, entry=request.entry, overrides=request.overrides, watch=[stats, kclock]
     ) as pair:
+        watch.check("at import")
         timer_changes_at_import = kclock.tampered()
         if request.inputs_file is not None:
-            inputs = backend.load_inputs(request.inputs_file)
+            inputs = backend.load_inputs(request.inputs_file, request.inputs_file_sha256 or "")
             if backend.digest(inputs) != request.inputs_sha256:
                 raise KgateError(
                     "the inputs handed over from the checks leg do not hash as recorded.",
@@ -324,7 +343,7 @@ def _measure(request: MeasureRequest, progress: Callable[[int, float], None] | N
         integrity: list[Check] = []
         if request.reference_first:
             with compile_slot():
-                ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
+                ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush, keep_outputs=False)
             ref.output()
         try:
             with compile_slot():
@@ -332,30 +351,43 @@ def _measure(request: MeasureRequest, progress: Callable[[int, float], None] | N
             first_out = cand.output()  # the candidate's first execution in this process
         except Exception as exc:
             return _unmeasurable(request, pair, backend, describe(exc))
+        watch.track("candidate timed call", cand, volatile=("_alive",))
+        watch.check("after the candidate's first call")
         integrity.append(_outputs_valid(first_out, spec))
         if not request.reference_first:
             with compile_slot():
-                ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
+                ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush, keep_outputs=False)
             ref.output()
+        watch.track("reference timed call", ref)
         interpreted = backend.interprets(pair.reference.entry, inputs) or backend.interprets(pair.candidate.entry, inputs)
         cpu = backend.interpreted  # the CPU stand-in (shared, few cores): timing is capped, compiled or not
         budget = min(request.budget_s, CPU_BUDGET_S) if cpu else request.budget_s
         max_rounds = min(request.max_rounds, CPU_MAX_ROUNDS) if cpu else request.max_rounds
         buffers = [(inputs, created)]
-        legs = {"candidate": cand}
+        legs = {"candidate": cand, "reference": ref}
+        timed_seeds = [request.seed]
+        agreement: list[dict[str, Any]] = []
 
         def make_legs(session: int) -> tuple[Any, Any]:
             if session == 0:
                 return ref, cand
-            fresh = backend.copy_inputs(inputs)
+            # Each later session times fresh input values, from a seed drawn now, after the
+            # candidate's import: nothing it cached or precomputed can match them.
+            agreement.append(_agreement(legs, timed_seeds[-1]))
+            seed = kclock.draw_seed(timed_seeds)
+            timed_seeds.append(seed)
+            fresh, _ = backend.create_inputs(pair.reference, seed, request.dtype)
             buffers.append((fresh, backend.digest(fresh)))
             with compile_slot():
                 new_cand = backend.compile_timed(pair.candidate.entry, fresh, clock, flush)  # candidate first
             with compile_slot():
-                new_ref = backend.compile_timed(pair.reference.entry, fresh, clock, flush)
-            legs["candidate"] = new_cand
+                new_ref = backend.compile_timed(pair.reference.entry, fresh, clock, flush, keep_outputs=False)
+            legs.update(candidate=new_cand, reference=new_ref)
+            watch.track(f"session {session} candidate timed call", new_cand, volatile=("_alive",))
+            watch.track(f"session {session} reference timed call", new_ref)
             return new_ref, new_cand
 
+        rounds = _RoundWatch(watch, threads_before_import)
         samples, stop_reason, per_round, per_call_s = collect(
             make_legs,
             sessions=request.sessions,
@@ -367,11 +399,16 @@ def _measure(request: MeasureRequest, progress: Callable[[int, float], None] | N
             rng=random.Random(request.order_seed),
             threads=threads,
             progress=progress,
+            before_round=rounds.start,
+            after_round=rounds.end,
         )
-        last_out = legs["candidate"].output()
+        agreement.append(_agreement(legs, timed_seeds[-1]))
+        last_out = cand.output()  # session 0's inputs again: the same answer as at first
+        watch.check("at the end", "deep")
         after = created if all(backend.digest(b) == h for b, h in buffers) else "changed"
         timer_changes = sorted(set(timer_changes_at_import) | set(kclock.tampered()))
         integrity = [
+            _process_check(watch.changes),
             _tamper_check(pair.reference_changes),
             _timer_check(timer_changes),
             Check(
@@ -384,7 +421,9 @@ def _measure(request: MeasureRequest, progress: Callable[[int, float], None] | N
             ),
             *integrity,
             _stable_check(first_out, last_out),
+            _agreement_check(agreement),
             _threads_check(samples.extra_threads),
+            rounds.os_threads_check(),
             _ordering_check(samples),
         ]
         k = request.bar.sigma_k if request.bar and request.bar.sigma_k else 3.0
@@ -403,6 +442,7 @@ def _measure(request: MeasureRequest, progress: Callable[[int, float], None] | N
             "device": backend.device().to_json(),
             "interpreted": interpreted,
             "input_sha256": created,
+            "timed_seeds": timed_seeds,
             "first_leg": "reference" if request.reference_first else "candidate",
             "wall_s": round(time.perf_counter() - started, 3),
         }
@@ -495,6 +535,92 @@ def _threads_check(extra: int) -> Check:
             "finish all work before returning; no background threads.",
         )
     return Check("threads_quiet", "PASS", "no Python thread outlived a candidate call")
+
+
+class _RoundWatch:
+    """Between timed rounds (never inside one): the parent's beat, the hot surface re-diffed,
+    and a census of the process's OS threads."""
+
+    def __init__(self, watch: Watch, threads_before_import: dict[int, census.ThreadSample] | None) -> None:
+        self.watch = watch
+        self.baseline = threads_before_import
+        self.first: dict[int, census.ThreadSample] | None = None
+        self.last: dict[int, census.ThreadSample] | None = None
+        self.seen: dict[int, str] = {}
+
+    def start(self, index: int) -> None:
+        beat(f"b {index}")
+        if self.first is None and self.baseline is not None:
+            self.first = census.census()
+
+    def end(self, index: int) -> None:
+        beat(f"e {index}")
+        self.watch.check("during the timed rounds", "hot")
+        if self.baseline is not None:
+            self.last = census.census()
+            if self.last is not None:
+                for tid, sample in census.foreign(self.baseline, self.last).items():
+                    self.seen[tid] = sample.name
+
+    def os_threads_check(self) -> Check:
+        if self.baseline is None or self.first is None or self.last is None:
+            return Check("os_threads_quiet", "SKIPPED", "no /proc/self/task here: OS threads were not counted")
+        busy = census.cpu_used(self.first, self.last, set(self.seen))
+        if busy >= 0.01:
+            return Check(
+                "os_threads_quiet",
+                "FAIL",
+                f"{len(self.seen)} OS thread(s) started after kgate's baseline, outside the framework's pools, used "
+                f"{busy:.2f} s of CPU during the timed rounds: work escapes (or disturbs) the timed window",
+                "finish all work before returning; start no threads (not even with _thread or native code).",
+            )
+        if self.seen:
+            return Check(
+                "os_threads_quiet",
+                "ADVISORY",
+                f"{len(self.seen)} OS thread(s) started after kgate's baseline, outside the framework's pools, are "
+                "alive; they used no CPU during the timed rounds",
+            )
+        return Check("os_threads_quiet", "PASS", "no OS thread besides the framework's pools appeared after the baseline")
+
+
+def _agreement(legs: dict[str, Any], seed: int) -> dict[str, Any]:
+    """The candidate's and the reference's answers on one session's timed inputs, compared at
+    once (the reference's answer is dropped before any candidate code runs again)."""
+    return {"seed": seed, **timed_agreement(legs["candidate"].output(), legs["reference"].output())}
+
+
+def _agreement_check(records: list[dict[str, Any]]) -> Check:
+    if not records:
+        return Check("timed_outputs_agree", "FAIL", "no timed session was compared", "report this as a kgate bug.")
+    first = records[0]["max_abs"]
+    bad = []
+    for r in records[1:]:
+        allowance = TIMED_AGREEMENT_FACTOR * max(first, r["resolution"])
+        if not math.isfinite(r["max_abs"]) or r["max_abs"] > allowance:
+            bad.append(f"seed {r['seed']}: max-abs {r['max_abs']:.3g} > {allowance:.3g}")
+    text = ", ".join(f"seed {r['seed']}: {r['max_abs']:.3g}" for r in records)
+    if bad:
+        return Check(
+            "timed_outputs_agree",
+            "FAIL",
+            "on timed inputs it had never seen, the candidate disagrees with the reference far more than on the "
+            f"first session's: {'; '.join(bad)} (allowance {TIMED_AGREEMENT_FACTOR:g}x the first session's error or "
+            "the output's resolution)",
+            "the candidate is right only on inputs it could know (a cache, a precomputed answer): compute the result.",
+        )
+    return Check("timed_outputs_agree", "PASS", f"candidate vs reference max-abs on each session's timed inputs: {text}")
+
+
+def _process_check(changes: list[str]) -> Check:
+    if changes:
+        return Check(
+            "process_untouched",
+            "FAIL",
+            "candidate code patched what the timing loop uses: " + "; ".join(changes[:12]),
+            "the candidate must not rebind, wrap or monkeypatch kgate, jax or numpy.",
+        )
+    return Check("process_untouched", "PASS", "kgate's modules and the array library's surface unchanged through timing")
 
 
 def _tamper_check(changes: tuple[str, ...]) -> Check:

@@ -172,6 +172,9 @@ def rederive(receipt: Mapping[str, Any]) -> list[str]:
     timed, seeds = receipt.get("timed_inputs"), receipt.get("seeds") or []
     if timed and seeds and receipt.get("inputs", {}).get(str(seeds[0])) not in (None, timed):
         problems.append("timing ran on inputs that are not the ones parity checked for the first seed")
+    watched = {c.get("name") for c in gates.get("integrity", {}).get("checks", [])}
+    if receipt.get("kind") == "verify" and "checks.process_untouched" not in watched:
+        problems.append("integrity: the check that candidate code patched nothing (checks.process_untouched) is missing")
     statuses = {name: g.get("status") for name, g in gates.items()}
     if statuses.get("integrity") == "FAIL":
         derived = "ANOMALY"

@@ -14,11 +14,9 @@ atomically at the very end (an interrupted verify leaves no receipt).
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import platform
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,10 +29,12 @@ from kgate.gates import coverage
 from kgate.gates.bar import parse_bar
 from kgate.gates.common import Check, GateResult
 from kgate.gates.firing import FiringSpec, parse_classes
+from kgate.gates.integrity import clock_bound
 from kgate.gates.parity import ParitySpec
 from kgate.problem.module import file_sha256
 from kgate.verify import lock as chip_lock
 from kgate.verify import receipt as receipts
+from kgate.verify import spawn
 from kgate.verify.outcome import Report
 
 CACHE_ENV = "KGATE_VERIFIER_CACHE"
@@ -110,31 +110,43 @@ def _git(path: Path) -> dict[str, Any]:
         return {"git_sha": None, "dirty": None}
 
 
-def _run_leg(kind: str, payload: Mapping[str, Any], request: VerifyRequest, say: Callable[[str], None]) -> dict[str, Any]:
-    env = {
-        **os.environ,
+def _leg_env(request: VerifyRequest) -> dict[str, str]:
+    return {
         **chip_lock.visibility_env(request.chip),
         "JAX_COMPILATION_CACHE_DIR": str(verifier_cache()),
         **({chip_lock.LOCK_DIR_ENV: str(request.lock_dir)} if request.lock_dir else {}),
-        "PYTHONUNBUFFERED": "1",
     }
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump(payload, handle)
-        request_file = handle.name
-    try:
-        path = chip_lock.lock_path(request.chip, request.lock_dir)
-        with chip_lock.hold(path, say=say, what=f"kgate verify {kind} leg"):
-            say(f"running the {kind} leg in a fresh process")
-            proc = subprocess.run(
-                [sys.executable, "-m", "kgate.verify.leg", kind, request_file], capture_output=True, text=True, env=env
-            )
-    finally:
-        Path(request_file).unlink(missing_ok=True)
-    try:
-        return json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        return {"status": "CRASHED", "returncode": proc.returncode, "error": {"problem": " | ".join(tail)}}
+
+
+def _run_leg(
+    kind: str, payload: Mapping[str, Any], request: VerifyRequest, say: Callable[[str], None], workdir: Path
+) -> dict[str, Any]:
+    path = chip_lock.lock_path(request.chip, request.lock_dir)
+    with chip_lock.hold(path, say=say, what=f"kgate verify {kind} leg"):
+        say(f"running the {kind} leg in a fresh process")
+        return spawn.run(kind, payload, workdir / kind, env=_leg_env(request), beats=kind == "measure")
+
+
+def _checks(request: VerifyRequest, say: Callable[[str], None], workdir: Path) -> dict[str, Any]:
+    """Integrity, parity and firing: the reference and the candidate each in their own fresh
+    process, graded here."""
+    from kgate.verify.early import CheckRequest, run_screen_checks
+
+    checks = CheckRequest(
+        reference=Path(request.reference),
+        candidate=Path(request.candidate),
+        entry=request.entry,
+        klass=request.klass,
+        seeds=request.seeds,
+        dtype=request.dtype,
+        overrides=request.overrides,
+        parity_spec=ParitySpec.parse(request.parity),
+        firing_spec=request.firing,
+    )
+    path = chip_lock.lock_path(request.chip, request.lock_dir)
+    with chip_lock.hold(path, say=say, what="kgate verify checks legs"):
+        say("running the checks: the reference and the candidate, each in a fresh process")
+        return run_screen_checks(checks, _leg_env(request), workdir).to_json()
 
 
 def _gate_from_json(name: str, data: Mapping[str, Any]) -> GateResult:
@@ -169,19 +181,16 @@ def run_verify(request: VerifyRequest, say: Callable[[str], None] = lambda _: No
         "dtype": request.dtype,
         "overrides": dict(request.overrides),
     }
-    with tempfile.TemporaryDirectory(prefix="kgate-verify-") as handoff:
-        handoff_file = str(Path(handoff) / "inputs.npz")
-        checks_leg = _run_leg(
-            "checks",
-            {**common, "parity": request.parity, "firing": request.firing.to_json(), "inputs_out": handoff_file},
-            request,
-            say,
-        )
+    with tempfile.TemporaryDirectory(prefix="kgate-verify-") as scratch:
+        workdir = Path(scratch)
+        checks_leg = _checks(request, say, workdir)
+        handoff = checks_leg.pop("handoff")
         timing: dict[str, Any] = {"bar": request.bar, "budget_s": request.budget_s, "sessions": request.sessions}
-        if checks_leg.get("handoff_sha256"):
-            timing.update(inputs_in=handoff_file, inputs_sha256=checks_leg["handoff_sha256"])
-        measure_leg = _run_leg("measure", {**common, **timing}, request, say)
-        return _finish(request, common, checks_leg, measure_leg, timing, say)
+        timing.update(
+            inputs_in=handoff["path"], inputs_sha256=handoff["input_sha256"], inputs_file_sha256=handoff["file_sha256"]
+        )
+        measure_leg = _run_leg("measure", {**common, **timing}, request, say, workdir)
+        return _finish(request, common, checks_leg, measure_leg, timing, say, workdir)
 
 
 def _finish(
@@ -191,17 +200,18 @@ def _finish(
     measure_leg: dict[str, Any],
     timing: dict[str, Any],
     say: Callable[[str], None],
+    workdir: Path,
 ) -> tuple[Report, dict[str, Any]]:
     legs = [("checks", checks_leg), ("measure", measure_leg)]
     extra: dict[str, Any] = {}
     if request.mode == "full":
-        reverse = _run_leg("measure", {**common, **timing, "reference_first": True}, request, say)
+        reverse = _run_leg("measure", {**common, **timing, "reference_first": True}, request, say, workdir / "reversed")
         legs.append(("reversed", reverse))
         if request.spec:
-            legs.append(("coverage", _run_leg("coverage", {**common, "spec": request.spec}, request, say)))
+            legs.append(("coverage", _run_leg("coverage", {**common, "spec": request.spec}, request, say, workdir)))
         artifacts = Path(request.artifacts or Path.cwd() / "kgate-artifacts")
         artifacts.mkdir(parents=True, exist_ok=True)
-        extra["capture"] = _run_leg("capture", {**common, "artifacts": str(artifacts)}, request, say)
+        extra["capture"] = _run_leg("capture", {**common, "artifacts": str(artifacts)}, request, say, workdir)
     gates: dict[str, GateResult] = {}
     integrity: list[Check] = []
     for leg_name, leg in legs:
@@ -215,6 +225,9 @@ def _finish(
                 continue  # its timing is compared below, not reported as a second timing gate
             else:
                 gates[name] = _gate_from_json(name, data)
+    for leg_name, leg in legs:
+        if leg_name in ("measure", "reversed") and "gates" in leg:
+            integrity.append(_parent_clock_check(leg_name, leg))
     if request.mode == "full":
         integrity += _full_checks(request, measure_leg, dict(legs)["reversed"])
         gates["capture"] = _capture_gate(extra["capture"])
@@ -226,7 +239,8 @@ def _finish(
         "reference": source.get("reference", {"path": common["reference"]}),
         "candidate": source.get("candidate", {"path": common["candidate"]}),
         "op_point": source.get("op_point", {}),
-        "seeds": list(request.seeds),
+        "seeds": list(checks_leg.get("seeds", request.seeds)),
+        "random_seed": checks_leg.get("random_seed"),
         "device": source.get("device", {}),
         "interpreted": bool(measure_leg.get("interpreted", True)),  # it qualifies the timings
         "chip": request.chip,
@@ -234,6 +248,16 @@ def _finish(
     report = Report("verify", gates, context)
     receipt = receipts.seal(_receipt_body(request, report, checks_leg, measure_leg))
     return report, receipt
+
+
+def _parent_clock_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
+    """The measure leg's reported samples must fit the windows this process timed around its rounds."""
+    samples = leg["gates"].get("timing", {}).get("samples_ms")
+    if not samples:
+        return Check(f"{leg_name}.parent_clock", "SKIPPED", "no timed rounds to bound")
+    reported = [sum(r) + sum(c) for r, c in zip(samples["reference"], samples["candidate"])]
+    beats = leg.get("parent_clock", {}).get("beats", [])
+    return clock_bound(f"{leg_name}.parent_clock", reported, beats)
 
 
 def _speedup(leg: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -328,7 +352,8 @@ def _receipt_body(
         "dtype": request.dtype,
         "overrides": dict(request.overrides),
         "op_point": data.get("op_point", {}),
-        "seeds": list(request.seeds),
+        "seeds": list(data.get("seeds", request.seeds)),
+        "random_seed": data.get("random_seed"),
         "inputs": checks_leg.get("input_sha256", {}),
         "outputs": checks_leg.get("output_sha256", {}),
         "timed_inputs": measure_leg.get("input_sha256"),

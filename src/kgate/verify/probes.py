@@ -1,0 +1,149 @@
+"""The two probe legs of `gate`, `parity` and verify's checks, each in its own process.
+
+The reference leg imports the reference alone and makes every probe's inputs; the
+candidate leg imports the reference module and the candidate, then receives those
+inputs (values, never seeds), runs the candidate, audits what ran, and reports. Only
+once the candidate's process (and everything it started) is gone does the reference leg
+compute the reference's and the oracle's outputs, and send them to the parent over a
+pipe. No expected answer exists anywhere while candidate code is alive. Grading happens
+in the parent, which imports neither module.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kgate.backends import get_backend, wire
+from kgate.errors import KgateError, describe
+from kgate.gates import parity
+from kgate.problem import load_pair, load_reference
+from kgate.verify.watch import Watch
+
+
+def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[str, Any]:
+    """Phase 1: make and hand over every probe's inputs, then wait. Phase 2, once the
+    candidate's process is gone: the reference's and the oracle's outputs, sent over a pipe."""
+    backend = get_backend("jax")
+    folder = Path(req["workdir"])
+    trees: dict[str, Any] = {}
+    probes: list[dict[str, Any]] = []
+    with load_reference(req["reference"], overrides=req["overrides"], use_tiny=req["use_tiny"]) as (reference, op_point):
+        made: list[tuple[int, Any]] = []
+        for seed in req["seeds"]:
+            inputs, how = backend.create_inputs(reference, seed, req["dtype"])
+            file_sha = backend.save_inputs(inputs, folder / f"inputs-{seed}.pkl")
+            probes.append({"seed": seed, "seeding": how, "input_sha256": backend.digest(inputs), "file_sha256": file_sha})
+            made.append((seed, inputs))
+        (folder / "inputs.json").write_text(json.dumps(probes))
+        if not wait_for_go():
+            raise KgateError("the grading process stopped the reference leg.", "re-run the command.")
+        for (seed, inputs), probe in zip(made, probes):
+            try:
+                ref_out = backend.run(reference.entry, inputs)
+                oracle = backend.run_oracle(reference.entry, inputs, "float32")
+                probe["oracle_kind"] = "float32"
+                if parity.floor_is_degenerate(ref_out, oracle):
+                    oracle, probe["oracle_kind"] = backend.run_oracle(reference.entry, inputs, "float64"), "float64"
+            except Exception as exc:
+                raise KgateError(
+                    f"the reference {reference.path.name} failed on seed {seed}: {describe(exc)}",
+                    "fix the reference module; kgate cannot grade against a reference that does not run.",
+                ) from exc
+            trees[f"s{seed}-inputs"] = backend.to_host(inputs)
+            trees[f"s{seed}-reference"] = ref_out
+            trees[f"s{seed}-oracle"] = oracle
+        reference_compiled = None
+        if req.get("reference_compiled") and made:
+            reference_compiled = backend.compiled_text(reference.entry, made[0][1])
+        _send(trees)
+        return {
+            "status": "DONE",
+            "probes": probes,
+            "reference": reference.to_json(),
+            "op_point": op_point.to_json(),
+            "has_tiny": bool(vars(reference.module).get("TINY")),
+            "reference_compiled": reference_compiled,
+            "device": backend.device().to_json(),
+            "interpreted": backend.interpreted,
+        }
+
+
+def _send(trees: dict[str, Any]) -> None:
+    """The reference's arrays go to the parent over a pipe, never through a file."""
+    fd = int(os.environ["KGATE_DATA_FD"])
+    buffer = io.BytesIO()
+    wire.write_trees(buffer, trees)
+    with os.fdopen(fd, "wb") as stream:
+        stream.write(buffer.getvalue())
+
+
+def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> dict[str, Any]:
+    backend = get_backend("jax")
+    folder = Path(req["workdir"])
+    watch = Watch(backend)
+    with load_pair(
+        req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"], use_tiny=req["use_tiny"]
+    ) as pair:
+        watch.check("at import")
+        if not wait_for_inputs():
+            watch.changes.append("kgate's control channel was read by someone else (the candidate consumed stdin)")
+            return {"status": "DONE", "changes": watch.changes, "candidate": pair.candidate.to_json(), "runs": []}
+        runs: list[dict[str, Any]] = []
+        outputs: dict[str, Any] = {}
+        first: tuple[Any, ...] | None = None
+        for probe in json.loads(Path(req["probes_file"]).read_text()):
+            seed = probe["seed"]
+            inputs = backend.load_inputs(folder / f"inputs-{seed}.pkl", probe["file_sha256"])
+            received = backend.digest(inputs)
+            first = inputs if first is None else first
+            run: dict[str, Any] = {"seed": seed, "received_sha256": received}
+            try:
+                out = backend.run(pair.candidate.entry, inputs)
+                outputs[f"s{seed}-candidate"] = out
+                run["output_sha256"] = out.sha256()
+            except Exception as exc:  # the candidate's failure is evidence, not a crash
+                run["error"] = describe(exc)
+            watch.check(f"after the candidate ran on probe {seed}")
+            try:
+                run["after_sha256"] = backend.digest(inputs)
+            except Exception:
+                run["after_sha256"] = ""
+            runs.append(run)
+        result: dict[str, Any] = {"status": "DONE", "runs": runs}
+        if backend.interpreted and first is not None and "error" not in runs[0]:
+            try:
+                zero = backend.run(pair.candidate.entry, first, uninitialized="zero")
+                result["prefill"] = parity.compare_prefill(outputs[f"s{runs[0]['seed']}-candidate"], zero)
+            except Exception as exc:
+                result["prefill"] = f"the candidate failed when fresh buffers were zero-filled: {describe(exc)}"
+            watch.check("after the zero-filled run")
+        if req["with_firing"] and first is not None:
+            try:
+                result["facts"] = backend.inspect(pair.candidate.entry, first, ablate=False).to_json()
+                moves = backend.ablation_moves(pair.candidate.entry, first)
+                if isinstance(moves, str):
+                    result["ablation_error"] = moves
+                else:
+                    outputs["ablation-moves"] = moves
+            except Exception as exc:
+                result["trace_error"] = describe(exc)
+            try:
+                for name, tree in backend.bypass(pair.candidate.entry, first).items():
+                    outputs[f"bypass-{name}"] = tree
+            except Exception as exc:  # kgate could not substitute the kernels: said, not guessed
+                result["bypass_error"] = describe(exc)
+            watch.check("after the firing audit")
+        watch.check("at the end", "deep")
+        wire.write_trees(folder / "candidate.npz", outputs)
+        result.update(
+            changes=watch.changes,
+            reference_changes=list(pair.reference_changes),
+            config_mismatches=list(pair.config_mismatches),
+            candidate=pair.candidate.to_json(),
+        )
+        return result

@@ -1,0 +1,193 @@
+"""Start a leg (`python -m kgate.verify.leg KIND REQUEST.json`) in a fresh process and read
+its result. No framework import here.
+
+A leg writes its result to a file the parent named, never to stdout: whatever the modules
+print (a candidate's `print()`, a library's warning) goes to the leg's stderr, which the
+parent keeps aside and shows only when the leg fails. The parent stamps its own clock on
+the leg's start and end, and on each line the leg writes to its beat channel (a pipe named in KGATE_BEAT_FD).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+@dataclass
+class LegProcess:
+    kind: str
+    proc: subprocess.Popen[bytes]
+    result_path: Path
+    stderr_path: Path
+    started_ns: int
+    stdin: IO[bytes] | None
+    beats: list[tuple[int, str]] = field(default_factory=list)  # (parent clock ns, line the leg wrote)
+    data: bytearray = field(default_factory=bytearray)  # what the leg sent on its data pipe
+    _readers: list[threading.Thread] = field(default_factory=list)
+
+    def go(self) -> None:
+        """Tell a waiting leg to proceed (one line on its stdin, then close it)."""
+        if self.stdin is None:
+            return
+        try:
+            self.stdin.write(b"go\n")
+            self.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass  # the leg is gone; wait() reports it
+        self.stdin = None
+
+    def wait_beat(self, text: str, timeout_s: float = 600.0) -> bool:
+        """Block until the leg writes `text` on its beat channel; False if it exited first."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if any(line == text for _, line in list(self.beats)):
+                return True
+            if self.proc.poll() is not None:
+                self._join()
+                return any(line == text for _, line in list(self.beats))
+            time.sleep(0.005)
+        return False
+
+    def wait(self, timeout_s: float | None = None) -> dict[str, Any]:
+        """The leg's result; a crash or a missing result becomes {"status": "CRASHED", ...}."""
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return self._crashed(f"the {self.kind} leg ran past {timeout_s:.0f} s and was stopped")
+        finally:
+            if self.stdin is not None:
+                self.stdin.close()
+                self.stdin = None
+        ended = time.monotonic_ns()
+        self._join()
+        try:
+            data = json.loads(self.result_path.read_text())
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+        except (OSError, ValueError):
+            tail = self.stderr_tail()
+            return self._crashed(f"exit code {self.proc.returncode}: {tail or 'no output'}")
+        data["parent_clock"] = {
+            "wall_ns": ended - self.started_ns,
+            "beats": [[ns - self.started_ns, line] for ns, line in list(self.beats)],
+        }
+        return data
+
+    def _join(self) -> None:
+        for reader in self._readers:
+            reader.join(timeout=5)
+
+    def kill_group(self) -> None:
+        """End the leg's whole process group (a leg started with `own_session`): whatever its
+        modules started (a child, a forked helper) goes with it."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def stderr_tail(self, lines: int = 3) -> str:
+        try:
+            text = self.stderr_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return " | ".join(line.strip() for line in text[-lines:])[:600]
+
+    def _crashed(self, problem: str) -> dict[str, Any]:
+        return {"status": "CRASHED", "returncode": self.proc.returncode, "error": {"problem": problem}}
+
+
+def start(
+    kind: str,
+    payload: Mapping[str, Any],
+    workdir: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    waits: bool = False,
+    beats: bool = False,
+    data: bool = False,
+    own_session: bool = False,
+) -> LegProcess:
+    """Start one leg; `waits`: it blocks until `go()`; `beats`: the parent timestamps its beat
+    lines; `data`: it sends bytes on a pipe (KGATE_DATA_FD) that only this process reads, so
+    they never touch the disk."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    request_path = workdir / f"{kind}-request.json"
+    result_path = workdir / f"{kind}-result.json"
+    stderr_path = workdir / f"{kind}-stderr.txt"
+    result_path.unlink(missing_ok=True)
+    request_path.write_text(json.dumps({**payload, "result": str(result_path)}))
+    pipes: dict[str, tuple[int, int]] = {}
+    for name, wanted in (("KGATE_BEAT_FD", beats), ("KGATE_DATA_FD", data)):
+        if wanted:
+            pipes[name] = os.pipe()
+    full_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+    full_env.update({name: str(w) for name, (_, w) in pipes.items()})
+    with open(stderr_path, "wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kgate.verify.leg", kind, str(request_path)],
+            stdin=subprocess.PIPE if waits else subprocess.DEVNULL,
+            stdout=err,
+            stderr=err,
+            env=full_env,
+            pass_fds=tuple(w for _, w in pipes.values()),
+            start_new_session=own_session,
+        )
+    leg = LegProcess(kind, proc, result_path, stderr_path, time.monotonic_ns(), proc.stdin if waits else None)
+    for name, (r, w) in pipes.items():
+        os.close(w)
+        target = _read_beats if name == "KGATE_BEAT_FD" else _read_data
+        sink: Any = leg.beats if name == "KGATE_BEAT_FD" else leg.data
+        reader = threading.Thread(target=target, args=(r, sink), daemon=True)
+        reader.start()
+        leg._readers.append(reader)
+    return leg
+
+
+def _read_beats(fd: int, beats: list[tuple[int, str]]) -> None:
+    with os.fdopen(fd, "rb", buffering=0) as stream:
+        pending = b""
+        while chunk := stream.read(4096):
+            now = time.monotonic_ns()
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            beats.extend((now, line.decode(errors="replace")) for line in lines)
+
+
+def no_dumps() -> None:
+    """Mark this process non-dumpable (Linux): another process of the same user, without
+    ptrace rights, can no longer read its memory through /proc. No effect elsewhere."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
+
+
+def beat(text: str) -> None:
+    """In a leg: one line on the beat channel, which the parent timestamps with its own clock
+    (nothing when the process is not a leg)."""
+    fd = os.environ.get("KGATE_BEAT_FD")
+    if fd:
+        os.write(int(fd), text.encode() + b"\n")
+
+
+def _read_data(fd: int, sink: bytearray) -> None:
+    with os.fdopen(fd, "rb", buffering=0) as stream:
+        while chunk := stream.read(1 << 20):
+            sink.extend(chunk)
+
+
+def run(kind: str, payload: Mapping[str, Any], workdir: Path, *, env: Mapping[str, str] | None = None, beats: bool = False) -> dict[str, Any]:
+    """Start a leg and wait for its result (with `parent_clock`: its wall time and beats on this clock)."""
+    return start(kind, payload, workdir, env=env, beats=beats).wait()

@@ -1,0 +1,65 @@
+"""What candidate code could patch in its own process, watched from before its import.
+
+A process that runs candidate code can still be asked for numbers (its outputs, its
+timings, its programs); every function those numbers pass through is snapshot before the
+candidate is imported and re-checked after each candidate call.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+from kgate.problem.snapshot import loaded_modules, snapshot_surface
+
+
+def _interpreter_state() -> dict[str, Any]:
+    """Interpreter settings that change how threads are scheduled or what runs between calls."""
+    return {
+        "sys.getswitchinterval()": sys.getswitchinterval(),
+        "sys.getprofile()": sys.getprofile(),
+        "sys.gettrace()": sys.gettrace(),
+        "threading profile hook": getattr(threading, "_profile_hook", None),
+        "threading trace hook": getattr(threading, "_trace_hook", None),
+    }
+
+
+class Watch:
+    """kgate's modules and the array library's surface, snapshot before the candidate is
+    imported. Three depths, by cost: `hot` (kgate and what the timing loop calls: jit,
+    the compiled call, synchronization) after every timed round; `public` (the array
+    library's public modules too) after every candidate call outside timing; `deep`
+    (every loaded module of the array library) at the end."""
+
+    def __init__(self, backend: Any) -> None:
+        kgate_modules = loaded_modules("kgate")
+        self.snapshots = {
+            "hot": snapshot_surface([*kgate_modules, *backend.watched_modules("hot")]),
+            "public": snapshot_surface([*kgate_modules, *backend.watched_modules("public")]),
+            "deep": snapshot_surface(backend.watched_modules("deep")),
+        }
+        self.interpreter = _interpreter_state()
+        self.tracked: dict[str, tuple[Any, dict[str, int]]] = {}
+        self.changes: list[str] = []
+
+    def track(self, label: str, obj: Any, volatile: tuple[str, ...] = ()) -> None:
+        """Watch one of kgate's own objects (a timed call): its attributes must keep the
+        values they had when kgate made it, `volatile` ones excepted."""
+        self.tracked[label] = (obj, {k: id(v) for k, v in vars(obj).items() if k not in volatile})
+
+    def restore(self) -> None:
+        """Undo whatever candidate code rebound (this process may go on after the run)."""
+        for snapshot in self.snapshots.values():
+            snapshot.restore()
+
+    def check(self, when: str, depth: str = "public") -> None:
+        found = self.snapshots[depth].diff()
+        if depth == "deep":
+            found += self.snapshots["public"].diff()
+        now = _interpreter_state()
+        found += [f"{k} changed from {self.interpreter[k]!r} to {now[k]!r}" for k in now if now[k] != self.interpreter[k]]
+        for label, (obj, attrs) in self.tracked.items():
+            found += [f"{label}.{k} was replaced" for k, ident in attrs.items() if id(vars(obj).get(k)) != ident]
+        seen = {c.rsplit(" (", 1)[0] for c in self.changes}
+        self.changes.extend(f"{c} ({when})" for c in found if c not in seen)

@@ -1,0 +1,185 @@
+"""Hostile candidates: each patches, forges or precomputes to fool the grader, and each
+is caught because grading happens where candidate code never ran.
+
+Every candidate is a file under examples/ whose docstring says what it tries.
+"""
+
+from conftest import failed, gate, parity
+
+
+def _integrity_text(report) -> str:
+    return " ".join(c.detail for c in report.gates["integrity"].failures)
+
+
+def test_patching_a_lax_op_on_the_first_call_fails_parity_and_is_an_anomaly():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_patches_rsqrt_on_first_call.py")
+    assert report.status == "ANOMALY"
+    assert "jax.lax.rsqrt was rebound (after the candidate ran on probe 42)" in _integrity_text(report)
+    # The reference was computed in a process the patch never reached: parity sees the 5%.
+    assert "parity.error" in failed(report)
+
+
+def test_patching_jnp_exp_on_the_first_call_fails_parity_and_is_an_anomaly():
+    report = parity("softmax/reference.py", "softmax/bad_patches_exp_on_first_call.py")
+    assert report.status == "ANOMALY"
+    assert "jax.numpy.exp was rebound" in _integrity_text(report)
+    assert "parity.error" in failed(report)
+
+
+def test_rebinding_kgate_gates_at_import_changes_no_verdict():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_rebinds_kgate_parity.py")
+    assert report.status == "ANOMALY"
+    text = _integrity_text(report)
+    assert "kgate.gates.parity.evaluate was rebound (at import)" in text
+    assert "kgate.gates.firing.audit was rebound (at import)" in text
+    assert "parity.error" in failed(report)  # graded in a process that never imported the candidate
+
+
+def test_exit_hook_cannot_erase_the_record_of_a_patch():
+    report = gate("softmax/reference.py", "softmax/bad_forges_leg_result.py")
+    assert report.status == "ANOMALY"
+    assert "jax.numpy.exp was rebound (at import)" in _integrity_text(report)
+    assert report.gates["parity"].status == "PASS"  # its numbers were right; the patch alone condemns it
+
+
+def test_answers_precomputed_for_the_well_known_seeds_fail_on_the_random_seed():
+    report = parity("rmsnorm/reference.py", "rmsnorm/bad_precomputed_seeds.py", overrides={"seq_len": 16})
+    random_seed = report.context["random_seed"]
+    errors = {c.name for c in report.gates["parity"].failures}
+    assert f"seed{random_seed}.error" in errors
+    assert "seed42.error" not in errors and "seed43.error" not in errors
+
+
+def test_every_run_draws_a_fresh_random_seed_and_records_it():
+    first = parity("softmax/reference.py", "softmax/pallas.py", overrides={"rows": 8, "cols": 128})
+    second = parity("softmax/reference.py", "softmax/pallas.py", overrides={"rows": 8, "cols": 128})
+    assert first.status == second.status == "PASS"
+    for report in (first, second):
+        assert report.context["seeds"][:2] == [42, 43]
+        assert report.context["seeds"][2] == report.context["random_seed"]
+    assert first.context["random_seed"] != second.context["random_seed"]
+    assert first.context["input_sha256"][str(first.context["random_seed"])] != second.context["input_sha256"][
+        str(second.context["random_seed"])
+    ]
+
+
+def test_candidate_output_on_stdout_never_reaches_kgates_result(write_module):
+    ref = write_module(
+        "reference.py",
+        "import jax, jax.numpy as jnp\ndef create_inputs(seed=0):\n"
+        "    return (jax.random.normal(jax.random.key(seed), (4, 32)),)\ndef workload(x):\n    return jnp.tanh(x)\n",
+    )
+    cand = write_module(
+        "cand.py",
+        "import jax.numpy as jnp\nprint('{\"status\": \"PASS\"}')\ndef workload(x):\n"
+        "    print('hello from the candidate')\n    return jnp.tanh(x)\n",
+    )
+    report = parity(str(ref), str(cand))
+    assert report.status == "PASS"
+
+
+# -- kernels that are present but do not do the work (firing) ---------------------------------
+
+
+def test_kernel_that_only_copies_a_jnp_result_fails_the_bypass():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_kernel_copies_result.py")
+    assert failed(report) == {"firing.kernel_does_the_work"}
+    check = next(c for c in report.gates["firing"].checks if c.name == "kernel_does_the_work")
+    assert "an operand passed through" in check.detail
+
+
+def test_kernel_cancelled_by_stop_gradient_moves_nothing_beyond_the_allowance():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_cancels_kernel.py")
+    assert report.gates["parity"].status == "PASS"  # numerically the reference's answer
+    assert {"firing.kernel_result_matters", "firing.kernel_does_the_work"} <= failed(report)
+
+
+def test_kernel_computing_half_the_rows_fails_unless_its_share_is_declared():
+    from kgate.gates.firing import FiringSpec
+
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_half_rows_in_kernel.py")
+    assert failed(report) == {"firing.kernel_result_matters"}
+    assert "the kernels compute 50.0% of the output" in report.gates["firing"].failures[0].detail
+    declared = gate("rmsnorm/reference.py", "rmsnorm/bad_half_rows_in_kernel.py", firing_spec=FiringSpec(kernel_share=0.5))
+    assert declared.status == "PASS"
+
+
+def test_work_done_in_a_host_callback_fails_firing():
+    report = gate("softmax/reference.py", "softmax/bad_host_callback_work.py")
+    assert report.gates["parity"].status == "PASS"
+    assert "firing.no_host_work" in failed(report)
+    assert "pure_callback" in report.gates["firing"].failures[0].detail
+
+
+def test_correct_kernels_do_the_work():
+    for reference, candidate in [("rmsnorm/reference.py", "rmsnorm/pallas.py"), ("softmax/reference.py", "softmax/pallas.py")]:
+        report = gate(reference, candidate)
+        checks = {c.name: c.status for c in report.gates["firing"].checks}
+        assert checks["kernel_does_the_work"] == checks["kernel_result_matters"] == checks["no_host_work"] == "PASS"
+
+
+# -- timing: work that escapes the window, helpers that lie about time ------------------------
+
+
+def _measure(candidate, **kwargs):
+    from conftest import EXAMPLES
+    from kgate.verify.measure import MeasureRequest, run_measure
+
+    kwargs.setdefault("overrides", {"seq_len": 64})
+    kwargs.setdefault("budget_s", 2.0)
+    kwargs.setdefault("sessions", 2)
+    rms = EXAMPLES / "rmsnorm"
+    return run_measure(MeasureRequest(reference=rms / "reference.py", candidate=rms / candidate, **kwargs))
+
+
+def test_a_thread_started_below_threading_is_counted_by_the_os():
+    report = _measure("bad_native_thread.py")
+    assert report.status == "ANOMALY"
+    check = next(c for c in report.gates["integrity"].checks if c.name == "os_threads_quiet")
+    assert check.status == "FAIL" and "OS thread" in check.detail
+    assert next(c for c in report.gates["integrity"].checks if c.name == "threads_quiet").status == "PASS"
+
+
+def test_wrapping_kgates_timed_call_is_seen_by_the_process_watch():
+    report = _measure("bad_inflates_reference_time.py")
+    assert report.status == "ANOMALY"
+    check = next(c for c in report.gates["integrity"].checks if c.name == "process_untouched")
+    assert "kgate.backends.jax_backend.TimedCall.__call__ was rebound (at import)" in check.detail
+
+
+def test_replayed_answers_disagree_on_timed_inputs_never_seen():
+    report = _measure("bad_replay.py")
+    agree = next(c for c in report.gates["integrity"].checks if c.name == "timed_outputs_agree")
+    assert agree.status == "FAIL" and "never seen" in agree.detail
+    assert len(report.context["timed_seeds"]) == 2 and report.context["timed_seeds"][0] == 42
+
+
+def test_an_honest_candidate_agrees_on_every_timed_session():
+    report = _measure("pallas.py")
+    checks = {c.name: c.status for c in report.gates["integrity"].checks}
+    assert checks["timed_outputs_agree"] == checks["os_threads_quiet"] == checks["process_untouched"] == "PASS"
+
+
+def test_verify_bounds_reported_time_by_its_own_clock_and_the_receipt_is_an_anomaly(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from conftest import EXAMPLES
+
+    receipt = tmp_path / "receipt.json"
+    rms = EXAMPLES / "rmsnorm"
+    proc = subprocess.run(
+        [sys.executable, "-m", "kgate", "verify", "-r", rms / "reference.py", "-c", rms / "bad_inflates_reference_time.py",
+         "--set", "seq_len=16", "--budget", "1", "--sessions", "2", "--lock-dir", tmp_path, "--receipt", receipt, "--json"],
+        capture_output=True, text=True,
+    )
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 2 and report["status"] == "ANOMALY"
+    checks = {c["name"]: c for c in report["gates"]["integrity"]["checks"]}
+    assert checks["measure.parent_clock"]["status"] == "FAIL"
+    assert "more time than passed on the parent's clock" in checks["measure.parent_clock"]["detail"]
+    assert checks["measure.process_untouched"]["status"] == "FAIL"
+    again = subprocess.run([sys.executable, "-m", "kgate", "verify-receipt", receipt, "--json", "--no-regenerate"],
+                           capture_output=True, text=True)
+    assert again.returncode == 2 and json.loads(again.stdout)["status"] == "ANOMALY"

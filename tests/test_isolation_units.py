@@ -1,0 +1,118 @@
+"""The pure pieces of isolation: the surface watch, the parent's clock bound, the wire
+format, and the agreement of timed outputs. Plain values; no framework run."""
+
+import io
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from kgate.backends import wire
+from kgate.backends.base import HostTree
+from kgate.errors import KgateError
+from kgate.gates.integrity import clock_bound
+from kgate.gates.parity import timed_agreement
+from kgate.problem.snapshot import snapshot_surface
+
+
+def _module(name):
+    module = types.ModuleType(name)
+
+    def helper(x):
+        return x + 1
+
+    class Timed:
+        def __call__(self):
+            return 1
+
+    helper.__module__ = Timed.__module__ = name
+    module.helper, module.Timed, module.LIMIT = helper, Timed, 3
+    sys.modules[name] = module
+    return module
+
+
+def test_surface_watch_names_rebound_functions_class_members_and_replaced_code_and_restores_them():
+    mod = _module("kgate_fake_watch")
+    try:
+        snap = snapshot_surface(["kgate_fake_watch"], owned_prefix="kgate_fake_watch")
+        original_call, original_code = mod.Timed.__call__, mod.helper.__code__
+        assert snap.diff() == []
+        mod.Timed.__call__ = lambda self: 3
+        mod.helper.__code__ = (lambda x: x - 1).__code__
+        mod.LIMIT = 99
+        mod.extra = 1
+        assert snap.diff() == [
+            "kgate_fake_watch.LIMIT was rebound",
+            "kgate_fake_watch.Timed.__call__ was rebound",
+            "kgate_fake_watch.extra was added",
+            "kgate_fake_watch.helper had its code or defaults replaced",
+        ]
+        snap.restore()
+        assert snap.diff() == []
+        assert mod.Timed.__call__ is original_call and mod.helper.__code__ is original_code and mod.helper(1) == 2
+    finally:
+        del sys.modules["kgate_fake_watch"]
+
+
+def test_a_librarys_state_changing_is_not_a_patch_but_its_functions_are():
+    mod = _module("libfake_state")
+    try:
+        snap = snapshot_surface(["libfake_state"])
+        mod.LIMIT = 4  # module-level state of a library changes as it runs
+        assert snap.diff() == []
+        mod.helper = lambda x: x
+        assert snap.diff() == ["libfake_state.helper was rebound"]
+    finally:
+        del sys.modules["libfake_state"]
+
+
+def _beats(windows_ms):
+    beats = []
+    for i, (start, end) in enumerate(windows_ms):
+        beats += [[int(start * 1e6), f"b {i}"], [int(end * 1e6), f"e {i}"]]
+    return beats
+
+
+def test_rounds_must_fit_the_parents_clock():
+    beats = _beats([(0, 10), (10, 20)])
+    assert clock_bound("c", [6.0, 9.0], beats).status == "PASS"
+    over = clock_bound("c", [6.0, 35.0], beats)
+    assert over.status == "FAIL" and "round 1 reports 35.000 ms in a 10.000 ms window" in over.detail
+    missing = clock_bound("c", [6.0, 9.0, 1.0], beats)
+    assert missing.status == "FAIL" and "did not mark 1 of its 3 rounds" in missing.detail
+
+
+def test_forged_beats_after_the_real_ones_do_not_widen_a_window():
+    beats = _beats([(0, 10)]) + [[int(500e6), "e 0"]]
+    assert clock_bound("c", [30.0], beats).status == "FAIL"
+
+
+def _tree(*arrays):
+    return HostTree("PyTreeDef((*,))", tuple(f"[{i}]" for i in range(len(arrays))), tuple(np.asarray(a) for a in arrays))
+
+
+def test_timed_agreement_is_max_abs_with_nan_equal_to_nan_and_shape_mismatch_infinite():
+    r = _tree(np.array([1.0, 2.0, np.nan], np.float32))
+    c = _tree(np.array([1.0, 2.5, np.nan], np.float32))
+    got = timed_agreement(c, r)
+    assert got["max_abs"] == 0.5 and got["resolution"] == pytest.approx(2.0 * np.finfo(np.float32).eps)
+    assert timed_agreement(_tree(np.zeros(2, np.float32)), r)["max_abs"] == float("inf")
+    assert timed_agreement(_tree(np.array([1.0, 2.0, 0.0], np.float32)), r)["max_abs"] == float("inf")
+
+
+def test_wire_round_trips_without_pickles_and_refuses_an_object_dtype(tmp_path):
+    import ml_dtypes
+
+    tree = _tree(np.arange(6, dtype=np.float32).reshape(2, 3), np.array([1, 2], ml_dtypes.bfloat16), np.array(True))
+    buffer = io.BytesIO()
+    wire.write_trees(buffer, {"a": tree})
+    back = wire.read_trees(buffer.getvalue())["a"]
+    assert back.paths == tree.paths and all(
+        x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y) for x, y in zip(back.leaves, tree.leaves)
+    )
+    path = tmp_path / "evil.npz"
+    np.savez(path, **{"a/structure": np.array("s"), "a/paths": np.array(["p"]), "a/n": np.array(1),
+                      "a/b0": np.zeros(8, np.uint8), "a/m0": np.array(["object", "1"])})
+    with pytest.raises(KgateError, match="unreadable"):
+        wire.read_trees(path)
