@@ -14,7 +14,7 @@ def _integrity_text(report) -> str:
 def test_patching_a_lax_op_on_the_first_call_fails_parity_and_is_an_anomaly():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_patches_rsqrt_on_first_call.py")
     assert report.status == "ANOMALY"
-    assert "jax.lax.rsqrt was rebound (after the candidate ran on probe 42)" in _integrity_text(report)
+    assert "jax.lax.rsqrt was rebound (after the candidate ran on probe p0)" in _integrity_text(report)
     # The reference was computed in a process the patch never reached: parity sees the 5%.
     assert "parity.error" in failed(report)
 
@@ -121,43 +121,53 @@ def test_correct_kernels_do_the_work():
 # -- timing: work that escapes the window, helpers that lie about time ------------------------
 
 
-def _measure(candidate, **kwargs):
-    from conftest import EXAMPLES
-    from kgate.verify.measure import MeasureRequest, run_measure
+def _measure(candidate):
+    """`kgate measure --json` in its own process: a hostile candidate's threads and patches die with it."""
+    import json
+    import subprocess
+    import sys
 
-    kwargs.setdefault("overrides", {"seq_len": 64})
-    kwargs.setdefault("budget_s", 2.0)
-    kwargs.setdefault("sessions", 2)
+    from conftest import EXAMPLES
+
     rms = EXAMPLES / "rmsnorm"
-    return run_measure(MeasureRequest(reference=rms / "reference.py", candidate=rms / candidate, **kwargs))
+    proc = subprocess.run(
+        [sys.executable, "-m", "kgate", "measure", "-r", rms / "reference.py", "-c", rms / candidate,
+         "--set", "batch=1", "--set", "seq_len=16", "--set", "emb_dim=256", "--budget", "1.5", "--sessions", "2",
+         "--json"],
+        capture_output=True, text=True,
+    )
+    return json.loads(proc.stdout)
+
+
+def _check(report, name):
+    return next(c for c in report["gates"]["integrity"]["checks"] if c["name"] == name)
 
 
 def test_a_thread_started_below_threading_is_counted_by_the_os():
     report = _measure("bad_native_thread.py")
-    assert report.status == "ANOMALY"
-    check = next(c for c in report.gates["integrity"].checks if c.name == "os_threads_quiet")
-    assert check.status == "FAIL" and "OS thread" in check.detail
-    assert next(c for c in report.gates["integrity"].checks if c.name == "threads_quiet").status == "PASS"
+    assert report["status"] == "ANOMALY"
+    check = _check(report, "os_threads_quiet")
+    assert check["status"] == "FAIL" and "OS thread" in check["detail"]
+    assert _check(report, "threads_quiet")["status"] == "PASS"
 
 
 def test_wrapping_kgates_timed_call_is_seen_by_the_process_watch():
     report = _measure("bad_inflates_reference_time.py")
-    assert report.status == "ANOMALY"
-    check = next(c for c in report.gates["integrity"].checks if c.name == "process_untouched")
-    assert "kgate.backends.jax_backend.TimedCall.__call__ was rebound (at import)" in check.detail
+    assert report["status"] == "ANOMALY"
+    assert "kgate.backends.jax_backend.TimedCall.__call__ was rebound (at import)" in _check(report, "process_untouched")["detail"]
 
 
 def test_replayed_answers_disagree_on_timed_inputs_never_seen():
     report = _measure("bad_replay.py")
-    agree = next(c for c in report.gates["integrity"].checks if c.name == "timed_outputs_agree")
-    assert agree.status == "FAIL" and "never seen" in agree.detail
-    assert len(report.context["timed_seeds"]) == 2 and report.context["timed_seeds"][0] == 42
+    agree = _check(report, "timed_outputs_agree")
+    assert agree["status"] == "FAIL" and "never seen" in agree["detail"]
+    assert len(report["timed_seeds"]) == 2 and report["timed_seeds"][0] == 42
 
 
 def test_an_honest_candidate_agrees_on_every_timed_session():
     report = _measure("pallas.py")
-    checks = {c.name: c.status for c in report.gates["integrity"].checks}
-    assert checks["timed_outputs_agree"] == checks["os_threads_quiet"] == checks["process_untouched"] == "PASS"
+    statuses = {name: _check(report, name)["status"] for name in ("timed_outputs_agree", "os_threads_quiet", "process_untouched")}
+    assert set(statuses.values()) == {"PASS"}
 
 
 def test_verify_bounds_reported_time_by_its_own_clock_and_the_receipt_is_an_anomaly(tmp_path):
@@ -171,7 +181,8 @@ def test_verify_bounds_reported_time_by_its_own_clock_and_the_receipt_is_an_anom
     rms = EXAMPLES / "rmsnorm"
     proc = subprocess.run(
         [sys.executable, "-m", "kgate", "verify", "-r", rms / "reference.py", "-c", rms / "bad_inflates_reference_time.py",
-         "--set", "seq_len=16", "--budget", "1", "--sessions", "2", "--lock-dir", tmp_path, "--receipt", receipt, "--json"],
+         "--set", "batch=1", "--set", "seq_len=16", "--set", "emb_dim=256", "--budget", "1", "--sessions", "2",
+         "--lock-dir", tmp_path, "--receipt", receipt, "--json"],
         capture_output=True, text=True,
     )
     report = json.loads(proc.stdout)
@@ -183,3 +194,80 @@ def test_verify_bounds_reported_time_by_its_own_clock_and_the_receipt_is_an_anom
     again = subprocess.run([sys.executable, "-m", "kgate", "verify-receipt", receipt, "--json", "--no-regenerate"],
                            capture_output=True, text=True)
     assert again.returncode == 2 and json.loads(again.stdout)["status"] == "ANOMALY"
+
+
+# -- edge values random probes never hit -------------------------------------------------------
+
+
+def _edge_failures(report):
+    return {c.name for c in report.gates["parity"].failures}
+
+
+def test_a_kernel_without_epsilon_fails_on_the_zero_slice_only():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_drops_eps.py")
+    fails = _edge_failures(report)
+    assert "edge-slices-in0.finite" in fails
+    assert not any(name.startswith("seed") for name in fails)  # random rows are never all zero
+
+
+def test_float16_squares_overflow_on_the_extreme_slice():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_float16_squares.py")
+    assert any(name.startswith("edge-slices-in0") for name in _edge_failures(report))
+    assert not any(name.startswith("seed") for name in _edge_failures(report))
+
+
+def test_dividing_by_the_row_range_fails_on_the_constant_slice():
+    report = gate("softmax/reference.py", "softmax/bad_divides_by_range.py")
+    assert "edge-offset-in0.finite" in _edge_failures(report)
+    assert not any(name.startswith("seed") for name in _edge_failures(report))
+
+
+def test_softmax_without_max_subtraction_fails_on_the_offset():
+    report = gate("softmax/reference.py", "softmax/bad_no_max_subtraction.py")
+    assert "edge-offset-in0.finite" in _edge_failures(report)
+
+
+def test_correct_kernels_pass_every_edge_and_the_edges_are_recorded():
+    report = gate("rmsnorm/reference.py", "rmsnorm/pallas.py")
+    assert report.status == "PASS"
+    assert report.context["edge_probes"] == ["edge-slices-in0", "edge-offset-in0", "edge-slices-in1", "edge-offset-in1"]
+    names = {p["name"] for p in report.gates["parity"].details["probes"]}
+    assert set(report.context["edge_probes"]) <= names
+
+
+def test_a_thread_started_at_import_is_counted_too():
+    report = _measure("bad_thread_at_import.py")
+    assert report["status"] == "ANOMALY"
+    assert _check(report, "os_threads_quiet")["status"] == "FAIL"
+
+
+# -- the floor, both ways -----------------------------------------------------------------------
+
+
+def test_bfloat16_accumulation_fails_the_default_floor():
+    wide = gate("rmsnorm/reference.py", "rmsnorm/bad_bf16_sum_of_squares.py",
+                overrides={"batch": 1, "seq_len": 16, "emb_dim": 1024})
+    assert "parity.error" in failed(wide)
+    # A 1024-long running sum in bfloat16: at the op-point's length (not TINY's 256) it leaves the floor.
+    scan = parity("cumsum/reference.py", "cumsum/bad_bf16_accumulate.py", overrides={"batch": 8})
+    assert "parity.error" in failed(scan)
+
+
+def test_the_floor_is_never_finer_than_the_outputs_resolution():
+    import numpy as np
+
+    from kgate.backends.base import HostTree
+    from kgate.gates.parity import ParitySpec, Probe, evaluate
+
+    def tree(*values, dtype=np.float32):
+        return HostTree("PyTreeDef(*)", ("out",), (np.array(values, dtype),))
+
+    # A float32 scalar loss: the reference landed 1.5e-9 from the float64 oracle; a correct
+    # kernel summing in another order is one ulp (4.77e-7 at 5.6) away. That is not 300x wrong.
+    truth = float(np.float32(5.6))
+    oracle = tree(truth + 1.5e-9, dtype=np.float64)
+    probe = Probe(42, tree(1.0, 2.0), tree(np.float32(truth)), oracle, "float64",
+                  tree(np.nextafter(np.float32(truth), np.float32(6))))
+    assert evaluate(ParitySpec.parse("floor"), [probe]).status == "PASS"
+    far = Probe(42, tree(1.0, 2.0), tree(np.float32(truth)), oracle, "float64", tree(np.float32(truth + 1e-5)))
+    assert evaluate(ParitySpec.parse("floor"), [far]).status == "FAIL"

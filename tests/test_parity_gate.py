@@ -40,7 +40,7 @@ def test_candidate_beyond_multiplier_times_floor_fails_with_the_arithmetic():
     assert statuses(result)["seed1.error"] == "FAIL"
     assert statuses(result)["seed2.error"] == "PASS"
     detail = next(c.detail for c in result.checks if c.name == "seed1.error")
-    assert "(4x floor 0.001)" in detail
+    assert "5x the floor 0.001" in detail and "vs 4x allowed" in detail
 
 
 def test_mean_abs_is_gated_as_well_as_max_abs():

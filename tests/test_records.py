@@ -53,7 +53,7 @@ def test_init_then_family_new_makes_binding_results_and_worktree(repo):
     binding = tomllib.loads((folder / "family.toml").read_text())["family"]
     assert binding["reference"] == "ops/rmsnorm_ref.py" and len(binding["reference_sha256"]) == 64
     assert binding["target"] == "ops/rmsnorm.py" and binding["integration_branch"] == "kernel/rmsnorm"
-    assert binding["op_point"] == {"n": 16} and binding["parity"] == "floor:4"
+    assert binding["op_point"] == {"n": 16} and binding["parity"] == "floor:5"
     assert (folder / "RESULTS.tsv").read_text().startswith("exp_id\tdate\tp50_ms\tspeedup\ttflops")
     assert sh(folder / ".repo", "git", "rev-parse", "--abbrev-ref", "HEAD") == "kernel/rmsnorm"
     untracked = sh(repo, "git", "status", "--porcelain", "--untracked-files=all")

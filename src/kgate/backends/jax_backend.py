@@ -318,6 +318,39 @@ class JaxBackend:
         return inputs
 
     @staticmethod
+    def edge_inputs(inputs: Sequence[Any]) -> list[tuple[str, tuple[Any, ...]]]:
+        """Variants of `inputs` with the values random probes never hit, one floating input at
+        a time (I: the leaf's position among the flattened inputs). Along every axis longer than
+        one: `edge-slices-inI` has an extreme slice (the last index) and a zero slice (index 0,
+        applied last so it stays all zero); `edge-offset-inI` is the whole input plus a large
+        common offset, with a constant slice (the middle index). Built on the host."""
+        leaves, treedef = jax.tree_util.tree_flatten(tuple(inputs))
+        variants: list[tuple[str, tuple[Any, ...]]] = []
+        for i, x in enumerate(leaves):
+            if not isinstance(x, jax.Array) or not jnp.issubdtype(x.dtype, jnp.floating) or x.size < 2:
+                continue
+            x32 = np.asarray(x).astype(np.float32)
+            scale = float(np.max(np.abs(x32))) or 1.0
+            typical = float(np.median(np.abs(x32))) or 1.0
+            # 64x the input's largest magnitude: squares overflow float16 (past 256), sums lose
+            # bfloat16's 8 bits, yet attention logits or a float32 reference stay far from overflow.
+            huge = min(64.0 * scale, 4.0 * float(np.sqrt(float(jnp.finfo(x.dtype).max))))
+            offset = 64.0 * scale
+            axes = [a for a in range(x.ndim) if x.shape[a] > 1]  # a slice along a unit axis is the whole input
+            slices, shifted = x32.copy(), x32 + np.float32(offset)
+            for axis in axes:
+                slices[(slice(None),) * axis + (x.shape[axis] - 1,)] *= np.float32(huge / scale)
+            for axis in axes:
+                lead = (slice(None),) * axis
+                slices[lead + (0,)] = 0.0
+                shifted[lead + (x.shape[axis] // 2,)] = np.float32(offset + typical)
+            for kind, value in (("slices", slices), ("offset", shifted)):
+                changed = list(leaves)
+                changed[i] = jnp.asarray(value.astype(np.dtype(x.dtype)))
+                variants.append((f"edge-{kind}-in{i}", tuple(jax.tree_util.tree_unflatten(treedef, changed))))
+        return variants
+
+    @staticmethod
     def watched_modules(depth: str = "public") -> list[str]:
         """The array library's surface a candidate could patch, by depth: `hot`, what a timed
         call goes through (jit, the compiled call, synchronization, the clocks); `public`, the
@@ -421,17 +454,30 @@ class JaxBackend:
             host_callbacks=tuple(callbacks),
         )
 
-    def bypass(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> dict[str, HostTree]:
-        """`fn`'s outputs with every kernel replaced by a stand-in that does no work (zeros; an
-        operand passed through); empty when the program has no kernel. Raises
-        jaxpr_flow.AblationUnsupported when kgate cannot substitute the kernels."""
+    def kernel_experiments(
+        self, fn: Callable[..., Any], inputs: Sequence[Any]
+    ) -> tuple[HostTree | str, dict[str, HostTree] | str]:
+        """Two experiments on `fn`'s kernels, run as one program: the ablation (for every output
+        element, the most it moved when every kernel result was perturbed; inf where NaN-ness
+        changed) and the bypass (the outputs with every kernel replaced by a stand-in that
+        does no work: zeros, an operand passed through). Each is a reason string when kgate
+        cannot substitute the kernels."""
         with self._mode():
             closed = jax.make_jaxpr(fn)(*inputs)
             if not jaxpr_flow.contains_kernel(closed):
-                return {}
-            runs = jaxpr_flow.bypassed_runs(closed, jax.tree_util.tree_leaves(tuple(inputs)))
+                return "no kernel in program", "the program has no kernel to replace"
+            try:
+                base, perturbed, bypassed = jaxpr_flow.kernel_experiments(
+                    closed, jax.tree_util.tree_leaves(tuple(inputs))
+                )
+            except jaxpr_flow.AblationUnsupported as exc:
+                return str(exc), str(exc)
+        moves = _moves(base, perturbed)
         structure = jax.tree_util.tree_structure(jax.eval_shape(fn, *inputs))
-        return {name: self.to_host(jax.tree_util.tree_unflatten(structure, out)) for name, out in runs.items()}
+        return (
+            HostTree("moves", tuple(f"[{i}]" for i in range(len(moves))), tuple(moves)),
+            {name: self.to_host(jax.tree_util.tree_unflatten(structure, out)) for name, out in bypassed.items()},
+        )
 
     def interprets(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> bool:
         """Whether running `fn` here runs an interpreter: on the CPU a Pallas kernel runs in
@@ -446,41 +492,27 @@ class JaxBackend:
             return jax.jit(fn).lower(*inputs).compile().as_text() or ""
 
     def _ablate(self, closed: Any, inputs: Sequence[Any], moved_above: float) -> Ablation:
-        moves = self._moves(closed, inputs)
-        if isinstance(moves, str):
-            return Ablation(False, moves)
-        return count_moved(moves, moved_above)
-
-    def ablation_moves(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> HostTree | str:
-        """For every output element, the most it moved when every kernel result was perturbed
-        (inf where NaN-ness changed); or why that could not be evaluated."""
-        with self._mode():
-            closed = jax.make_jaxpr(fn)(*inputs)
-            if not jaxpr_flow.contains_kernel(closed):
-                return "no kernel in program"
-            moves = self._moves(closed, inputs)
-        if isinstance(moves, str):
-            return moves
-        return HostTree("moves", tuple(f"[{i}]" for i in range(len(moves))), tuple(moves))
-
-    @staticmethod
-    def _moves(closed: Any, inputs: Sequence[Any]) -> list[np.ndarray] | str:
         try:
             base, perturbed = jaxpr_flow.ablated_runs(closed, jax.tree_util.tree_leaves(tuple(inputs)))
         except jaxpr_flow.AblationUnsupported as exc:
-            return str(exc)
-        moves = [np.zeros(np.shape(b), dtype=np.float64) for b in base]
-        for run in perturbed:
-            for k, (b, p) in enumerate(zip(base, run)):
-                b, p = np.asarray(b), np.asarray(p)
-                nan_b, nan_p = _isnan(b), _isnan(p)
-                with np.errstate(invalid="ignore", over="ignore"):
-                    d = np.abs(b.astype(np.float64) - p.astype(np.float64))
-                d = np.where(nan_b & nan_p, 0.0, d)
-                d = np.where(nan_b != nan_p, np.inf, d)
-                d = np.where(np.isnan(d), np.inf, d)  # inf - inf: moved
-                moves[k] = np.maximum(moves[k], d)
-        return moves
+            return Ablation(False, str(exc))
+        return count_moved(_moves(base, perturbed), moved_above)
+
+
+def _moves(base: Sequence[Any], perturbed: Sequence[Sequence[Any]]) -> list[np.ndarray]:
+    """Per output element, the most it moved under any perturbation (inf where NaN-ness changed)."""
+    moves = [np.zeros(np.shape(b), dtype=np.float64) for b in base]
+    for run in perturbed:
+        for k, (b, p) in enumerate(zip(base, run)):
+            b, p = np.asarray(b), np.asarray(p)
+            nan_b, nan_p = _isnan(b), _isnan(p)
+            with np.errstate(invalid="ignore", over="ignore"):
+                d = np.abs(b.astype(np.float64) - p.astype(np.float64))
+            d = np.where(nan_b & nan_p, 0.0, d)
+            d = np.where(nan_b != nan_p, np.inf, d)
+            d = np.where(np.isnan(d), np.inf, d)  # inf - inf: moved
+            moves[k] = np.maximum(moves[k], d)
+    return moves
 
 
 def _isnan(a: np.ndarray) -> np.ndarray:

@@ -1,15 +1,32 @@
 """The `kgate` command line: parse, call one library function, render, exit.
 
-Exit codes: 0 pass, 1 pass with advisory findings, 2 gate failure / anomaly / bad input.
+Exit codes: 0 pass, 1 pass with advisory findings, 2 gate failure / anomaly / bad input /
+could not evaluate. Nothing else exits 1: a usage error, an interruption or an exception
+inside kgate exits 2 with an `error:` line and a `fix:` line (and, under `--json`, the
+ERROR object on stdout).
 The commands live in `checks` (gate, parity, measure, ...) and `records` (init, stub,
 cand, ..., verdict, report); importing them registers them on `app`, in help order.
 """
 
 from __future__ import annotations
 
+import sys
+from typing import Annotated
+
+import typer
+
+try:  # typer vendors click from 0.2x on; older ones use click itself
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_exceptions
+
+_EXIT = tuple({typer.Exit, getattr(click_exceptions, "Exit", typer.Exit)})
+_ABORT = tuple({typer.Abort, getattr(click_exceptions, "Abort", typer.Abort), KeyboardInterrupt})
+
 from kgate import __version__
 from kgate.cli import checks, records  # noqa: F401  (registers the commands)
-from kgate.cli.common import app
+from kgate.cli.common import app, silence_stdout
+from kgate.errors import KgateError, describe
 
 
 @app.command()
@@ -18,8 +35,60 @@ def version() -> None:
     print(__version__)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        print(__version__)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[
+        bool, typer.Option("--version", is_eager=True, callback=_print_version, help="Print kgate's version and exit.")
+    ] = False,
+) -> None:
+    """Make kernel-optimization claims trustworthy: parity, firing audit, honest timing, experiment records, verdicts.
+
+    Exit codes: 0 pass, 1 pass with advisories, 2 fail, anomaly, bad input or could not evaluate.
+    """
+
+
 def main() -> None:
-    app(prog_name="kgate")
+    """Run one command; turn whatever escapes it into exit code 2, never 1."""
+    as_json = "--json" in sys.argv[1:]
+    try:
+        result = app(prog_name="kgate", standalone_mode=False)
+        code = result if isinstance(result, int) else 0
+    except _EXIT as exc:
+        code = exc.exit_code
+    except click_exceptions.UsageError as exc:
+        code = _fail(as_json, KgateError(exc.format_message(), _usage_fix(exc)))
+    except _ABORT:
+        code = _fail(as_json, KgateError("interrupted: nothing was written.", "run the command again."))
+    except BrokenPipeError:
+        silence_stdout()  # the reader went away (`| head`): the verdict's code is already decided
+        code = 2
+    except Exception as exc:  # a bug in kgate or an environment it did not foresee: still exit 2
+        code = _fail(as_json, KgateError(
+            f"kgate could not finish: {describe(exc)}.",
+            "if the message does not say what to change, report it as a kgate bug with the command line.",
+        ))
+    sys.exit(code)
+
+
+def _usage_fix(exc: click_exceptions.UsageError) -> str:
+    command = exc.ctx.command_path if exc.ctx is not None else "kgate"
+    return f"see `{command} --help` for the options and their values."
+
+
+def _fail(as_json: bool, exc: KgateError) -> int:
+    from kgate.cli.common import fail_usage
+
+    try:
+        fail_usage(exc, as_json)
+    except _EXIT as done:
+        return done.exit_code
+    return 2
 
 
 __all__ = ["app", "main"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -80,6 +81,16 @@ def check_output_path(path: Path | None) -> None:
         raise KgateError(f"the folder of -o {path} does not exist.", "create it first or choose another path.")
 
 
+def silence_stdout() -> None:
+    """After the reader of stdout went away (`kgate ... | head -1`): send what is left to
+    /dev/null, so neither a later print nor the interpreter's final flush fails."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def run_report(as_json: bool, output: Path | None, produce: Callable[[], object]) -> None:
     """The shape of every command: validate -o, produce a report, render it, exit."""
     try:
@@ -96,10 +107,16 @@ def emit(report: object, as_json: bool, output: Path | None) -> None:
     payload = dumps(report.to_json())  # type: ignore[attr-defined]
     if output is not None:
         write_atomic(output, payload + "\n")
-    if as_json:
-        print(payload)
-    else:
-        render_report(report, Console(width=None if sys.stdout.isatty() else 120))  # type: ignore[arg-type]
+    try:
+        if as_json:
+            print(payload)
+        else:
+            console = Console(width=None if sys.stdout.isatty() else 120)
+            console.on_broken_pipe = silence_stdout  # type: ignore[method-assign]  (rich would exit 1)
+            render_report(report, console)  # type: ignore[arg-type]
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader stopped reading: the verdict still sets the exit code
+        silence_stdout()
     raise typer.Exit(report.exit_code)  # type: ignore[attr-defined]
 
 

@@ -79,7 +79,7 @@ def run_probe_legs(
     with tempfile.TemporaryDirectory(prefix="kgate-probes-") as scratch:
         folder = Path(workdir) if workdir is not None else Path(scratch)
         ref_dir, cand_dir = folder / "reference", folder / "candidate"
-        ref_req = {**common, "seeds": list(seeds), "workdir": str(ref_dir),
+        ref_req = {**common, "seeds": list(seeds), "workdir": str(ref_dir), "edges": True,
                    "reference_compiled": with_firing and request.klass != "kernel-authored"}
         cand_req = {**common, "workdir": str(cand_dir), "with_firing": with_firing,
                     "probes_file": str(cand_dir / "probes.json")}
@@ -90,9 +90,9 @@ def run_probe_legs(
             manifest = _wait_for_inputs(reference_leg, ref_dir)
             candidate.wait_beat("imported")
             for p in manifest:
-                os.replace(ref_dir / f"inputs-{p['seed']}.pkl", cand_dir / f"inputs-{p['seed']}.pkl")
+                os.replace(ref_dir / f"inputs-{p['key']}.pkl", cand_dir / f"inputs-{p['key']}.pkl")
             (cand_dir / "probes.json").write_text(json.dumps(
-                [{"seed": p["seed"], "file_sha256": p["file_sha256"]} for p in manifest]
+                [{"key": p["key"], "file_sha256": p["file_sha256"]} for p in manifest]
             ))
             candidate.go()
             cand_result = candidate.wait()
@@ -150,30 +150,38 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         raise _leg_error("candidate", cand)
     if cand.get("status") != "DONE":
         return _candidate_crashed(command, request, ref, cand, seeds, random_seed, notes)
-    runs = {r["seed"]: r for r in cand.get("runs", [])}
+    runs = {r["key"]: r for r in cand.get("runs", [])}
     probes: list[Probe] = []
+    skipped: list[tuple[str, str]] = []
     hashes: list[integrity.InputHashes] = []
     for p in ref["probes"]:
-        seed = p["seed"]
-        run = runs.get(seed, {})
-        hashes.append(integrity.InputHashes(seed, p["input_sha256"], run.get("after_sha256", ""),
+        key, label = p["key"], p.get("label", "")
+        run = runs.get(key, {})
+        hashes.append(integrity.InputHashes(label or p["seed"], p["input_sha256"], run.get("after_sha256", ""),
                                             run.get("received_sha256", "")))
-        cand_out = arrays.get(f"s{seed}-candidate")
+        if p.get("reference_error"):
+            skipped.append((label, f"the reference itself fails here ({p['reference_error']})"))
+            continue
+        if label and not parity.all_finite(arrays[f"{key}-reference"]):
+            skipped.append((label, "the reference itself is not finite here"))
+            continue
+        cand_out = arrays.get(f"{key}-candidate")
         probes.append(Probe(
-            seed=seed,
-            inputs=arrays[f"s{seed}-inputs"],
-            reference=arrays[f"s{seed}-reference"],
-            oracle=arrays[f"s{seed}-oracle"],
+            seed=p["seed"],
+            inputs=arrays[f"{key}-inputs"],
+            reference=arrays[f"{key}-reference"],
+            oracle=arrays[f"{key}-oracle"],
             oracle_kind=p["oracle_kind"],
             candidate=cand_out,
             candidate_error=run.get("error", "" if cand_out is not None else "the candidate leg returned no output"),
+            label=label,
         ))
     gates: dict[str, GateResult] = {
         "integrity": integrity.evaluate(
             tuple(cand.get("reference_changes", [])), tuple(cand.get("config_mismatches", [])), hashes,
             process_changes=tuple(cand.get("changes", [])),
         ),
-        "parity": parity.evaluate(request.parity_spec, probes, cand.get("prefill")),
+        "parity": parity.evaluate(request.parity_spec, probes, cand.get("prefill"), skipped_edges=skipped),
     }
     if with_firing:
         facts = _facts(request.parity_spec, probes[0], arrays, cand)
@@ -182,7 +190,8 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             trace_error=cand.get("trace_error", "the candidate leg ran no probe"),
             bypass=_bypass(request.parity_spec, probes[0], arrays, cand),
         )
-    seeding = {str(p["seed"]): p["seeding"] for p in ref["probes"]}
+    seed_probes = [p for p in ref["probes"] if not p.get("label")]
+    seeding = {str(p["seed"]): p["seeding"] for p in seed_probes}
     context = {
         "class": request.klass,
         "reference": ref["reference"],
@@ -191,8 +200,9 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         "seeds": list(seeds),
         "random_seed": random_seed,
         "seeding": seeding,
-        "input_sha256": {str(p["seed"]): p["input_sha256"] for p in ref["probes"]},
-        "output_sha256": {str(s): runs.get(s, {}).get("output_sha256") for s in seeds},
+        "input_sha256": {str(p["seed"]): p["input_sha256"] for p in seed_probes},
+        "output_sha256": {str(p["seed"]): runs.get(p["key"], {}).get("output_sha256") for p in seed_probes},
+        "edge_probes": [p["label"] for p in ref["probes"] if p.get("label")],
         "dtype": request.dtype,
         "device": ref["device"],
         "interpreted": ref["interpreted"],
@@ -203,7 +213,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
     if workdir is not None:  # verify hands the first probe's inputs to its measure leg
         first = ref["probes"][0]
         context["handoff"] = {
-            "path": str(Path(workdir) / "candidate" / f"inputs-{first['seed']}.pkl"),
+            "path": str(Path(workdir) / "candidate" / f"inputs-{first['key']}.pkl"),
             "file_sha256": first["file_sha256"],
             "input_sha256": first["input_sha256"],
         }

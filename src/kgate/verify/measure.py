@@ -33,6 +33,7 @@ from kgate.verify.lock import compile_slot
 from kgate.verify import census
 from kgate.verify.outcome import Report
 from kgate.verify.spawn import beat
+from kgate.verify.streams import stdout_to_stderr
 from kgate.verify.watch import Watch
 
 NOISY_IQR = 0.10  # IQR/median above this is called noisy, in plain words
@@ -309,7 +310,8 @@ def run_measure(request: MeasureRequest, progress: Callable[[int, float], None] 
     backend.warm_up()  # the framework's own threads exist before the census below
     watch = Watch(backend)  # before any candidate code exists in this process
     try:
-        return _measure(request, progress, backend, watch)
+        with stdout_to_stderr():  # what the candidate prints never reaches kgate's stdout
+            return _measure(request, progress, backend, watch)
     finally:
         watch.restore()
         kclock.restore()

@@ -33,16 +33,25 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
     trees: dict[str, Any] = {}
     probes: list[dict[str, Any]] = []
     with load_reference(req["reference"], overrides=req["overrides"], use_tiny=req["use_tiny"]) as (reference, op_point):
-        made: list[tuple[int, Any]] = []
+        made: list[Any] = []
+
+        def hand_over(probe: dict[str, Any], inputs: Any) -> None:
+            probe.update(input_sha256=backend.digest(inputs),
+                         file_sha256=backend.save_inputs(inputs, folder / f"inputs-{probe['key']}.pkl"))
+            probes.append(probe)
+            made.append(inputs)
+
         for seed in req["seeds"]:
             inputs, how = backend.create_inputs(reference, seed, req["dtype"])
-            file_sha = backend.save_inputs(inputs, folder / f"inputs-{seed}.pkl")
-            probes.append({"seed": seed, "seeding": how, "input_sha256": backend.digest(inputs), "file_sha256": file_sha})
-            made.append((seed, inputs))
+            hand_over({"key": f"p{len(probes)}", "seed": seed, "seeding": how}, inputs)
+        if req.get("edges"):  # from the first seed's inputs
+            for label, inputs in backend.edge_inputs(made[0]):
+                hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": label, "seeding": "edge"}, inputs)
         (folder / "inputs.json").write_text(json.dumps(probes))
         if not wait_for_go():
             raise KgateError("the grading process stopped the reference leg.", "re-run the command.")
-        for (seed, inputs), probe in zip(made, probes):
+        for inputs, probe in zip(made, probes):
+            key, seed = probe["key"], probe["seed"]
             try:
                 ref_out = backend.run(reference.entry, inputs)
                 oracle = backend.run_oracle(reference.entry, inputs, "float32")
@@ -50,16 +59,19 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
                 if parity.floor_is_degenerate(ref_out, oracle):
                     oracle, probe["oracle_kind"] = backend.run_oracle(reference.entry, inputs, "float64"), "float64"
             except Exception as exc:
+                if probe.get("label"):  # an edge the reference itself cannot take: skipped, and said
+                    probe["reference_error"] = describe(exc)
+                    continue
                 raise KgateError(
                     f"the reference {reference.path.name} failed on seed {seed}: {describe(exc)}",
                     "fix the reference module; kgate cannot grade against a reference that does not run.",
                 ) from exc
-            trees[f"s{seed}-inputs"] = backend.to_host(inputs)
-            trees[f"s{seed}-reference"] = ref_out
-            trees[f"s{seed}-oracle"] = oracle
+            trees[f"{key}-inputs"] = backend.to_host(inputs)
+            trees[f"{key}-reference"] = ref_out
+            trees[f"{key}-oracle"] = oracle
         reference_compiled = None
         if req.get("reference_compiled") and made:
-            reference_compiled = backend.compiled_text(reference.entry, made[0][1])
+            reference_compiled = backend.compiled_text(reference.entry, made[0])
         _send(trees)
         return {
             "status": "DONE",
@@ -97,18 +109,18 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
         outputs: dict[str, Any] = {}
         first: tuple[Any, ...] | None = None
         for probe in json.loads(Path(req["probes_file"]).read_text()):
-            seed = probe["seed"]
-            inputs = backend.load_inputs(folder / f"inputs-{seed}.pkl", probe["file_sha256"])
+            key = probe["key"]
+            inputs = backend.load_inputs(folder / f"inputs-{key}.pkl", probe["file_sha256"])
             received = backend.digest(inputs)
             first = inputs if first is None else first
-            run: dict[str, Any] = {"seed": seed, "received_sha256": received}
+            run: dict[str, Any] = {"key": key, "received_sha256": received}
             try:
                 out = backend.run(pair.candidate.entry, inputs)
-                outputs[f"s{seed}-candidate"] = out
+                outputs[f"{key}-candidate"] = out
                 run["output_sha256"] = out.sha256()
             except Exception as exc:  # the candidate's failure is evidence, not a crash
                 run["error"] = describe(exc)
-            watch.check(f"after the candidate ran on probe {seed}")
+            watch.check(f"after the candidate ran on probe {key}")
             try:
                 run["after_sha256"] = backend.digest(inputs)
             except Exception:
@@ -118,25 +130,24 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
         if backend.interpreted and first is not None and "error" not in runs[0]:
             try:
                 zero = backend.run(pair.candidate.entry, first, uninitialized="zero")
-                result["prefill"] = parity.compare_prefill(outputs[f"s{runs[0]['seed']}-candidate"], zero)
+                result["prefill"] = parity.compare_prefill(outputs[f"{runs[0]['key']}-candidate"], zero)
             except Exception as exc:
                 result["prefill"] = f"the candidate failed when fresh buffers were zero-filled: {describe(exc)}"
             watch.check("after the zero-filled run")
         if req["with_firing"] and first is not None:
             try:
                 result["facts"] = backend.inspect(pair.candidate.entry, first, ablate=False).to_json()
-                moves = backend.ablation_moves(pair.candidate.entry, first)
+                moves, bypassed = backend.kernel_experiments(pair.candidate.entry, first)
                 if isinstance(moves, str):
                     result["ablation_error"] = moves
                 else:
                     outputs["ablation-moves"] = moves
+                if isinstance(bypassed, str):
+                    result["bypass_error"] = bypassed
+                else:
+                    outputs.update({f"bypass-{name}": tree for name, tree in bypassed.items()})
             except Exception as exc:
                 result["trace_error"] = describe(exc)
-            try:
-                for name, tree in backend.bypass(pair.candidate.entry, first).items():
-                    outputs[f"bypass-{name}"] = tree
-            except Exception as exc:  # kgate could not substitute the kernels: said, not guessed
-                result["bypass_error"] = describe(exc)
             watch.check("after the firing audit")
         watch.check("at the end", "deep")
         wire.write_trees(folder / "candidate.npz", outputs)

@@ -84,11 +84,12 @@ def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
     checks = {c["name"]: c for c in gate.get("checks", [])}
     for probe in gate.get("probes", []):
         seed = probe.get("seed")
+        name = probe.get("name") or f"seed{seed}"
         for out in probe.get("outputs", []):
             cand = out.get("candidate")
             if cand is None:
                 continue
-            where = f"parity seed {seed} {out['path']}"
+            where = f"parity {name} {out['path']}"
             if spec.kind == "floor":
                 if "floor" not in out:
                     continue
@@ -97,7 +98,22 @@ def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
                     limit["mean_abs"], mult * float(floor["mean_abs_used"])
                 ):
                     problems.append(f"{where}: limit is not {mult:g} x the recorded floor")
-                passes = float(cand["max_abs"]) <= float(limit["max_abs"]) and float(cand["mean_abs"]) <= float(limit["mean_abs"])
+                ratio = float(out["max_abs_over_floor"])
+                at = out.get("worst_ratio_at") or {}
+                unit_max = float(limit.get("unit_max", floor["max_abs_used"]))
+                # The ratio is the worst element's error over its allowance unit (the floor, or half
+                # an ulp there): it is what the recorded element gives, and no less than the largest
+                # error over the coarsest unit.
+                if at and float(at["unit"]) > 0:
+                    implied = float(at["diff"]) / float(at["unit"])
+                    consistent = _close(ratio, implied) if math.isfinite(implied) else not math.isfinite(ratio)
+                    if not consistent:
+                        problems.append(f"{where}: the ratio to the floor does not follow from its worst element")
+                if unit_max > 0 and ratio * (1 + REL_TOL) < float(cand["max_abs"]) / unit_max:
+                    problems.append(f"{where}: the ratio to the floor is below what the largest error allows")
+                if at and float(at["unit"]) < float(floor["max_abs_used"]) * (1 - REL_TOL):
+                    problems.append(f"{where}: an allowance unit finer than the recorded floor")
+                passes = ratio <= mult and float(cand["mean_abs"]) <= float(limit["mean_abs"])
             elif spec.kind == "tolerance":
                 violations = int(out.get("violations", -1))
                 passes = violations == 0
@@ -108,8 +124,8 @@ def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
                                     f"{float(cand['max_abs']):.6g} exceeds atol + rtol*|expected| = {allowed:.6g}")
             else:
                 passes = float(cand["max_abs"]) == 0.0  # bit-identical outputs have no error at all
-            check = checks.get(f"seed{seed}.error")
-            if check is not None and passes != (check["status"] == "PASS") and not checks.get(f"seed{seed}.finite"):
+            check = checks.get(f"{name}.error")
+            if check is not None and passes != (check["status"] == "PASS") and not checks.get(f"{name}.finite"):
                 problems.append(
                     f"{where}: recorded {check['status']} but the numbers say {'PASS' if passes else 'FAIL'}"
                 )

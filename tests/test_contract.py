@@ -1,0 +1,78 @@
+"""The boundary scripts and agents rely on: exit codes keep their meaning (an exception or a
+usage error never exits 1), `--json` stays one object on stdout whatever the candidate prints,
+and a closed pipe does not change the verdict's code."""
+
+import json
+import subprocess
+import sys
+
+from conftest import EXAMPLES
+
+RMS = EXAMPLES / "rmsnorm"
+TANH_REFERENCE = (
+    "import jax, jax.numpy as jnp\n"
+    "CONFIG = {'n': 64}\n"
+    "def create_inputs(seed=0):\n"
+    "    return (jax.random.normal(jax.random.key(seed), (4, CONFIG['n'])),)\n"
+    "def workload(x):\n"
+    "    return jnp.tanh(x)\n"
+)
+
+
+def kgate(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "kgate", *map(str, args)], capture_output=True, text=True, **kwargs)
+
+
+def test_a_candidate_that_prints_leaves_measure_json_one_object(write_module):
+    ref = write_module("reference.py", TANH_REFERENCE)
+    cand = write_module(
+        "cand.py",
+        "import jax.numpy as jnp\nprint('hello at import')\n"
+        "def workload(x):\n    print('hello from a call')\n    return jnp.tanh(x)\n",
+    )
+    proc = kgate("measure", "-r", ref, "-c", cand, "--budget", "1", "--sessions", "2", "--json")
+    report = json.loads(proc.stdout)  # nothing before or after the object
+    assert report["command"] == "measure" and proc.returncode in (0, 1)
+    assert "hello at import" in proc.stderr
+
+
+def test_a_crash_inside_measure_exits_2_with_an_error_object_never_1(write_module):
+    ref = write_module(
+        "reference.py",
+        TANH_REFERENCE.replace("    return (jax.random.normal", "    raise ValueError('no inputs today')\n    return (jax.random.normal"),
+    )
+    cand = write_module("cand.py", "import jax.numpy as jnp\ndef workload(x):\n    return jnp.tanh(x)\n")
+    proc = kgate("measure", "-r", ref, "-c", cand, "--budget", "1", "--json")
+    assert proc.returncode == 2
+    error = json.loads(proc.stdout)
+    assert error["status"] == "ERROR" and "no inputs today" in error["error"]["problem"] and error["error"]["fix"]
+    human = kgate("measure", "-r", ref, "-c", cand, "--budget", "1")
+    assert human.returncode == 2 and "error:" in human.stderr and "fix:" in human.stderr
+    assert "Traceback" not in human.stderr
+
+
+def test_usage_errors_exit_2_and_print_the_error_object_under_json():
+    missing = kgate("gate", "--json")
+    assert missing.returncode == 2
+    assert json.loads(missing.stdout)["status"] == "ERROR"
+    bad_value = kgate("parity", "-r", RMS / "reference.py", "-c", RMS / "pallas.py", "--seed", "abc", "--json")
+    assert bad_value.returncode == 2 and "--seed" in json.loads(bad_value.stdout)["error"]["problem"]
+    plain = kgate("gate", "--no-such-option")
+    assert plain.returncode == 2 and "error:" in plain.stderr
+
+
+def test_a_closed_pipe_keeps_the_verdicts_exit_code():
+    for candidate, expected in (("pallas.py", 0), ("bad_ghost.py", 2)):
+        proc = subprocess.run(
+            f"{sys.executable} -m kgate gate -r {RMS / 'reference.py'} -c {RMS / candidate} | head -c 10 >/dev/null; "
+            "exit ${PIPESTATUS[0]}",
+            shell=True, executable="/bin/bash", capture_output=True, text=True,
+        )
+        assert proc.returncode == expected, proc.stderr[-500:]
+
+
+def test_version_flag():
+    from kgate import __version__
+
+    proc = kgate("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == __version__
