@@ -21,8 +21,8 @@ from kgate.backends.base import HostTree
 from kgate.errors import KgateError
 from kgate.gates.common import Check, GateResult
 
-# Chosen from data (benchmarks/parity_multiplier.py): honest kernels reached 4.53x their floor,
-# precision-downgraded ones 5.64x and more.
+# Chosen from data (benchmarks/parity_multiplier.py): honest kernels reached up to 4.5x their floor
+# over several runs, precision-downgraded ones 5.6x and more.
 DEFAULT_MULTIPLIER = 5.0
 REL_GUARD = 1e-3  # max-rel divides by max(|expected|, REL_GUARD * max|expected|)
 
