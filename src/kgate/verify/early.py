@@ -2,11 +2,11 @@
 the firing audit, graded here from evidence produced in two other processes.
 
 The reference leg (a process that never imports the candidate) makes each probe's
-inputs, the reference's outputs and the oracle's. The candidate leg imports the
-candidate first, and only then receives the inputs (never a seed, never an expected
-answer). This process imports neither module and no framework: it reads both legs'
-arrays and computes every verdict. Each run adds a probe seed drawn at random here,
-after both legs started, recorded in the report so it can be regenerated.
+inputs, and the reference's and the oracle's outputs only once the candidate's process
+is gone. The candidate leg imports the candidate first, and only then receives the inputs
+(never a seed, never an expected answer). This process imports neither module and no
+framework: it reads both legs' arrays and computes every verdict. Each run adds a probe
+seed drawn here from the OS's entropy, recorded in the report so it can be regenerated.
 """
 
 from __future__ import annotations
