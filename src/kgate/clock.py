@@ -12,7 +12,6 @@ import time
 _WATCHED = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time")
 BOUND = {name: getattr(time, name) for name in _WATCHED}
 perf_counter_ns = BOUND["perf_counter_ns"]
-monotonic_ns = BOUND["monotonic_ns"]
 _SYSTEM_RANDOM = random.SystemRandom()  # the OS's entropy, bound before any candidate code exists
 
 

@@ -493,7 +493,7 @@ class JaxBackend:
 
     def _ablate(self, closed: Any, inputs: Sequence[Any], moved_above: float) -> Ablation:
         try:
-            base, perturbed = jaxpr_flow.ablated_runs(closed, jax.tree_util.tree_leaves(tuple(inputs)))
+            base, perturbed, _ = jaxpr_flow.kernel_experiments(closed, jax.tree_util.tree_leaves(tuple(inputs)))
         except jaxpr_flow.AblationUnsupported as exc:
             return Ablation(False, str(exc))
         return count_moved(_moves(base, perturbed), moved_above)

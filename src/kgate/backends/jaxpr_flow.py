@@ -273,25 +273,9 @@ def _rewritten_params(eqn: Any, perturb: Replacement | None) -> dict[str, Any]:
     return params
 
 
-def _replaced_run(closed: Any, args: Sequence[Any], perturb: Replacement | None) -> list[Any]:
-    try:
-        return jax.jit(lambda *a: evaluate_with_kernels(closed, a, perturb))(*args)
-    except AblationUnsupported:
-        raise
-    except Exception as exc:  # a construct whose rebuilt form jax rejects: say so, don't guess
-        raise AblationUnsupported(
-            f"the program could not be re-evaluated with replaced kernels ({type(exc).__name__}: {exc})"[:300]
-        ) from exc
-
-
-def ablated_runs(closed: Any, args: Sequence[Any]) -> tuple[list[Any], list[list[Any]]]:
-    """(outputs with kernels untouched, outputs under each perturbation), all jitted."""
-    base = _replaced_run(closed, args, None)
-    return base, [_replaced_run(closed, args, p) for p in _perturbations()]
-
-
 def kernel_experiments(closed: Any, args: Sequence[Any]) -> tuple[list[Any], list[list[Any]], dict[str, list[Any]]]:
-    """`ablated_runs` and `bypassed_runs` in one jitted program (one compile instead of five)."""
+    """The program's outputs with its kernels untouched, under each perturbation (the
+    ablation), and with each stand-in that does no work (the bypass): one jitted program."""
     replacements: list[Replacement | None] = [None, *_perturbations(), *_stand_ins().values()]
 
     def all_runs(*a: Any) -> list[list[Any]]:

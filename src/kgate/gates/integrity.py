@@ -17,7 +17,7 @@ class InputHashes:
     """sha256 of one probe's inputs: as the reference's process created them, as the
     candidate's process received them, and after the candidate ran on them."""
 
-    seed: int
+    seed: int | str  # a seed, or an edge probe's label
     created: str
     after_candidate: str  # "" when the inputs could no longer be read (deleted/donated)
     received: str
