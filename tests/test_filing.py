@@ -108,7 +108,9 @@ def page_of(wt):
 def test_filing_derives_the_verdict_from_the_receipt(records, tmp_path, scenario, verdict, rule):
     rec = filed_supported(records, tmp_path / "code") if scenario == "supported" else records(scenario)
     decision, wt = rec["verdict"], rec["wt"]
-    assert decision["verdict"] == verdict and decision["rules"][0]["code"] == rule, decision
+    not_passed = [(c["name"], c["status"], c.get("detail", "")) for gate in ("integrity",)
+                  for c in json.loads(rec["receipt"].read_text())["gates"][gate]["checks"] if c["status"] not in ("PASS", "SKIPPED")]
+    assert decision["verdict"] == verdict and decision["rules"][0]["code"] == rule, (decision, not_passed)
     subject = sh(wt, "git", "log", "-1", "--format=%s")
     assert subject.startswith(f"K7(cumsum v001): {verdict} — ")
     assert sh(wt, "git", "log", "-1", "--format=%b").strip() == f"exp: kernel_experiments/cumsum/{page_of(wt).name}"

@@ -67,25 +67,81 @@ def test_a_librarys_state_changing_is_not_a_patch_but_its_functions_are():
         del sys.modules["libfake_state"]
 
 
-def _beats(windows_ms):
-    beats = []
+def _clock(windows_ms):
+    """Parent-side records: the tick sent at each window's start, the end beat read at its end."""
+    beats, ticks = [], []
     for i, (start, end) in enumerate(windows_ms):
-        beats += [[int(start * 1e6), f"b {i}"], [int(end * 1e6), f"e {i}"]]
-    return beats
+        ticks.append([int(start * 1e6), i])
+        beats.append([int(end * 1e6), f"e {i}"])
+    return beats, ticks
 
 
 def test_rounds_must_fit_the_parents_clock():
-    beats = _beats([(0, 10), (10, 20)])
-    assert clock_bound("c", [6.0, 9.0], beats).status == "PASS"
-    over = clock_bound("c", [6.0, 35.0], beats)
+    beats, ticks = _clock([(0, 10), (10, 20)])
+    assert clock_bound("c", [6.0, 9.0], beats, ticks).status == "PASS"
+    over = clock_bound("c", [6.0, 35.0], beats, ticks)
     assert over.status == "FAIL" and "round 1 reports 35.000 ms in a 10.000 ms window" in over.detail
-    missing = clock_bound("c", [6.0, 9.0, 1.0], beats)
+    missing = clock_bound("c", [6.0, 9.0, 1.0], beats, ticks)
     assert missing.status == "FAIL" and "did not mark 1 of its 3 rounds" in missing.detail
 
 
 def test_forged_beats_after_the_real_ones_do_not_widen_a_window():
-    beats = _beats([(0, 10)]) + [[int(500e6), "e 0"]]
-    assert clock_bound("c", [30.0], beats).status == "FAIL"
+    beats, ticks = _clock([(0, 10)])
+    assert clock_bound("c", [30.0], beats + [[int(500e6), "e 0"]], ticks).status == "FAIL"
+
+
+def _beat_reader():
+    """The parent's real beat reader on real pipes, as a timed leg sees it."""
+    import os
+    import threading
+
+    from kgate.verify import spawn
+
+    beat_r, beat_w = os.pipe()
+    tick_r, tick_w = os.pipe()
+    beats, ticks = [], []
+    reader = threading.Thread(target=spawn._read_beats, args=(beat_r, beats, ticks, tick_w), daemon=True)
+    reader.start()
+    return beat_w, tick_r, beats, ticks, reader
+
+
+def test_a_round_read_late_in_one_chunk_still_fits_its_window(monkeypatch):
+    """The reader used to stamp the start when it read it: a start and an end read together
+    gave a window of zero and an honest round FAILed on a busy machine."""
+    import os
+    import time
+
+    from kgate.verify import spawn
+
+    beat_w, tick_r, beats, ticks, reader = _beat_reader()
+    monkeypatch.setenv("KGATE_BEAT_FD", str(beat_w))
+    monkeypatch.setenv("KGATE_TICK_FD", str(tick_r))
+    reported = []
+    for i in range(3):
+        spawn.wait_tick(i, timeout_s=10)
+        t0 = time.perf_counter_ns()
+        time.sleep(0.02)
+        reported.append((time.perf_counter_ns() - t0) / 1e6)
+        os.write(beat_w, f"b {i}\ne {i}\n".encode())  # start and end in one chunk: read at one instant
+    os.close(beat_w)
+    reader.join(timeout=5)
+    assert [index for _, index in ticks] == [0, 1, 2]
+    check = clock_bound("c", reported, beats, ticks)
+    assert check.status == "PASS", check.detail
+
+
+def test_a_request_out_of_turn_gets_no_tick():
+    import os
+
+    beat_w, tick_r, beats, ticks, reader = _beat_reader()
+    os.write(beat_w, b"r 1\n")  # forged ahead: round 0 has not run
+    os.write(beat_w, b"r 0\n")
+    os.write(beat_w, b"r 1\n")  # round 0 has not ended
+    os.write(beat_w, b"e 0\nr 1\nr 1\n")  # now it has; the repeat gets nothing
+    os.close(beat_w)
+    reader.join(timeout=5)
+    assert [index for _, index in ticks] == [0, 1]
+    assert os.read(tick_r, 100) == b"g 0\ng 1\n"
 
 
 def _tree(*arrays):

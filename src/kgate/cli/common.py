@@ -13,6 +13,26 @@ from rich.console import Console
 
 from kgate.errors import KgateError
 
+def _flags_take_no_value() -> None:
+    """Typer 0.2x shows `<bool>` beside every flag (`--json`, `--help`), which reads as if the
+    flag took a value (`--json true` is then refused). A flag's row shows no type."""
+    try:
+        from typer.core import TyperOption
+    except ImportError:  # pragma: no cover
+        return
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "_kgate", False):
+        return
+
+    def display_type_rich(self, ctx):  # type: ignore[no-untyped-def]
+        return None if getattr(self, "is_flag", False) else shown(self, ctx)
+
+    display_type_rich._kgate = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_take_no_value()
+
 app = typer.Typer(
     name="kgate",
     help="Make kernel-optimization claims trustworthy: parity, firing audit, honest timing, experiment records, verdicts.",

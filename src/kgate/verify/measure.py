@@ -32,7 +32,7 @@ from kgate.problem import load_pair
 from kgate.verify.lock import compile_slot
 from kgate.verify import census
 from kgate.verify.outcome import Report
-from kgate.verify.spawn import beat
+from kgate.verify.spawn import beat, wait_tick
 from kgate.verify.streams import stdout_to_stderr
 from kgate.verify.watch import Watch
 
@@ -551,6 +551,7 @@ class _RoundWatch:
         self.seen: dict[int, str] = {}
 
     def start(self, index: int) -> None:
+        wait_tick(index)  # the parent's clock marks the round's earliest start
         beat(f"b {index}")
         if self.first is None and self.baseline is not None:
             self.first = census.census()

@@ -256,8 +256,8 @@ def _parent_clock_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
     if not samples:
         return Check(f"{leg_name}.parent_clock", "SKIPPED", "no timed rounds to bound")
     reported = [sum(r) + sum(c) for r, c in zip(samples["reference"], samples["candidate"])]
-    beats = leg.get("parent_clock", {}).get("beats", [])
-    return clock_bound(f"{leg_name}.parent_clock", reported, beats)
+    clock = leg.get("parent_clock", {})
+    return clock_bound(f"{leg_name}.parent_clock", reported, clock.get("beats", []), clock.get("ticks", []))
 
 
 def _speedup(leg: Mapping[str, Any]) -> dict[str, Any] | None:

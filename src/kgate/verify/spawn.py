@@ -5,12 +5,20 @@ A leg writes its result to a file the parent named, never to stdout: whatever th
 print (a candidate's `print()`, a library's warning) goes to the leg's stderr, which the
 parent keeps aside and shows only when the leg fails. The parent stamps its own clock on
 the leg's start and end, and on each line the leg writes to its beat channel (a pipe named in KGATE_BEAT_FD).
+
+A timed round is bounded on the parent's clock from both sides, and only by events whose
+real time the parent knows: the leg asks (`r I`), the parent sends a tick (`g I`, on the
+pipe named in KGATE_TICK_FD) and stamps the moment it sent it, the leg starts the round only
+once the tick arrived, and the round ends before the parent reads `e I`. A late read only
+widens the window, so a busy machine can never make an honest round look too long; the tick
+for round I goes out only after `e I-1` was read, so the windows never overlap.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -30,6 +38,7 @@ class LegProcess:
     started_ns: int
     stdin: IO[bytes] | None
     beats: list[tuple[int, str]] = field(default_factory=list)  # (parent clock ns, line the leg wrote)
+    ticks: list[tuple[int, int]] = field(default_factory=list)  # (parent clock ns when sent, round)
     data: bytearray = field(default_factory=bytearray)  # what the leg sent on its data pipe
     _readers: list[threading.Thread] = field(default_factory=list)
 
@@ -80,6 +89,7 @@ class LegProcess:
         data["parent_clock"] = {
             "wall_ns": ended - self.started_ns,
             "beats": [[ns - self.started_ns, line] for ns, line in list(self.beats)],
+            "ticks": [[ns - self.started_ns, index] for ns, index in list(self.ticks)],
         }
         return data
 
@@ -118,7 +128,7 @@ def start(
     own_session: bool = False,
 ) -> LegProcess:
     """Start one leg; `waits`: it blocks until `go()`; `beats`: the parent timestamps its beat
-    lines; `data`: it sends bytes on a pipe (KGATE_DATA_FD) that only this process reads, so
+    lines and answers round requests with ticks (see the module's docstring); `data`: it sends bytes on a pipe (KGATE_DATA_FD) that only this process reads, so
     they never touch the disk."""
     workdir.mkdir(parents=True, exist_ok=True)
     request_path = workdir / f"{kind}-request.json"
@@ -130,8 +140,11 @@ def start(
     for name, wanted in (("KGATE_BEAT_FD", beats), ("KGATE_DATA_FD", data)):
         if wanted:
             pipes[name] = os.pipe()
+    tick_r, tick_w = os.pipe() if beats else (-1, -1)
     full_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
     full_env.update({name: str(w) for name, (_, w) in pipes.items()})
+    if beats:
+        full_env["KGATE_TICK_FD"] = str(tick_r)
     with open(stderr_path, "wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "kgate.verify.leg", kind, str(request_path)],
@@ -139,28 +152,48 @@ def start(
             stdout=err,
             stderr=err,
             env=full_env,
-            pass_fds=tuple(w for _, w in pipes.values()),
+            pass_fds=tuple(w for _, w in pipes.values()) + ((tick_r,) if beats else ()),
             start_new_session=own_session,
         )
     leg = LegProcess(kind, proc, result_path, stderr_path, time.monotonic_ns(), proc.stdin if waits else None)
+    if beats:
+        os.close(tick_r)
     for name, (r, w) in pipes.items():
         os.close(w)
-        target = _read_beats if name == "KGATE_BEAT_FD" else _read_data
-        sink: Any = leg.beats if name == "KGATE_BEAT_FD" else leg.data
-        reader = threading.Thread(target=target, args=(r, sink), daemon=True)
+        args: tuple[Any, ...] = (r, leg.beats, leg.ticks, tick_w) if name == "KGATE_BEAT_FD" else (r, leg.data)
+        target: Any = _read_beats if name == "KGATE_BEAT_FD" else _read_data
+        reader = threading.Thread(target=target, args=args, daemon=True)
         reader.start()
         leg._readers.append(reader)
     return leg
 
 
-def _read_beats(fd: int, beats: list[tuple[int, str]]) -> None:
+def _read_beats(fd: int, beats: list[tuple[int, str]], ticks: list[tuple[int, int]], tick_fd: int) -> None:
+    """Stamp each beat line; answer `r I` with tick `g I` when I is the next round and round
+    I-1 has ended (a request out of turn, forged or early, gets no tick)."""
+    ended: set[int] = set()
     with os.fdopen(fd, "rb", buffering=0) as stream:
         pending = b""
         while chunk := stream.read(4096):
             now = time.monotonic_ns()
             pending += chunk
             *lines, pending = pending.split(b"\n")
-            beats.extend((now, line.decode(errors="replace")) for line in lines)
+            for raw in lines:
+                line = raw.decode(errors="replace")
+                beats.append((now, line))
+                kind, _, index = line.partition(" ")
+                if not index.isdigit():
+                    continue
+                if kind == "e":
+                    ended.add(int(index))
+                elif kind == "r" and tick_fd >= 0 and int(index) == len(ticks) and (not ticks or len(ticks) - 1 in ended):
+                    ticks.append((time.monotonic_ns(), int(index)))
+                    try:
+                        os.write(tick_fd, f"g {index}\n".encode())
+                    except OSError:
+                        pass  # the leg is gone
+    if tick_fd >= 0:
+        os.close(tick_fd)
 
 
 def no_dumps() -> None:
@@ -180,6 +213,29 @@ def beat(text: str) -> None:
     fd = os.environ.get("KGATE_BEAT_FD")
     if fd:
         os.write(int(fd), text.encode() + b"\n")
+
+
+def wait_tick(index: int, timeout_s: float = 120.0) -> None:
+    """In a leg: ask the parent for round `index`'s tick and block until it arrives (nothing
+    when the process is not a timed leg). Raises when the parent never answers."""
+    fd = os.environ.get("KGATE_TICK_FD")
+    if not fd:
+        return
+    beat(f"r {index}")
+    wanted = f"g {index}".encode()
+    deadline = time.monotonic() + timeout_s
+    pending = b""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([int(fd)], [], [], left)[0]:
+            raise RuntimeError(f"kgate's parent sent no tick for timed round {index} within {timeout_s:.0f} s")
+        chunk = os.read(int(fd), 64)
+        if not chunk:
+            raise RuntimeError(f"kgate's tick channel closed before timed round {index}")
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        if wanted in lines:
+            return
 
 
 def _read_data(fd: int, sink: bytearray) -> None:
