@@ -2,19 +2,41 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from kgate.gates.parity import ParitySpec
+from kgate.jsonio import SCHEMA_CHECK_ENV, check_schema, dumps
 from kgate.verify import CheckRequest, Report, run_gate, run_parity
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
+
+# Every document kgate publishes during the suite (what --json prints, reports written with
+# -o, receipts), in this process and in every kgate it starts, is checked against its schema
+# in schemas/; each violation is appended here and fails the test that produced it.
+SCHEMA_LOG = Path(tempfile.mkdtemp(prefix="kgate-schema-check-")) / "violations.jsonl"
+os.environ[SCHEMA_CHECK_ENV] = str(SCHEMA_LOG)
+
+
+@pytest.fixture(autouse=True)
+def documents_match_their_schemas():
+    start = SCHEMA_LOG.stat().st_size if SCHEMA_LOG.exists() else 0
+    yield
+    if SCHEMA_LOG.exists() and SCHEMA_LOG.stat().st_size > start:
+        with open(SCHEMA_LOG) as handle:
+            handle.seek(start)
+            found = [json.loads(line) for line in handle if line.strip()]
+        pytest.fail("documents that break their schema:\n" + "\n".join(
+            f"  {v['kind']}: {v['problem']}  (from {' '.join(v['argv'][-8:])})" for v in found[:20]))
 
 
 def request(reference: str, candidate: str, **kwargs) -> CheckRequest:
@@ -26,11 +48,15 @@ def request(reference: str, candidate: str, **kwargs) -> CheckRequest:
 
 
 def gate(reference: str, candidate: str, **kwargs) -> Report:
-    return run_gate(request(reference, candidate, **kwargs))
+    report = run_gate(request(reference, candidate, **kwargs))
+    check_schema(json.loads(dumps(report.to_json())), "report")
+    return report
 
 
 def parity(reference: str, candidate: str, **kwargs) -> Report:
-    return run_parity(request(reference, candidate, **kwargs))
+    report = run_parity(request(reference, candidate, **kwargs))
+    check_schema(json.loads(dumps(report.to_json())), "report")
+    return report
 
 
 def failed(report: Report) -> set[str]:

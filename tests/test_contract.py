@@ -5,6 +5,8 @@ and a closed pipe does not change the verdict's code."""
 import json
 import subprocess
 import sys
+from dataclasses import replace
+from pathlib import Path
 
 from conftest import EXAMPLES
 
@@ -76,3 +78,55 @@ def test_version_flag():
 
     proc = kgate("--version")
     assert proc.returncode == 0 and proc.stdout.strip() == __version__
+
+
+def test_every_command_lists_its_exit_codes_and_no_flag_shows_a_type():
+    import typer.main
+
+    from kgate.cli import app
+
+    def commands(group, path=()):
+        for name, command in group.commands.items():
+            if hasattr(command, "commands"):
+                yield from commands(command, (*path, name))
+            else:
+                yield (*path, name)
+
+    found = list(commands(typer.main.get_command(app)))
+    assert {("gate",), ("verify",), ("family", "new"), ("lint",)} <= set(found)
+    for path in found:
+        proc = kgate(*path, "--help")
+        assert proc.returncode == 0, path
+        assert "Exit codes:" in proc.stdout, path
+        assert "<bool>" not in proc.stdout, path
+
+
+def test_advisories_ok_turns_only_a_pass_with_advisories_into_0():
+    from kgate.gates.common import Check, GateResult
+    from kgate.verify.outcome import Report
+
+    advised = Report("measure", {"timing": GateResult("timing", (Check("interpreted", "ADVISORY", "interpreter"),))})
+    failed = Report("measure", {"timing": GateResult("timing", (Check("measured", "FAIL", "no", "fix"),))})
+    assert advised.exit_code == 1 and failed.exit_code == 2
+    assert replace(advised, advisories_ok=True).exit_code == 0
+    assert replace(advised, advisories_ok=True).to_json()["advisories"] == ["timing.interpreted: interpreter"]
+    assert replace(failed, advisories_ok=True).exit_code == 2
+
+
+def test_a_default_receipt_goes_to_a_folder_git_ignores_never_the_current_directory(tmp_path):
+    from kgate.verify.screen import default_receipt_path, make_folder
+
+    repo = tmp_path / "repo"
+    kernel = repo / "ops" / "kernels"
+    kernel.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    path = default_receipt_path(Path("cand.py"), here=kernel)
+    assert path.parent == repo.resolve() / ".kgate" / "receipts" and path.name.startswith("kgate-receipt-cand-")
+    assert not (repo / ".kgate").exists()  # nothing is made before there is a receipt to write
+    make_folder(path.parent)
+    path.write_text("{}")
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo, capture_output=True,
+                            text=True, check=True)
+    assert status.stdout == ""  # `git add -A` (and `kgate cand`) would commit nothing of it
+    outside = default_receipt_path(Path("cand.py"), here=tmp_path)
+    assert outside.parent == tmp_path.resolve() / ".kgate" / "receipts"

@@ -241,6 +241,8 @@ BREAKS = {
                              {"ops/reference.py": (CUMSUM / "reference.py").read_text() + "# edited\n"}), "invalid"),
     "L09": (lambda r: commit(r, "cand7(cumsum v001): notes — none", {"README.md": "notes\n"}), "cap: inconclusive"),
     "L09 artifact": (lambda r: commit(r, "cand8(cumsum v001): profile — none", {"ops/run.xplane.pb": "trace"}), "advisory"),
+    "L09 receipt": (lambda r: commit(r, "cand9(cumsum v001): kept the receipt — none",
+                                     {"ops/kgate-receipt-cumsum.json": r["receipt"].read_text()}), "advisory"),
     "L10": (lambda r: edit_page(r, "kept: the final candidate", "kept: supported by the numbers"), "advisory"),
 }
 
@@ -261,6 +263,9 @@ def test_each_broken_rule_is_found_with_its_consequence(records, tmp_path, rule)
     code, found, findings = lint(rec)
     assert (rule.split()[0], consequence) in found, findings
     assert code == (1 if all(c == "advisory" for _, c in found) else 2)
+    if code == 1:  # CI's recipe: advisories are listed, the job passes
+        ok = kgate(rec["root"], "lint", "cumsum", "--json", "--advisories-ok")
+        assert ok.returncode == 0 and json.loads(ok.stdout)["status"] == "ADVISORY"
 
 
 def test_filed_pages_are_final_and_interpreted_timings_never_back_supported(records, tmp_path):

@@ -42,3 +42,49 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# -- the published schemas, checked where asked ------------------------------------------------
+
+SCHEMA_CHECK_ENV = "KGATE_SCHEMA_CHECK"
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"  # in a source checkout: the published schemas/
+
+
+def document(obj: Any, kind: str) -> str:
+    """`dumps` for a document kgate publishes, whose shape `schemas/<kind>-v1.schema.json`
+    states. With KGATE_SCHEMA_CHECK=FILE (the test suite sets it), each document is
+    validated against its schema and every violation is appended to FILE; the output is
+    never changed."""
+    text = dumps(obj)
+    check_schema(json.loads(text), kind)
+    return text
+
+
+def check_schema(data: Any, kind: str) -> None:
+    """Under KGATE_SCHEMA_CHECK=FILE: append `kind`'s schema violations in `data` to FILE."""
+    log = os.environ.get(SCHEMA_CHECK_ENV)
+    if not log:
+        return
+    import sys
+
+    problems = schema_errors(data, kind)
+    if problems:
+        with open(log, "a") as handle:
+            for problem in problems:
+                handle.write(json.dumps({"kind": kind, "argv": sys.argv, "problem": problem}) + "\n")
+
+
+def schema_errors(data: Any, kind: str, folder: Path = SCHEMAS) -> list[str]:
+    """Every way `data` breaks `schemas/<kind>-v1.schema.json` (needs `jsonschema`)."""
+    try:
+        import jsonschema
+        from referencing import Registry, Resource
+    except ImportError:
+        return ["jsonschema is not installed: documents cannot be checked (pip install -e '.[test]')"]
+    schemas = {p.name: json.loads(p.read_text()) for p in folder.glob("*.schema.json")}
+    name = f"{kind}-v1.schema.json"
+    if name not in schemas:
+        return [f"no schema {folder / name}"]
+    registry = Registry().with_resources((s["$id"], Resource.from_contents(s)) for s in schemas.values())
+    validator = jsonschema.Draft202012Validator(schemas[name], registry=registry)
+    return [f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message[:300]}" for e in validator.iter_errors(data)]

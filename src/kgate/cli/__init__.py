@@ -25,7 +25,7 @@ _ABORT = tuple({typer.Abort, getattr(click_exceptions, "Abort", typer.Abort), Ke
 
 from kgate import __version__
 from kgate.cli import checks, records  # noqa: F401  (registers the commands)
-from kgate.cli.common import app, silence_stdout
+from kgate.cli.common import app, exit_codes_in_help, silence_stdout
 from kgate.errors import KgateError, describe
 
 
@@ -51,6 +51,9 @@ def _root(
 
     Exit codes: 0 pass, 1 pass with advisories, 2 fail, anomaly, bad input or could not evaluate.
     """
+
+
+exit_codes_in_help(app)
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from kgate.cli.common import (
+    AdvisoriesOkOpt,
     CandidateOpt,
     ClassOpt,
     DtypeOpt,
@@ -48,6 +49,7 @@ def gate(
     kernel_calls: KernelCallsOpt = None,
     forbid_shape: ForbidShapeOpt = None,
     kernel_share: KernelShareOpt = None,
+    advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
 ) -> None:
@@ -58,14 +60,13 @@ def gate(
     random for this run, and audits that the authored kernel is what ran and does the work.
     The reference runs in a process that never imports the candidate, the candidate in one
     that never holds an expected answer, and the verdicts are computed in a third.
-    Exit 0 pass, 1 pass with advisories, 2 fail or anomaly.
     """
     from kgate.verify import run_gate
 
     run_report(as_json, output, lambda: run_gate(problem_request(
         reference, candidate, entry, klass, overrides, seed, dtype, parity_spec,
         expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share,
-    )))
+    )), advisories_ok)
 
 
 @app.command()
@@ -77,6 +78,7 @@ def parity(
     seed: SeedOpt = None,
     dtype: DtypeOpt = None,
     parity_spec: ParityOpt = "floor",
+    advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
 ) -> None:
@@ -86,13 +88,13 @@ def parity(
     CONFIG op-point (with --set overrides). The default spec compares against the
     reference recomputed in float32 (float64 when that floor is degenerate) and allows
     MULT x the reference's own error. The reference and the candidate run in separate
-    fresh processes; this one grades. Exit 0 pass, 2 fail or anomaly.
+    fresh processes; this one grades.
     """
     from kgate.verify import run_parity
 
     run_report(as_json, output, lambda: run_parity(
         problem_request(reference, candidate, entry, "kernel-authored", overrides, seed, dtype, parity_spec)
-    ))
+    ), advisories_ok)
 
 
 BarOpt = Annotated[
@@ -137,6 +139,7 @@ def measure(
     max_rounds: MaxRoundsOpt = 200,
     per_round: PerRoundOpt = 0,
     sessions: SessionsOpt = 4,
+    advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
 ) -> None:
@@ -148,7 +151,6 @@ def measure(
     budget is spent. Reports per-leg p50/mean/std/min/IQR, the speedup with its bootstrap
     interval, the run-to-run sigma and the minimum detectable effect; with --bar, MET /
     MISSED / UNDECIDED with the arithmetic. Interpreter timings (a kernel in interpret mode) are labelled as such.
-    Exit 0: measured (and bar MET); 2: bar not MET, anomaly, or bad input.
     """
     from kgate.gates.bar import parse_bar
     from kgate.problem import parse_overrides
@@ -171,7 +173,7 @@ def measure(
             sessions=sessions,
         ),
         progress=progress_callback(as_json),
-    ))
+    ), advisories_ok)
 
 
 @app.command()
@@ -184,6 +186,7 @@ def calibrate(
     budget: BudgetOpt = 10.0,
     per_round: PerRoundOpt = 0,
     sessions: SessionsOpt = 4,
+    advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
 ) -> None:
@@ -192,7 +195,7 @@ def calibrate(
     Times the reference against a separately loaded copy of itself (the A/A interval
     must contain 1.0) and one trivial op on the same buffers (the dispatch floor), then
     says which speedups this machine can confirm for this workload: is a 2% bar (or the
-    --bar you plan to register) even measurable here? Exit 0 ok, 1 advisories, 2 biased rig.
+    --bar you plan to register) even measurable here?
     """
     from kgate.gates.bar import parse_bar
     from kgate.problem import parse_overrides
@@ -210,7 +213,7 @@ def calibrate(
             sessions=sessions,
         ),
         progress=progress_callback(as_json),
-    ))
+    ), advisories_ok)
 
 
 @app.command()
@@ -235,7 +238,12 @@ def verify(
     chip: Annotated[int, typer.Option("--chip", help="Chip to run on and lock.")] = 0,
     lock_dir: Annotated[Optional[Path], typer.Option("--lock-dir", help="Folder of the chip lock files.")] = None,
     receipt: Annotated[
-        Optional[Path], typer.Option("--receipt", help="Where to write the receipt (default: ./kgate-receipt-<cand>-<time>.json).")
+        Optional[Path],
+        typer.Option(
+            "-o", "--output", "--receipt",
+            help="Where to write the receipt (default: .kgate/receipts/kgate-receipt-<cand>-<time>.json under the "
+            "repository's top, a folder git ignores).",
+        ),
     ] = None,
     author_claim_p50: Annotated[
         Optional[float], typer.Option("--author-claim-p50", help="full: the author's claimed candidate p50 in ms.")
@@ -246,8 +254,11 @@ def verify(
     artifacts: Annotated[
         Optional[Path], typer.Option("--artifacts", help="full: folder for the profiler capture (default: <receipt>.artifacts).")
     ] = None,
+    advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
-    output: OutOpt = None,
+    output: Annotated[
+        Optional[Path], typer.Option("--report", help="Also write the JSON report (not the receipt) to this file.")
+    ] = None,
 ) -> None:
     """Independent verification: every leg in a fresh process, one report, one receipt.
 
@@ -257,11 +268,12 @@ def verify(
     the other ordering, the reproduction check against --author-claim-p50 (over 2x apart
     is an anomaly), the coverage battery for --spec, and a profiler capture whose timing
     is discarded. The receipt (self-hashed canonical JSON) is written atomically at the
-    end; `kgate verify-receipt` checks it later.
+    end, to -o FILE; `kgate verify-receipt FILE` checks it later. --report FILE keeps the
+    JSON report too (what --json prints), which is not a receipt.
     """
     from kgate.problem import parse_overrides
     from kgate.verify import receipt as receipts
-    from kgate.verify.screen import VerifyRequest, default_receipt_path, run_verify
+    from kgate.verify.screen import VerifyRequest, default_receipt_path, make_folder, run_verify
 
     err = Console(stderr=True)
     spinner = err.status("kgate verify: starting") if (not as_json and err.is_terminal) else None
@@ -274,6 +286,9 @@ def verify(
 
     def produce():  # -> Report
         path = receipt or default_receipt_path(candidate)
+        if output is not None and output.resolve() == path.resolve():
+            raise KgateError(f"-o and --report name the same file {output}.",
+                             "the receipt (-o) and the report (--report) are different documents: give two paths.")
         request = VerifyRequest(
             reference=reference,
             candidate=candidate,
@@ -306,12 +321,14 @@ def verify(
         finally:
             if spinner is not None:
                 spinner.stop()
+        if receipt is None:
+            make_folder(path.parent)
         receipts.write(path, sealed)
         report.context["receipt"] = {"path": str(path), "sha256": sealed[receipts.HASH_FIELD]}
         say(f"receipt {path} (sha256 {sealed[receipts.HASH_FIELD][:16]}...)")
         return report
 
-    run_report(as_json, output, produce)
+    run_report(as_json, output, produce, advisories_ok)
 
 
 @app.command("verify-receipt")
@@ -330,7 +347,7 @@ def verify_receipt(
     compares their hashes. ANOMALY: the receipt is intact, but in its run candidate code
     patched kgate, the array library or the reference, so nothing it reports holds.
     """
-    from kgate.report import dumps
+    from kgate.jsonio import document
     from kgate.verify.check_receipt import check
 
     try:
@@ -338,7 +355,7 @@ def verify_receipt(
     except KgateError as exc:
         fail_usage(exc, as_json)
     if as_json:
-        print(dumps(result.to_json()))
+        print(document(result.to_json(), "verify-receipt"))
     else:
         console = Console()
         style = "green" if result.status == "OK" else "bold red"

@@ -63,6 +63,14 @@ ParityOpt = Annotated[
     str, typer.Option("--parity", help="Parity spec: floor | floor:MULT | atol=A,rtol=R | bitexact.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print only the JSON report on stdout.")]
+AdvisoriesOkOpt = Annotated[
+    bool,
+    typer.Option(
+        "--advisories-ok",
+        help="Exit 0, not 1, on a pass with advisories (interpreted or noisy timings): for CI jobs. "
+        "The advisories are still printed and kept in the JSON.",
+    ),
+]
 OutOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="Also write the JSON report to this file.")]
 ExpectHloOpt = Annotated[
     Optional[list[str]], typer.Option("--expect-hlo", help="Regex that must match the compiled program (repeatable).")
@@ -86,11 +94,45 @@ ForbidShapeOpt = Annotated[
 ]
 
 
+# What each command's exit code means, shown at the end of its --help (see `exit_codes_in_help`).
+_CHECK_CODES = (
+    "Exit codes: 0 PASS; 1 PASS with advisories (0 with --advisories-ok); 2 FAIL, ANOMALY, bad input, "
+    "interrupted, or could not evaluate."
+)
+_RECORD_CODES = "Exit codes: 0 done; 2 bad input, refused, interrupted or could not finish (nothing was written)."
+EXIT_CODES = {
+    "gate": _CHECK_CODES,
+    "parity": _CHECK_CODES,
+    "measure": _CHECK_CODES + " A bar that is not MET is a FAIL.",
+    "calibrate": _CHECK_CODES + " A biased rig (the A/A interval excludes 1.0) is a FAIL.",
+    "verify": _CHECK_CODES + " The receipt is written whatever the status, never on exit 2 for bad input.",
+    "verify-receipt": "Exit codes: 0 OK; 2 TAMPERED, MISMATCH, INCOMPLETE, ANOMALY, bad input, or could not evaluate.",
+    "lock": "Exit codes: the command's own exit code; 2 when the lock or the command could not be taken or started.",
+    "brief": "Exit codes: 0 every item of the checklist is present; 2 items are missing (each named), or bad input.",
+    "lint": "Exit codes: 0 CLEAN; 1 advisories only (0 with --advisories-ok); 2 findings that cap or invalidate "
+    "the verdict, or bad input.",
+    "verdict": "Exit codes: 0 filed (whatever the verdict: read it in the output); 2 bad input or refused (nothing "
+    "was filed, no branch moved).",
+}
+
+
+def exit_codes_in_help(typer_app: typer.Typer) -> None:
+    """Give every command (sub-commands included) the exit-code line of its --help."""
+    for info in typer_app.registered_commands:
+        name = info.name or (info.callback.__name__.replace("_", "-") if info.callback else "")
+        if info.epilog is None:
+            info.epilog = EXIT_CODES.get(name, _RECORD_CODES)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            exit_codes_in_help(group.typer_instance)
+
+
 def fail_usage(exc: KgateError, as_json: bool) -> None:
-    from kgate.report import dumps, render_error
+    from kgate.jsonio import document
+    from kgate.report import render_error
 
     if as_json:
-        print(dumps({"status": "ERROR", "exit_code": 2, "error": exc.to_json()}))
+        print(document({"status": "ERROR", "exit_code": 2, "error": exc.to_json()}, "error"))
     else:
         render_error(exc.problem, exc.fix, Console(stderr=True))
     raise typer.Exit(2)
@@ -111,20 +153,27 @@ def silence_stdout() -> None:
         pass
 
 
-def run_report(as_json: bool, output: Path | None, produce: Callable[[], object]) -> None:
+def run_report(
+    as_json: bool, output: Path | None, produce: Callable[[], object], advisories_ok: bool = False
+) -> None:
     """The shape of every command: validate -o, produce a report, render it, exit."""
+    import dataclasses
+
     try:
         check_output_path(output)
         report = produce()
     except KgateError as exc:
         fail_usage(exc, as_json)
+    if advisories_ok:
+        report = dataclasses.replace(report, advisories_ok=True)  # type: ignore[type-var]
     emit(report, as_json, output)
 
 
 def emit(report: object, as_json: bool, output: Path | None) -> None:
-    from kgate.report import dumps, render_report, write_atomic
+    from kgate.jsonio import document
+    from kgate.report import render_report, write_atomic
 
-    payload = dumps(report.to_json())  # type: ignore[attr-defined]
+    payload = document(report.to_json(), "report")  # type: ignore[attr-defined]
     if output is not None:
         write_atomic(output, payload + "\n")
     try:

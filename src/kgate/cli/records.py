@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from kgate.cli.common import (
+    AdvisoriesOkOpt,
     ClassOpt,
     JsonOpt,
     ParityOpt,
@@ -190,7 +191,7 @@ def cand(
     or to the reference, a detached worktree, verdict words in --what/--why.
     """
     from kgate.record import experiment, workspace
-    from kgate.report import dumps
+    from kgate.jsonio import document
 
     try:
         ws = workspace.find(Path.cwd())
@@ -198,8 +199,8 @@ def cand(
     except KgateError as exc:
         fail_usage(exc, as_json)
     if as_json:
-        print(dumps({"status": "COMMITTED", "sha": out.sha, "message": out.message, "row": out.row.to_json(),
-                     "committed": list(out.committed), "page": str(out.page), "notes": list(out.notes)}))
+        print(document({"status": "COMMITTED", "sha": out.sha, "message": out.message, "row": out.row.to_json(),
+                     "committed": list(out.committed), "page": str(out.page), "notes": list(out.notes)}, "cand"))
         return
     say = say_to_stderr("cand")
     for note in out.notes:
@@ -216,7 +217,7 @@ def ledger(
 ) -> None:
     """Show the candidate ledger (or set its `loaded: [...]` attestation line)."""
     from kgate.record import experiment, workspace
-    from kgate.report import dumps
+    from kgate.jsonio import document
     from kgate.report.records import render_ledger
 
     try:
@@ -231,9 +232,9 @@ def ledger(
     except KgateError as exc:
         fail_usage(exc, as_json)
     if as_json:
-        print(dumps({"experiment": ex.tag(), "page": str(ex.page_path), "branch": ex.branch,
+        print(document({"experiment": ex.tag(), "page": str(ex.page_path), "branch": ex.branch,
                      "loaded": list(led.loaded) if led.loaded is not None else None,
-                     "rows": [r.to_json() for r in led.rows]}))
+                     "rows": [r.to_json() for r in led.rows]}, "ledger"))
         return
     render_ledger(f"{ex.tag()} ({ex.branch})", led, Console())
 
@@ -264,7 +265,7 @@ def brief(
 ) -> None:
     """The author's checklist, assembled from the records; exit 2 naming every missing item."""
     from kgate.record import experiment, workspace
-    from kgate.report import dumps
+    from kgate.jsonio import document
     from kgate.report.records import render_brief
     from kgate.verify.lock import lock_path
 
@@ -274,7 +275,7 @@ def brief(
     except KgateError as exc:
         fail_usage(exc, as_json)
     if as_json:
-        print(dumps({"status": "INCOMPLETE" if out.missing else "READY", "items": out.items, "missing": list(out.missing)}))
+        print(document({"status": "INCOMPLETE" if out.missing else "READY", "items": out.items, "missing": list(out.missing)}, "brief"))
     else:
         render_brief(slug, out.items, out.missing, Console())
         if out.missing:
@@ -311,15 +312,16 @@ def experiment_arg(ws: object, target: str | None, exp: str | None):  # -> (Expe
 def lint(
     target: Annotated[Optional[str], typer.Argument(help="A family slug, or the path of an experiment page.")] = None,
     exp: Annotated[Optional[str], typer.Option("--exp", help="Experiment vNNN (default: the worktree's current one).")] = None,
+    advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Check an experiment record: page, family binding, branch history, receipts.
 
     Each finding has a code, the evidence, the fix, and its consequence for the verdict:
-    advisory, cap: inconclusive, or invalid. Exit 0 clean, 1 advisories only, 2 otherwise.
+    advisory, cap: inconclusive, or invalid.
     """
     from kgate.record import lint as lints, workspace
-    from kgate.report import dumps
+    from kgate.jsonio import document
     from kgate.report.records import render_findings
 
     try:
@@ -328,10 +330,11 @@ def lint(
         findings = lints.lint(lints.gather(ws, ex))
     except KgateError as exc:
         fail_usage(exc, as_json)
-    code = lints.exit_code(findings)
+    status = ("CLEAN", "ADVISORY", "CAPPED")[lints.exit_code(findings)]
+    code = 0 if status == "ADVISORY" and advisories_ok else lints.exit_code(findings)
     if as_json:
-        print(dumps({"experiment": ex.tag(), "status": ("CLEAN", "ADVISORY", "CAPPED")[code], "exit_code": code,
-                     "findings": [f.to_json() for f in findings]}))
+        print(document({"experiment": ex.tag(), "status": status, "exit_code": code,
+                     "findings": [f.to_json() for f in findings]}, "lint"))
     else:
         render_findings(ex.tag(), findings, Console())
     raise typer.Exit(code)
@@ -356,7 +359,7 @@ def verdict(
     bar, parity and class and the family's op-point, and that receipt is the one filed.
     """
     from kgate.record import filing, workspace
-    from kgate.report import dumps
+    from kgate.jsonio import document
     from kgate.report.records import render_filing
 
     try:
@@ -372,7 +375,7 @@ def verdict(
     except KgateError as exc:
         fail_usage(exc, as_json)
     if as_json:
-        print(dumps(filing.decision_json(filed)))
+        print(document(filing.decision_json(filed), "verdict"))
     else:
         render_filing(filed, Console())
 

@@ -83,6 +83,7 @@ class Facts:
     receipts: tuple[ReceiptFacts, ...]
     ledger_shas: dict[str, str]  # candidate -> resolved SHA cell
     verdict_receipt: bytes | None = None  # the receipt the page's verdict cites
+    stray_receipts: tuple[str, ...] = ()  # "<sha12> <path>": kgate receipts committed outside receipts/
 
 
 # -- reading --------------------------------------------------------------------------------
@@ -104,7 +105,9 @@ def gather(ws: Workspace, ex: Experiment) -> Facts:
     page_text = read(ex.page_rel.as_posix())
     page = Page.parse(page_text.decode() if page_text else "", ex.page_path)
     listed = git.git(wt, "rev-list", "--reverse", f"{fam.integration_branch}..{ex.branch}").split()
+    records = ex.records_rel.as_posix()
     history = []
+    stray: list[str] = []
     for sha in listed:
         message = git.git(wt, "log", "-1", "--format=%B", sha)
         subject, _, body = message.partition("\n")
@@ -114,6 +117,8 @@ def gather(ws: Workspace, ex: Experiment) -> Facts:
             size = git.run(wt, "cat-file", "-s", f"{sha}:{path}")
             if size.returncode == 0:
                 sizes[path] = int(size.stdout)
+        stray.extend(f"{sha[:12]} {path}" for path in files
+                     if path in sizes and _is_receipt(path, sizes[path], records, lambda p: read(p, sha)))
         target = git.run(wt, "show", f"{sha}:{fam.target.as_posix()}")
         target_sha = hashlib.sha256(target.stdout).hexdigest() if target.returncode == 0 else None
         history.append(Commit(sha, subject, body.strip(), files, sizes, target_sha))
@@ -125,7 +130,6 @@ def gather(ws: Workspace, ex: Experiment) -> Facts:
         return Page.parse(text.decode(), ex.page_path) if text else None
 
     ref = read(fam.reference.as_posix(), ex.branch)
-    records = ex.records_rel.as_posix()
     receipts = []
     ledger = page.ledger if page_text else None
     for row in ledger.rows if ledger else ():
@@ -157,7 +161,21 @@ def gather(ws: Workspace, ex: Experiment) -> Facts:
         pinned_reference_sha256=fam.reference_sha256,
         reference_sha256_at_tip=hashlib.sha256(ref).hexdigest() if ref is not None else None,
         work_dir=fam.work.as_posix(), records_dir=records, receipts=tuple(receipts), ledger_shas=shas,
+        stray_receipts=tuple(stray),
     )
+
+
+def _is_receipt(path: str, size: int, records: str, read: Callable[[str], bytes | None]) -> bool:
+    """A committed file that is a sealed kgate receipt, anywhere but the records' receipts/."""
+    from kgate.verify.receipt import HASH_FIELD
+
+    if not path.endswith(".json") or size > ARTIFACT_BYTES or PurePosixPath(path).is_relative_to(f"{records}/receipts"):
+        return False
+    try:
+        data = json.loads(read(path) or b"")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    return isinstance(data, dict) and data.get("kind") == "verify" and HASH_FIELD in data
 
 
 # -- the rules --------------------------------------------------------------------------------
@@ -332,6 +350,10 @@ def _files(f: Facts) -> list[Finding]:
     if outside:
         out.append(Finding("L09", "files changed outside the work dir", ", ".join(outside),
                            f"a candidate changes only {f.work_dir}/; revert the others on the branch", CAP))
+    for stray in f.stray_receipts:
+        out.append(Finding("L09", "receipt committed outside receipts/", stray,
+                           "git rm it from the branch; pass a receipt with `kgate cand --receipt FILE`, which files a copy "
+                           "under receipts/ (verify without -o writes to .kgate/receipts/, which git ignores)", ADVISORY))
     for c in f.commits:
         for path, size in c.sizes.items():
             if _ARTIFACT.search(path) or size > ARTIFACT_BYTES:

@@ -83,6 +83,9 @@ def check_data(receipt: dict[str, Any], path: Path, *, regenerate: bool = True, 
     (for a receipt of an earlier candidate, whose module file has since moved on)."""
     missing = [k for k in receipts.REQUIRED if k not in receipt]
     if missing or receipt.get("schema") != receipts.SCHEMA:
+        report = _report_instead(receipt)
+        if report:
+            return ReceiptCheck(path, "INCOMPLETE", report)
         return ReceiptCheck(path, "INCOMPLETE", tuple(f"missing field: {k}" for k in missing) or ("not a kgate receipt",))
     checked: dict[str, Any] = {"hash": True}
     if receipts.digest(receipt) != receipt[receipts.HASH_FIELD]:
@@ -124,3 +127,19 @@ def check_data(receipt: dict[str, Any], path: Path, *, regenerate: bool = True, 
                 mismatch = True
                 findings.append(f"seed {seed}: regenerated inputs hash {regenerated.get(seed)}, receipt says {expected}")
     return ReceiptCheck(path, "MISMATCH" if mismatch else "OK", tuple(findings), checked)
+
+
+def _report_instead(document: dict[str, Any]) -> tuple[str, ...]:
+    """When `document` is one of kgate's JSON reports (what --json prints, --report keeps),
+    say so and point at the receipt it names; () for anything else."""
+    command = document.get("command")
+    if not isinstance(command, str) or not isinstance(document.get("gates"), dict) or "schema_version" in document:
+        return ()
+    said = [f"this is `kgate {command}`'s JSON report, not a receipt: a report is not sealed and cannot be checked"]
+    named = document.get("receipt")
+    if isinstance(named, dict) and named.get("path"):
+        said.append(f"its receipt is {named['path']} (sha256 {str(named.get('sha256', ''))[:16]}...): "
+                    f"run `kgate verify-receipt {named['path']}`")
+    elif command != "verify":
+        said.append("only `kgate verify` writes receipts (`-o FILE`)")
+    return tuple(said)

@@ -18,6 +18,7 @@ class Report:
     gates: dict[str, GateResult]
     context: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()  # advisories that belong to no gate (e.g. "no TINY op-point")
+    advisories_ok: bool = False  # --advisories-ok: a pass with advisories exits 0 (CI), still listing them
 
     @property
     def status(self) -> RunStatus:
@@ -38,7 +39,7 @@ class Report:
     def exit_code(self) -> int:
         if self.status != "PASS":
             return 2
-        return 1 if self.advisories else 0
+        return 1 if self.advisories and not self.advisories_ok else 0
 
     @property
     def failed_checks(self) -> list[tuple[str, Any]]:

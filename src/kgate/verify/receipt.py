@@ -22,7 +22,7 @@ from kgate.errors import KgateError
 from kgate.gates import stats
 from kgate.gates.bar import evaluate_bar, parse_bar
 from kgate.gates.parity import ParitySpec
-from kgate.jsonio import clean, write_atomic
+from kgate.jsonio import check_schema, clean, write_atomic
 
 SCHEMA = "kgate.receipt"
 SCHEMA_VERSION = 1
@@ -64,7 +64,9 @@ def seal(body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def write(path: Path, receipt: Mapping[str, Any]) -> None:
-    write_atomic(path, canonical(receipt).decode() + "\n")
+    text = canonical(receipt).decode()
+    check_schema(json.loads(text), "receipt")  # only under KGATE_SCHEMA_CHECK (the test suite)
+    write_atomic(path, text + "\n")
 
 
 def _close(a: float, b: float) -> bool:

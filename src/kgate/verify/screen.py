@@ -82,7 +82,7 @@ class VerifyRequest:
         if self.bar is not None:
             parse_bar(self.bar)
         if self.receipt is not None and not Path(self.receipt).parent.is_dir():
-            raise KgateError(f"the folder of --receipt {self.receipt} does not exist.", "create it first.")
+            raise KgateError(f"the folder of the receipt -o {self.receipt} does not exist.", "create it first or choose another path.")
         chip_lock.lock_path(self.chip, self.lock_dir)  # validates chip and lock folder
 
 
@@ -210,7 +210,7 @@ def _finish(
         if request.spec:
             legs.append(("coverage", _run_leg("coverage", {**common, "spec": request.spec}, request, say, workdir)))
         artifacts = Path(request.artifacts or Path.cwd() / "kgate-artifacts")
-        artifacts.mkdir(parents=True, exist_ok=True)
+        make_folder(artifacts)
         extra["capture"] = _run_leg("capture", {**common, "artifacts": str(artifacts)}, request, say, workdir)
     gates: dict[str, GateResult] = {}
     integrity: list[Check] = []
@@ -364,6 +364,32 @@ def _receipt_body(
     }
 
 
-def default_receipt_path(candidate: Path) -> Path:
+RECEIPTS_DIR = Path(".kgate") / "receipts"
+
+
+def default_receipt_path(candidate: Path, here: Path | None = None) -> Path:
+    """`.kgate/receipts/kgate-receipt-<candidate>-<UTC time>.json` under the top of the git
+    repository holding `here` (the current directory; itself outside a repository). The
+    `.kgate` folder carries a `.gitignore` of `*`: a later `git add -A` (or `kgate cand`)
+    never commits a receipt next to the kernel; `kgate cand --receipt` copies it into the
+    experiment's `receipts/`."""
+    import subprocess
+
+    here = (here or Path.cwd()).resolve()
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=here, capture_output=True, text=True)
+    root = Path(top.stdout.strip()) if top.returncode == 0 and top.stdout.strip() else here
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return Path.cwd() / f"kgate-receipt-{Path(candidate).stem}-{stamp}.json"
+    return root / RECEIPTS_DIR / f"kgate-receipt-{Path(candidate).stem}-{stamp}.json"
+
+
+def make_folder(folder: Path) -> None:
+    """Create `folder` (only once there is something to write there); inside a `.kgate`
+    folder, first the `.gitignore` that keeps `.kgate/` out of every commit."""
+    for parent in (folder, *folder.parents):
+        if parent.name == ".kgate":
+            parent.mkdir(parents=True, exist_ok=True)
+            ignore = parent / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# kgate's own files (receipts without an explicit path): never committed\n*\n")
+            break
+    folder.mkdir(parents=True, exist_ok=True)
