@@ -130,3 +130,32 @@ def test_a_default_receipt_goes_to_a_folder_git_ignores_never_the_current_direct
     assert status.stdout == ""  # `git add -A` (and `kgate cand`) would commit nothing of it
     outside = default_receipt_path(Path("cand.py"), here=tmp_path)
     assert outside.parent == tmp_path.resolve() / ".kgate" / "receipts"
+
+
+def test_an_op_point_the_reference_cannot_make_is_one_error_line_not_a_traceback():
+    proc = kgate("gate", "-r", RMS / "reference.py", "-c", RMS / "pallas.py", "--set", "seq_len=-4", "--json")
+    error = json.loads(proc.stdout)
+    assert proc.returncode == 2 and error["status"] == "ERROR"
+    assert "create_inputs failed at this op-point" in error["error"]["problem"] and "seq_len=-4" in error["error"]["problem"]
+    assert "--set" in error["error"]["fix"]
+
+
+def test_an_op_point_too_big_for_the_machine_is_refused_before_anything_is_allocated():
+    huge = ("--set", "seq_len=4000000", "--set", "emb_dim=8192")  # ~244 GiB of bf16 inputs
+    for command in (("parity",), ("measure", "--budget", "1")):
+        proc = kgate(*command, "-r", RMS / "reference.py", "-c", RMS / "pallas.py", *huge, "--json")
+        error = json.loads(proc.stdout)
+        assert proc.returncode == 2 and error["status"] == "ERROR", command
+        assert "needs about" in error["error"]["problem"] and "nothing was allocated" in error["error"]["problem"]
+
+
+def test_the_memory_estimate_counts_every_probe_held_at_once():
+    import pytest
+
+    from kgate.backends.base import Footprint, refuse_if_too_big
+    from kgate.errors import KgateError
+
+    one = Footprint(inputs=2**30, outputs=2**30, oracle=2 * 2**30)  # 4 GiB per probe
+    refuse_if_too_big(one, 2, 16 * 2**30, "this machine", {"n": 1})  # 8 of 16 GiB: fits
+    with pytest.raises(KgateError, match=r"needs about 20 GiB \(5 probes"):
+        refuse_if_too_big(one, 5, 16 * 2**30, "this machine", {"n": 1})

@@ -142,3 +142,39 @@ class ProgramFacts:
             ),
             host_callbacks=sites(data.get("host_callbacks", [])),
         )
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What one probe of an op-point holds, from shapes alone (nothing allocated): the
+    inputs, the reference's outputs, and the oracle's (outputs recomputed in float32 or
+    wider, from inputs upcast likewise)."""
+
+    inputs: int  # bytes
+    outputs: int
+    oracle: int
+
+    @property
+    def per_probe(self) -> int:
+        return self.inputs + self.outputs + self.oracle
+
+
+def gib(n: float) -> str:
+    return f"{n / 2**30:.3g} GiB" if n >= 2**30 else f"{n / 2**20:.3g} MiB"
+
+
+def refuse_if_too_big(footprint: Footprint, probes: int, available: int, where: str, values: dict[str, Any]) -> None:
+    """Refuse, before anything is allocated, an op-point whose `probes` probes cannot fit in
+    `available` bytes (with a quarter kept for the framework and the copies it makes)."""
+    from kgate.errors import KgateError
+
+    need = footprint.per_probe * probes
+    if need <= available * 0.75:
+        return
+    shown = ", ".join(f"{k}={v}" for k, v in values.items())
+    raise KgateError(
+        f"the op-point ({shown}) needs about {gib(need)} ({probes} probes x (inputs {gib(footprint.inputs)} + outputs "
+        f"{gib(footprint.outputs)} + oracle {gib(footprint.oracle)})), and {where} has {gib(available)} available: "
+        "it would not fit (nothing was allocated).",
+        "choose a smaller op-point with --set, or run where the memory is.",
+    )

@@ -18,8 +18,17 @@ import numpy as np
 from jax.experimental.pallas import tpu as pltpu
 
 from kgate.backends import jaxpr_flow
-from kgate.backends.base import Ablation, DeviceInfo, HostTree, ProgramFacts, count_moved, leaves_sha256
-from kgate.errors import KgateError
+from kgate.backends.base import (
+    Ablation,
+    DeviceInfo,
+    Footprint,
+    HostTree,
+    ProgramFacts,
+    count_moved,
+    leaves_sha256,
+    refuse_if_too_big,
+)
+from kgate.errors import KgateError, describe
 from kgate.problem.module import ProblemModule
 
 # What a timed call goes through, bound when kgate is imported (before any candidate code):
@@ -154,6 +163,73 @@ class JaxBackend:
     # -- inputs -------------------------------------------------------------------------
     def create_inputs(self, problem: ProblemModule, seed: int, dtype: str | None) -> tuple[tuple[Any, ...], str]:
         """The problem's inputs for `seed`, and how the seed got in ("argument" / "injected")."""
+        try:
+            inputs, how = self._call_create_inputs(problem, seed, dtype)
+        except KgateError:
+            raise
+        except Exception as exc:
+            raise _inputs_failed(problem, exc) from exc
+        inputs = tuple(jnp.asarray(x) if isinstance(x, np.ndarray) else x for x in inputs)
+        jax.block_until_ready(inputs)
+        return inputs, how
+
+    def footprint(self, problem: ProblemModule, dtype: str | None) -> Footprint | None:
+        """The op-point's bytes per probe from shapes alone (`jax.eval_shape` of create_inputs
+        and of the reference): nothing is allocated. None when create_inputs cannot be traced
+        (it reads values, or builds its arrays in numpy): the run itself then shows the size."""
+        try:
+            inputs = jax.eval_shape(lambda: self._call_create_inputs(problem, 0, dtype)[0])
+        except KgateError:
+            raise
+        except jax.errors.JAXTypeError:
+            return None  # concrete values needed (a tracer turned into a bool, an int, a numpy array)
+        except (TypeError, ValueError) as exc:  # a shape the reference cannot make (a negative size, a wrong type)
+            raise _inputs_failed(problem, exc) from exc
+        except Exception:
+            return None
+        try:
+            outputs = jax.eval_shape(problem.entry, *inputs)
+        except Exception:
+            return None  # the reference fails on these inputs: its run says how
+        in_leaves = jax.tree_util.tree_leaves(inputs)
+        out_leaves = jax.tree_util.tree_leaves(outputs)
+
+        def wide(leaf: Any) -> int:  # the oracle's copy: floating leaves at float32 at least
+            size = int(np.prod(leaf.shape, dtype=np.int64))
+            item = np.dtype(leaf.dtype).itemsize
+            return size * (max(item, 4) if jnp.issubdtype(leaf.dtype, jnp.floating) else item)
+
+        return Footprint(
+            inputs=sum(_nbytes(x) for x in in_leaves),
+            outputs=sum(_nbytes(x) for x in out_leaves),
+            oracle=sum(wide(x) for x in in_leaves) + sum(wide(x) for x in out_leaves),
+        )
+
+    def available_memory(self) -> tuple[int, str] | None:
+        """Bytes free where the arrays live: the accelerator's memory, or the host's
+        MemAvailable on the CPU; None where neither can be read."""
+        device = jax.devices()[0]
+        if device.platform != "cpu":
+            stats = device.memory_stats() or {}
+            if "bytes_limit" in stats:
+                return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0)), f"the {device.device_kind}"
+            return None
+        try:
+            for line in Path("/proc/meminfo").read_text().splitlines():
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024, "this machine"
+        except OSError:
+            pass
+        return None
+
+    def ensure_fits(self, problem: ProblemModule, dtype: str | None, probes: int, values: dict[str, Any]) -> None:
+        """Refuse an op-point too big for this machine before any input is made."""
+        footprint = self.footprint(problem, dtype)
+        available = self.available_memory()
+        if footprint is not None and available is not None:
+            refuse_if_too_big(footprint, probes, available[0], available[1], values)
+
+    def _call_create_inputs(self, problem: ProblemModule, seed: int, dtype: str | None) -> tuple[tuple[Any, ...], str]:
         accepted = problem.create_inputs_params()
         kwargs: dict[str, Any] = {}
         if dtype is not None:
@@ -176,9 +252,7 @@ class JaxBackend:
             how = "injected" if injection.hits else "none"
         if not isinstance(inputs, (tuple, list)):
             inputs = (inputs,)
-        inputs = tuple(jnp.asarray(x) if isinstance(x, np.ndarray) else x for x in inputs)
-        jax.block_until_ready(inputs)
-        return inputs, how
+        return tuple(inputs), how
 
     # -- running ------------------------------------------------------------------------
     def run(
@@ -568,3 +642,16 @@ class TimedCall:
         jax.block_until_ready(out)
         return JaxBackend.to_host(out)
 
+
+
+def _nbytes(leaf: Any) -> int:
+    return int(np.prod(leaf.shape, dtype=np.int64)) * np.dtype(leaf.dtype).itemsize
+
+
+def _inputs_failed(problem: ProblemModule, exc: BaseException) -> KgateError:
+    config = problem.config or {}
+    shown = ", ".join(f"{k}={v}" for k, v in config.items()) or "its CONFIG"
+    return KgateError(
+        f"{problem.path.name}'s create_inputs failed at this op-point ({shown}): {describe(exc)}",
+        "fix the reference, or choose op-point values it accepts with --set (sizes are positive integers).",
+    )

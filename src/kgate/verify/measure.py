@@ -336,6 +336,8 @@ def _measure(
                     "re-run kgate verify; if it persists, report a kgate bug.",
                 )
         else:
+            # the reference's and the candidate's outputs, a kept first output, a session's fresh inputs: ~2 probes
+            backend.ensure_fits(pair.reference, request.dtype, 2, dict(pair.reference.config or {}))
             inputs, _ = backend.create_inputs(pair.reference, request.seed, request.dtype)
         created = backend.digest(inputs)
         spec = backend.output_spec(pair.reference.entry, inputs)

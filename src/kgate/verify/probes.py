@@ -41,6 +41,8 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
             probes.append(probe)
             made.append(inputs)
 
+        held = len(req["seeds"]) + (2 if req.get("edges") else 0)  # every probe is held at once (edges: 2 per floating input, at least 2)
+        backend.ensure_fits(reference, req["dtype"], held, op_point.values)
         for seed in req["seeds"]:
             inputs, how = backend.create_inputs(reference, seed, req["dtype"])
             hand_over({"key": f"p{len(probes)}", "seed": seed, "seeding": how}, inputs)
