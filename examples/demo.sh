@@ -29,3 +29,6 @@ run 2 gate --reference reference.py --candidate bad_ghost.py
 echo
 echo "== A known-bad candidate: the grid covers half the rows (partial work)"
 run 2 gate --reference reference.py --candidate bad_partial.py
+echo
+echo "== A known-bad candidate: right at TINY's tile-multiple sizes, a partial last block dropped elsewhere"
+run 2 gate --reference reference.py --candidate bad_floor_grid.py

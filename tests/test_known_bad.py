@@ -88,3 +88,54 @@ def test_lower_precision_slips_through_a_loose_fixed_tolerance_which_is_why_floo
     assert "seed42.error" not in failing and "seed43.error" not in failing  # the well-known seeds slip through
     assert "edge-offset-in0.error" in failing  # the offset edge (made from seed 42) does not
     assert gate("softmax/reference.py", "softmax/bad_low_precision.py").gates["parity"].status == "FAIL"
+
+
+# -- shapes that are not tile multiples, and kernels tuned to the shapes they were shown ----
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("problem,candidate", [
+    ("rmsnorm", "bad_floor_grid.py"),  # grid rows // block: the last partial block never written
+    ("softmax", "bad_tile_columns.py"),  # the columns past whole 128-lane tiles take a wrong path
+    ("cumsum", "bad_shape_special_case.py"),  # the kernel only at tuned shapes, a wrong shortcut elsewhere
+])
+def test_a_kernel_right_only_at_the_shapes_it_was_shown_fails_at_the_odd_shape(problem, candidate):
+    report = gate(f"{problem}/reference.py", f"{problem}/{candidate}")
+    assert report.status == "FAIL"
+    fails = [c.name for c in report.gates["parity"].failures]
+    assert fails and all(name.startswith("odd-shape.") for name in fails)  # every seed and edge at TINY passed
+    assert report.context["odd_op_point"] and report.gates["firing"].status == "PASS"
+
+
+def test_a_kernel_may_refuse_an_odd_shape_it_does_not_support():
+    report = gate("softmax/reference.py", "softmax/refuses_odd_columns.py")
+    assert report.status == "PASS" and report.exit_code == 1
+    refused = [c for c in report.gates["parity"].checks if c.name == "odd-shape.refused"]
+    assert refused[0].status == "ADVISORY" and "rows=17, cols=257" in refused[0].detail
+
+
+PAIRED_SIZES = (
+    "import jax, jax.numpy as jnp\n"
+    "CONFIG = {'heads': 4, 'dim': 16}\n"
+    "TINY = {'heads': 2, 'dim': 8}\n"
+    "def create_inputs(seed=0):\n"
+    "    if CONFIG['dim'] % 2:\n"
+    "        raise ValueError('dim must be even')\n"
+    "    return (jax.random.normal(jax.random.key(seed), (CONFIG['heads'], CONFIG['dim'])),)\n"
+    "def workload(x):\n"
+    "    return jnp.tanh(x) * 2.0\n"
+)
+
+
+def test_the_odd_shape_bumps_only_what_the_reference_accepts(write_module):
+    ref = write_module("reference.py", PAIRED_SIZES)
+    cand = write_module("cand.py", "import jax.numpy as jnp\ndef workload(x):\n    return jnp.tanh(x) * 2.0\n")
+    report = gate(str(ref), str(cand), klass="xla-rewrite")
+    assert report.context["odd_op_point"] == {"heads": 3}  # both bumped: dim 9 is refused; heads alone is taken
+    assert any(c.name == "odd-shape.error" and c.status == "PASS" for c in report.gates["parity"].checks)
+    none_odd = write_module("reference.py", PAIRED_SIZES.replace("CONFIG['dim'] % 2", "CONFIG['dim'] % 2 or CONFIG['heads'] % 2"))
+    report = gate(str(none_odd), str(cand), klass="xla-rewrite")
+    assert report.context["odd_op_point"] is None
+    assert not [c for c in report.gates["parity"].checks if c.name.startswith("odd-shape")]

@@ -19,10 +19,13 @@ GOOD = [
 def test_good_candidate_passes_gate(reference, candidate, klass):
     report = gate(reference, candidate, klass=klass)
     assert report.status == "PASS", report.to_json()
-    assert report.exit_code == 0
+    # jax's own matmul and flash attention refuse sizes their blocks do not divide: said, not failed
+    assert all(a.startswith("parity.odd-shape.refused") for a in report.advisories), report.advisories
+    assert report.exit_code == (1 if report.advisories else 0)
     assert set(report.gates) == {"integrity", "parity", "firing"}
     assert report.context["op_point"]["source"] == "TINY"
-    assert report.context["interpreted"] is True
+    # a Pallas kernel runs in the interpreter on the CPU; a kernel-free rewrite is compiled code
+    assert report.context["interpreted"] is (klass == "kernel-authored")
 
 
 def test_pallas_kernel_passes_every_firing_check():

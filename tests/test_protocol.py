@@ -203,7 +203,7 @@ def test_wrong_output_dtype_fails_structure(write_module):
 
 @pytest.mark.parametrize(
     "overrides,message",
-    [({"nope": 1}, "not a CONFIG key"), ({"n": "big"}, "give n a int value")],
+    [({"nope": 1}, "not a CONFIG key"), ({"n": "big"}, "give n an int value")],
 )
 def test_bad_overrides_are_rejected_with_the_fix(write_module, overrides, message):
     ref = write_module(

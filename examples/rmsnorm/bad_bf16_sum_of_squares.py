@@ -26,7 +26,7 @@ def workload(x, w):
     out = pl.pallas_call(
         functools.partial(_kernel, eps=reference.CONFIG["eps"]),
         out_shape=jax.ShapeDtypeStruct(flat.shape, flat.dtype),
-        grid=(flat.shape[0] // 8,),
+        grid=(pl.cdiv(flat.shape[0], 8),),
         in_specs=[pl.BlockSpec((8, d), lambda i: (i, 0)), pl.BlockSpec((1, d), lambda i: (0, 0))],
         out_specs=pl.BlockSpec((8, d), lambda i: (i, 0)),
     )(flat, w.reshape(1, d))

@@ -20,7 +20,7 @@ def workload(x, w):
     out = pl.pallas_call(
         _copy_kernel,
         out_shape=jax.ShapeDtypeStruct(flat.shape, flat.dtype),
-        grid=(flat.shape[0] // 8,),
+        grid=(pl.cdiv(flat.shape[0], 8),),
         in_specs=[pl.BlockSpec((8, d), lambda i: (i, 0))],
         out_specs=pl.BlockSpec((8, d), lambda i: (i, 0)),
     )(flat)

@@ -22,7 +22,7 @@ def workload(x):
     copied = pl.pallas_call(
         _copy_kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-        grid=(rows // 8,),
+        grid=(pl.cdiv(rows, 8),),
         in_specs=[pl.BlockSpec((8, cols), lambda i: (i, 0))],
         out_specs=pl.BlockSpec((8, cols), lambda i: (i, 0)),
     )(x)

@@ -23,3 +23,10 @@ class KgateError(Exception):
 
     def to_json(self) -> dict[str, str]:
         return {"problem": self.problem, "fix": self.fix}
+
+
+def article(word: str) -> str:
+    """`a` or `an` before `word` as it is said: an int, an xla-rewrite, a float, a flag."""
+    w = word.lower()
+    spoken_vowel = w[:1] in "aeiox" or (w.startswith("un") and not w.startswith("uni"))
+    return "an" if spoken_vowel else "a"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kgate.backends.base import ProgramFacts
-from kgate.errors import KgateError
+from kgate.errors import KgateError, article
 from kgate.gates.common import Check, GateResult
 
 InterventionClass = Literal["kernel-authored", "xla-rewrite", "flag"]
@@ -378,7 +378,7 @@ def audit(
                     "(modulo names and metadata)"
                     if same
                     else "the candidate's optimized program differs from the reference's",
-                    f"a {klass} candidate must change the compiled program; this one is a no-op."
+                    f"{article(klass)} {klass} candidate must change the compiled program; this one is a no-op."
                     if same
                     else "",
                 )

@@ -10,6 +10,7 @@ whose reference output or inputs are constant is vacuous and fails.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -328,7 +329,7 @@ def _probe_checks(spec: ParitySpec, probe: Probe) -> tuple[list[Check], dict[str
             out["worst_ratio_at"] = at
             ok = ratio <= spec.multiplier and cand_err.mean_abs <= limit_mean and not count
             detail = (
-                f"{path}: max-abs {cand_err.max_abs:.3g}, at most {ratio:.3g}x the floor {floor_max:.3g} (or half an "
+                f"{path}: max-abs {cand_err.max_abs:.3g}, {_times(ratio)} the floor {floor_max:.3g} (or half an "
                 f"ulp of the output, where coarser) vs {spec.multiplier:g}x allowed; mean-abs {cand_err.mean_abs:.3g} "
                 f"vs limit {limit_mean:.3g}; max-rel {cand_err.max_rel:.3g}; worst at {list(cand_err.worst_index)} "
                 f"(got {cand_err.got:.6g}, expected {cand_err.expected:.6g}) against {against}"
@@ -376,10 +377,13 @@ def evaluate(
     prefill_mismatch: str | None = None,
     *,
     skipped_edges: Sequence[tuple[str, str]] = (),
+    refused: Sequence[tuple[str, str]] = (),
 ) -> GateResult:
     """Grade every probe; also fail when the reference ignores the seed.
 
     `skipped_edges`: edge probes not graded, each with why (the reference is not finite there).
+    `refused`: probes at another shape the candidate raised on (a kernel may refuse a shape it
+    does not support): an advisory each, never a pass and never a fail.
     `prefill_mismatch`: None when the uninitialized-memory check did not run, "" when the
     candidate's outputs were identical under NaN- and zero-filled fresh buffers, else the
     difference found.
@@ -391,8 +395,12 @@ def evaluate(
         checks.extend(probe_checks)
         records.append(record)
     for label, why in skipped_edges:
-        checks.append(Check(f"{label}.graded", "SKIPPED", f"edge probe {label} not graded: {why}"))
+        checks.append(Check(f"{label}.graded", "SKIPPED", f"probe {label} not graded: {why}"))
         records.append({"name": label, "label": label, "skipped": why, "outputs": []})
+    for label, why in refused:
+        checks.append(Check(f"{label}.refused", "ADVISORY", f"the candidate raised at the odd shape ({why}): it does "
+                            "not support that shape, which is allowed; wrong values there would FAIL"))
+        records.append({"name": label, "label": label, "refused": why, "outputs": []})
     seeded = [p for p in probes if not p.label]  # edges are variations of a seed, not seeds
     if len(seeded) >= 2:
         first = seeded[0]
@@ -470,3 +478,10 @@ def timed_agreement(candidate: HostTree, reference: HostTree) -> dict[str, float
     if len(candidate.leaves) != len(reference.leaves):
         worst = float("inf")
     return {"max_abs": worst, "resolution": resolution}
+
+
+def _times(ratio: float) -> str:
+    """`at most 1.5x`, or what a non-finite ratio means (no "infx")."""
+    if math.isnan(ratio) or math.isinf(ratio):
+        return "non-finite errors (NaN or infinite), against"
+    return f"at most {ratio:.3g}x"

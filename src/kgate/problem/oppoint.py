@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgate.errors import KgateError
+from kgate.errors import KgateError, article
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def validate_overrides(config: Mapping[str, Any] | None, overrides: Mapping[str,
             raise KgateError(
                 f"{origin} sets {key}={value!r} ({type(value).__name__}) but CONFIG[{key!r}] is "
                 f"{config[key]!r} ({type(config[key]).__name__}).",
-                f"give {key} a {type(config[key]).__name__} value.",
+                f"give {key} {article(type(config[key]).__name__)} {type(config[key]).__name__} value.",
             )
 
 

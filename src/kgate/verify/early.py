@@ -79,7 +79,7 @@ def run_probe_legs(
     with tempfile.TemporaryDirectory(prefix="kgate-probes-") as scratch:
         folder = Path(workdir) if workdir is not None else Path(scratch)
         ref_dir, cand_dir = folder / "reference", folder / "candidate"
-        ref_req = {**common, "seeds": list(seeds), "workdir": str(ref_dir), "edges": True,
+        ref_req = {**common, "seeds": list(seeds), "workdir": str(ref_dir), "edges": True, "odd": use_tiny,
                    "reference_compiled": with_firing and request.klass != "kernel-authored"}
         cand_req = {**common, "workdir": str(cand_dir), "with_firing": with_firing,
                     "probes_file": str(cand_dir / "probes.json")}
@@ -153,6 +153,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
     runs = {r["key"]: r for r in cand.get("runs", [])}
     probes: list[Probe] = []
     skipped: list[tuple[str, str]] = []
+    refused: list[tuple[str, str]] = []
     hashes: list[integrity.InputHashes] = []
     for p in ref["probes"]:
         key, label = p["key"], p.get("label", "")
@@ -161,6 +162,9 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
                                             run.get("received_sha256", "")))
         if p.get("reference_error"):
             skipped.append((label, f"the reference itself fails here ({p['reference_error']})"))
+            continue
+        if p.get("config") and run.get("error"):  # a kernel may refuse a shape it does not support: said, not failed
+            refused.append((label, f"{_shown(p['config'])}: {run['error']}"))
             continue
         if label and not parity.all_finite(arrays[f"{key}-reference"]):
             skipped.append((label, "the reference itself is not finite here"))
@@ -181,7 +185,8 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             tuple(cand.get("reference_changes", [])), tuple(cand.get("config_mismatches", [])), hashes,
             process_changes=tuple(cand.get("changes", [])),
         ),
-        "parity": parity.evaluate(request.parity_spec, probes, cand.get("prefill"), skipped_edges=skipped),
+        "parity": parity.evaluate(request.parity_spec, probes, cand.get("prefill"), skipped_edges=skipped,
+                                  refused=refused),
     }
     if with_firing:
         facts = _facts(request.parity_spec, probes[0], arrays, cand)
@@ -202,10 +207,11 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         "seeding": seeding,
         "input_sha256": {str(p["seed"]): p["input_sha256"] for p in seed_probes},
         "output_sha256": {str(p["seed"]): runs.get(p["key"], {}).get("output_sha256") for p in seed_probes},
-        "edge_probes": [p["label"] for p in ref["probes"] if p.get("label")],
+        "edge_probes": [p["label"] for p in ref["probes"] if p.get("label") and not p.get("config")],
+        "odd_op_point": next((p["config"] for p in ref["probes"] if p.get("config")), None),
         "dtype": request.dtype,
         "device": ref["device"],
-        "interpreted": ref["interpreted"],
+        "interpreted": bool(cand.get("interprets", ref["interpreted"])),
         "isolation": "reference and oracle in a process that never imported the candidate; the candidate in a "
         "process that never held an expected output; verdicts graded in a process that imported neither",
         "wall_s": round(time.perf_counter() - started, 3),
@@ -223,6 +229,10 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             "every seed sees the same inputs."
         )
     return Report(command, gates, context, tuple(notes))
+
+
+def _shown(updates: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in updates.items())
 
 
 def _facts(spec: ParitySpec, probe: Probe, arrays: Mapping[str, Any], cand: Mapping[str, Any]) -> ProgramFacts | None:

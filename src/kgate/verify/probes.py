@@ -11,10 +11,11 @@ in the parent, which imports neither module.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
             probes.append(probe)
             made.append(inputs)
 
-        held = len(req["seeds"]) + (2 if req.get("edges") else 0)  # every probe is held at once (edges: 2 per floating input, at least 2)
+        held = len(req["seeds"]) + (2 if req.get("edges") else 0) + (1 if req.get("odd") else 0)  # all held at once
         backend.ensure_fits(reference, req["dtype"], held, op_point.values)
         for seed in req["seeds"]:
             inputs, how = backend.create_inputs(reference, seed, req["dtype"])
@@ -49,17 +50,24 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
         if req.get("edges"):  # from the first seed's inputs
             for label, inputs in backend.edge_inputs(made[0]):
                 hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": label, "seeding": "edge"}, inputs)
+        odd = odd_op_point(backend, reference, req["dtype"], op_point.values) if req.get("odd") else None
+        if odd:
+            with op_point_set(reference.config, odd):
+                inputs, how = backend.create_inputs(reference, req["seeds"][0], req["dtype"])
+            hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": ODD_LABEL, "seeding": how,
+                       "config": odd}, inputs)
         (folder / "inputs.json").write_text(json.dumps(probes))
         if not wait_for_go():
             raise KgateError("the grading process stopped the reference leg.", "re-run the command.")
         for inputs, probe in zip(made, probes):
             key, seed = probe["key"], probe["seed"]
             try:
-                ref_out = backend.run(reference.entry, inputs)
-                oracle = backend.run_oracle(reference.entry, inputs, "float32")
-                probe["oracle_kind"] = "float32"
-                if parity.floor_is_degenerate(ref_out, oracle):
-                    oracle, probe["oracle_kind"] = backend.run_oracle(reference.entry, inputs, "float64"), "float64"
+                with op_point_set(reference.config, probe.get("config", {})):
+                    ref_out = backend.run(reference.entry, inputs)
+                    oracle = backend.run_oracle(reference.entry, inputs, "float32")
+                    probe["oracle_kind"] = "float32"
+                    if parity.floor_is_degenerate(ref_out, oracle):
+                        oracle, probe["oracle_kind"] = backend.run_oracle(reference.entry, inputs, "float64"), "float64"
             except Exception as exc:
                 if probe.get("label"):  # an edge the reference itself cannot take: skipped, and said
                     probe["reference_error"] = describe(exc)
@@ -85,6 +93,39 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
             "device": backend.device().to_json(),
             "interpreted": backend.interpreted,
         }
+
+
+ODD_LABEL = "odd-shape"
+
+
+def odd_op_point(backend: Any, reference: Any, dtype: str | None, values: Mapping[str, Any]) -> dict[str, int] | None:
+    """Sizes that are not multiples of any tile: every integer op-point key plus one, or, when
+    the reference cannot make that, the first single key plus one it can (checked by shapes
+    alone, nothing allocated). None when it accepts none."""
+    keys = [k for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
+    for updates in ([{k: values[k] + 1 for k in keys}] if len(keys) > 1 else []) + [{k: values[k] + 1} for k in keys]:
+        with op_point_set(reference.config, updates):
+            try:
+                if backend.footprint(reference, dtype) is not None:
+                    return updates
+            except Exception:
+                continue
+    return None
+
+
+@contextlib.contextmanager
+def op_point_set(config: dict[str, Any] | None, updates: Mapping[str, Any]) -> Iterator[None]:
+    """CONFIG with `updates` applied for the duration, then exactly as it was."""
+    if not updates or config is None:
+        yield
+        return
+    before = dict(config)
+    config.update(updates)
+    try:
+        yield
+    finally:
+        config.clear()
+        config.update(before)
 
 
 def _send(trees: dict[str, Any]) -> None:
@@ -117,7 +158,8 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
             first = inputs if first is None else first
             run: dict[str, Any] = {"key": key, "received_sha256": received}
             try:
-                out = backend.run(pair.candidate.entry, inputs)
+                with op_point_set(pair.reference.config, probe.get("config", {})):  # the odd shape: CONFIG follows
+                    out = backend.run(pair.candidate.entry, inputs)
                 outputs[f"{key}-candidate"] = out
                 run["output_sha256"] = out.sha256()
             except Exception as exc:  # the candidate's failure is evidence, not a crash
@@ -129,6 +171,13 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
                 run["after_sha256"] = ""
             runs.append(run)
         result: dict[str, Any] = {"status": "DONE", "runs": runs}
+        if first is not None:  # a kernel-free program on the CPU is compiled code, not an interpreter's
+            try:
+                result["interprets"] = backend.interprets(pair.reference.entry, first) or backend.interprets(
+                    pair.candidate.entry, first)
+            except Exception:
+                result["interprets"] = backend.interpreted
+            watch.check("after tracing for kernels")
         if backend.interpreted and first is not None and "error" not in runs[0]:
             try:
                 zero = backend.run(pair.candidate.entry, first, uninitialized="zero")
