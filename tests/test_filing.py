@@ -247,6 +247,18 @@ BREAKS = {
 }
 
 
+def test_a_stray_receipt_removed_from_the_branch_is_no_longer_flagged(records, tmp_path):
+    rec = copy_record(records("in_progress"), tmp_path / "code")
+    stray = {"ops/kgate-receipt-cumsum.json": rec["receipt"].read_text()}
+    commit(rec, "cand9(cumsum v001): kept the receipt — none", stray)
+    commit(rec, "cand9(cumsum v001): and again — none", {"ops/kgate-receipt-cumsum.json": rec["receipt"].read_text() + " "})
+    flagged = [f for f in lint(rec)[2] if f["title"] == "receipt committed outside receipts/"]
+    assert len(flagged) == 1  # once per path, at the commit that added it
+    sh(rec["wt"], "git", "rm", "-q", "ops/kgate-receipt-cumsum.json")
+    sh(rec["wt"], "git", "commit", "-qm", "cand9(cumsum v001): drop the receipt — none")
+    assert not [f for f in lint(rec)[2] if f["title"] == "receipt committed outside receipts/"]
+
+
 def test_a_clean_record_lints_clean(records, tmp_path):
     rec = copy_record(records("in_progress"), tmp_path / "code")
     code, found, findings = lint(rec)

@@ -172,3 +172,54 @@ def test_wire_round_trips_without_pickles_and_refuses_an_object_dtype(tmp_path):
                       "a/b0": np.zeros(8, np.uint8), "a/m0": np.array(["object", "1"])})
     with pytest.raises(KgateError, match="unreadable"):
         wire.read_trees(path)
+
+
+def test_a_non_ascii_digit_on_the_beat_channel_is_just_noise():
+    import os
+
+    beat_w, tick_r, beats, ticks, reader = _beat_reader()
+    os.write(beat_w, "e \u00b2\nr \u0663\nr 0\n".encode())  # superscript two, Arabic-Indic three: isdigit(), not int()
+    os.close(beat_w)
+    reader.join(timeout=5)
+    assert not reader.is_alive() and [index for _, index in ticks] == [0]
+    assert clock_bound("c", [1.0], [[int(5e6), "e \u00b2"]], [[0, 0]]).detail.startswith("the timing process did not mark")
+
+
+def test_a_tick_requested_early_by_someone_else_is_refused_or_caught(monkeypatch):
+    """Candidate code can write `r 0` long before the round, to open its window early: the
+    leg refuses a tick it did not ask for; and if the candidate also swallowed that tick,
+    the parent sees the round requested twice and fails the clock."""
+    import os
+    import time
+
+    from kgate.verify import spawn
+
+    def forge(beat_w, tick_r, ticks, steal):
+        os.write(beat_w, b"r 0\n")  # at import, say
+        for _ in range(400):
+            if ticks:
+                break
+            time.sleep(0.005)
+        if steal:
+            assert os.read(tick_r, 64) == b"g 0\n"
+
+    beat_w, tick_r, beats, ticks, reader = _beat_reader()
+    monkeypatch.setenv("KGATE_BEAT_FD", str(beat_w))
+    monkeypatch.setenv("KGATE_TICK_FD", str(tick_r))
+    forge(beat_w, tick_r, ticks, steal=False)
+    with pytest.raises(RuntimeError, match="waiting before kgate asked"):
+        spawn.wait_tick(0, timeout_s=5)
+    os.close(beat_w)
+    reader.join(timeout=5)
+
+    beat_w, tick_r, beats, ticks, reader = _beat_reader()
+    monkeypatch.setenv("KGATE_BEAT_FD", str(beat_w))
+    monkeypatch.setenv("KGATE_TICK_FD", str(tick_r))
+    forge(beat_w, tick_r, ticks, steal=True)
+    with pytest.raises(RuntimeError, match="no tick for timed round 0"):
+        spawn.wait_tick(0, timeout_s=0.2)  # the parent sends one tick per round: none comes
+    os.write(beat_w, b"e 0\n")
+    os.close(beat_w)
+    reader.join(timeout=5)
+    check = clock_bound("c", [1.0], beats, ticks)
+    assert check.status == "FAIL" and "requested 2 times" in check.detail

@@ -139,3 +139,15 @@ def test_the_odd_shape_bumps_only_what_the_reference_accepts(write_module):
     report = gate(str(none_odd), str(cand), klass="xla-rewrite")
     assert report.context["odd_op_point"] is None
     assert not [c for c in report.gates["parity"].checks if c.name.startswith("odd-shape")]
+
+
+def test_a_candidate_with_its_own_config_copy_follows_the_odd_shape(write_module):
+    ref = write_module("reference.py", PAIRED_SIZES)
+    cand = write_module(
+        "cand.py",
+        "import jax.numpy as jnp\nCONFIG = {'heads': 4, 'dim': 16}\n"
+        "def workload(x):\n    return (jnp.tanh(x.reshape(CONFIG['heads'] * CONFIG['dim'])) * 2.0).reshape(x.shape)\n",
+    )
+    report = gate(str(ref), str(cand), klass="xla-rewrite")
+    odd = [c for c in report.gates["parity"].checks if c.name.startswith("odd-shape")]
+    assert [(c.name, c.status) for c in odd] == [("odd-shape.error", "PASS")], odd

@@ -33,7 +33,7 @@ def test_tiny_then_set_with_source_label():
 
 def test_float_key_accepts_int_but_int_key_rejects_float():
     resolve_op_point({"eps": 1e-6}, None, {"eps": 0}, use_tiny=False)
-    with pytest.raises(KgateError, match="give n a int value"):
+    with pytest.raises(KgateError, match="give n an int value"):
         resolve_op_point({"n": 1}, None, {"n": 1.5}, use_tiny=False)
 
 

@@ -62,12 +62,16 @@ def test_init_then_family_new_makes_binding_results_and_worktree(repo):
 
 def test_bad_family_inputs_change_nothing(repo):
     kgate(repo, "init")
+    (repo / "ops" / "untracked_ref.py").write_text("CONFIG = {'n': 8}\n")
     branches = sh(repo, "git", "branch", "--list")
     for args, message in [
         (["Bad_Slug", "--reference", "ops/rmsnorm_ref.py", "--target", "ops/x.py"], "is not valid"),
         (["rmsnorm", "--reference", "ops/missing.py", "--target", "ops/x.py"], "does not exist"),
         (["rmsnorm", "--reference", "ops/rmsnorm_ref.py", "--target", "ops/x.py", "--parity", "close"], "not understood"),
         (["rmsnorm", "--reference", "ops/rmsnorm_ref.py", "--target", "ops/x.py", "--branch", "main"], "worktree"),
+        (["rmsnorm", "--reference", "ops/rmsnorm_ref.py", "--target", "ops/x.py", "--set", "m=4"], "not a CONFIG key"),
+        (["rmsnorm", "--reference", "ops/rmsnorm_ref.py", "--target", "ops/x.py", "--set", "n=big"], "give n an int value"),
+        (["rmsnorm", "--reference", "ops/untracked_ref.py", "--target", "ops/x.py"], "is not committed"),
     ]:
         proc = kgate(repo, "family", "new", *args)
         assert proc.returncode == 2 and message in proc.stderr and "fix:" in proc.stderr, (args, proc.stderr)
@@ -76,6 +80,14 @@ def test_bad_family_inputs_change_nothing(repo):
     derived = kgate(repo, "family", "new", "1p_Flash_Attention", "--derive", "--reference", "ops/rmsnorm_ref.py",
                     "--target", "ops/fa.py")
     assert derived.returncode == 0 and (repo / "kernel_experiments" / "flash-attention" / "family.toml").is_file()
+
+
+def test_a_reference_with_uncommitted_changes_is_not_pinned(repo):
+    kgate(repo, "init")
+    (repo / "ops" / "rmsnorm_ref.py").write_text("CONFIG = {'n': 16}\n")
+    proc = kgate(repo, "family", "new", "rmsnorm", "--reference", "ops/rmsnorm_ref.py", "--target", "ops/x.py")
+    assert proc.returncode == 2 and "uncommitted changes" in proc.stderr
+    assert not (repo / "kernel_experiments" / "rmsnorm").exists()
 
 
 def test_init_refuses_to_overwrite_and_needs_a_repo(repo, tmp_path):

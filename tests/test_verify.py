@@ -155,6 +155,11 @@ def test_interrupting_verify_leaves_no_receipt(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".receipt.json")]
 
 
+def test_a_receipt_path_that_is_a_folder_is_bad_input_before_anything_runs(tmp_path):
+    proc = kgate("verify", "-r", RMS / "reference.py", "-c", RMS / "pallas.py", "-o", tmp_path, "--json")
+    assert proc.returncode == 2 and "is a folder" in json.loads(proc.stdout)["error"]["problem"]
+
+
 def test_verify_receipt_on_a_report_says_it_is_a_report_and_names_the_receipt(verified):
     folder, receipt, _ = verified
     proc = kgate("verify-receipt", folder / "report.json", "--json")
@@ -176,9 +181,11 @@ def test_published_schema_requires_what_verify_receipt_requires(verified):
     no_speedup = json.loads(receipt.read_text())
     del no_speedup["gates"]["timing"]["speedup"]
     assert any("speedup" in e for e in schema_errors(no_speedup, "receipt"))
-    no_timing = json.loads(receipt.read_text())
-    del no_timing["gates"]["timing"]
-    assert any("timing" in e for e in schema_errors(no_timing, "receipt"))
+    crashed_leg = json.loads(receipt.read_text())  # a leg that crashed leaves its gate under the leg's name
+    crashed_leg["gates"]["measure"] = {"status": "FAIL", "checks": [{"name": "measure_ran", "status": "FAIL", "detail": "x"}]}
+    del crashed_leg["gates"]["timing"]
+    crashed_leg["status"] = "FAIL"
+    assert schema_errors(crashed_leg, "receipt") == []
     passing_with_a_failed_gate = json.loads(receipt.read_text())
     passing_with_a_failed_gate["gates"]["parity"]["status"] = "FAIL"
     assert schema_errors(passing_with_a_failed_gate, "receipt")

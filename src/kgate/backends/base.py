@@ -171,9 +171,10 @@ def refuse_if_too_big(footprint: Footprint, probes: int, available: int, where: 
     need = footprint.per_probe * probes
     if need <= available * 0.75:
         return
-    shown = ", ".join(f"{k}={v}" for k, v in values.items())
+    from kgate.problem.oppoint import shown
+
     raise KgateError(
-        f"the op-point ({shown}) needs about {gib(need)} ({probes} probes x (inputs {gib(footprint.inputs)} + outputs "
+        f"the op-point ({shown(values)}) needs about {gib(need)} ({probes} probes x (inputs {gib(footprint.inputs)} + outputs "
         f"{gib(footprint.outputs)} + oracle {gib(footprint.oracle)})), and {where} has {gib(available)} available: "
         "it would not fit (nothing was allocated).",
         "choose a smaller op-point with --set, or run where the memory is.",

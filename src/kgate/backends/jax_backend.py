@@ -176,7 +176,8 @@ class JaxBackend:
     def footprint(self, problem: ProblemModule, dtype: str | None) -> Footprint | None:
         """The op-point's bytes per probe from shapes alone (`jax.eval_shape` of create_inputs
         and of the reference): nothing is allocated. None when create_inputs cannot be traced
-        (it reads values, or builds its arrays in numpy): the run itself then shows the size."""
+        (it reads values). numpy code inside create_inputs runs for real under eval_shape: such
+        inputs are made (and sized) once here."""
         try:
             inputs = jax.eval_shape(lambda: self._call_create_inputs(problem, 0, dtype)[0])
         except KgateError:
@@ -222,12 +223,14 @@ class JaxBackend:
             pass
         return None
 
-    def ensure_fits(self, problem: ProblemModule, dtype: str | None, probes: int, values: dict[str, Any]) -> None:
-        """Refuse an op-point too big for this machine before any input is made."""
+    def ensure_fits(self, problem: ProblemModule, dtype: str | None, probes: int, values: dict[str, Any]) -> bool:
+        """Refuse an op-point too big for this machine before any input is made; False when
+        it could not be sized by shapes alone (nothing was checked)."""
         footprint = self.footprint(problem, dtype)
         available = self.available_memory()
         if footprint is not None and available is not None:
             refuse_if_too_big(footprint, probes, available[0], available[1], values)
+        return footprint is not None
 
     def _call_create_inputs(self, problem: ProblemModule, seed: int, dtype: str | None) -> tuple[tuple[Any, ...], str]:
         accepted = problem.create_inputs_params()
@@ -649,9 +652,10 @@ def _nbytes(leaf: Any) -> int:
 
 
 def _inputs_failed(problem: ProblemModule, exc: BaseException) -> KgateError:
-    config = problem.config or {}
-    shown = ", ".join(f"{k}={v}" for k, v in config.items()) or "its CONFIG"
+    from kgate.problem.oppoint import shown
+
     return KgateError(
-        f"{problem.path.name}'s create_inputs failed at this op-point ({shown}): {describe(exc)}",
+        f"{problem.path.name}'s create_inputs failed at this op-point ({shown(problem.config or {}) or 'its CONFIG'}): "
+        f"{describe(exc)}",
         "fix the reference, or choose op-point values it accepts with --set (sizes are positive integers).",
     )

@@ -289,6 +289,12 @@ def verify(
         if output is not None and output.resolve() == path.resolve():
             raise KgateError(f"-o and --report name the same file {output}.",
                              "the receipt (-o) and the report (--report) are different documents: give two paths.")
+        if receipt is None:  # made (git-ignored) and checked now, not after a run it could not keep
+            try:
+                make_folder(path.parent)
+            except OSError as exc:
+                raise KgateError(f"cannot make the receipt folder {path.parent}: {exc.strerror}.",
+                                 "pass -o FILE in a folder you can write.") from exc
         request = VerifyRequest(
             reference=reference,
             candidate=candidate,
@@ -321,8 +327,6 @@ def verify(
         finally:
             if spinner is not None:
                 spinner.stop()
-        if receipt is None:
-            make_folder(path.parent)
         receipts.write(path, sealed)
         report.context["receipt"] = {"path": str(path), "sha256": sealed[receipts.HASH_FIELD]}
         say(f"receipt {path} (sha256 {sealed[receipts.HASH_FIELD][:16]}...)")

@@ -6,6 +6,7 @@ so the run's overall status is ANOMALY rather than a plain FAIL.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -103,6 +104,15 @@ def evaluate(
 CLOCK_SLACK_MS = 1.0  # rounding only: an honest round always fits its window (see spawn's docstring)
 
 
+_ROUND = re.compile(r"(r|e) ([0-9]{1,9})")  # ASCII digits only: candidate code can write this channel too
+
+
+def round_line(line: str) -> tuple[str, int] | None:
+    """(`r` or `e`, round) for a beat line that requests a round's tick or ends a round; None else."""
+    m = _ROUND.fullmatch(line)
+    return (m.group(1), int(m.group(2))) if m else None
+
+
 def clock_bound(
     name: str, reported_ms: Sequence[float], beats: Sequence[Sequence[object]], ticks: Sequence[Sequence[object]]
 ) -> Check:
@@ -112,12 +122,24 @@ def clock_bound(
     not pass on the parent's clock was invented in the child (a slowed or wrapped clock)."""
     starts: dict[int, float] = {}
     ends: dict[int, float] = {}
+    requests: dict[int, int] = {}
     for ns, index in ticks:
         starts.setdefault(int(index), float(ns) / 1e6)  # type: ignore[call-overload]
     for ns, line in beats:
-        kind, _, index = str(line).partition(" ")
-        if index.isdigit() and kind == "e":
-            ends.setdefault(int(index), float(ns) / 1e6)  # type: ignore[arg-type]
+        parsed = round_line(str(line))
+        if parsed is not None and parsed[0] == "e":
+            ends.setdefault(parsed[1], float(ns) / 1e6)  # type: ignore[arg-type]
+        elif parsed is not None:
+            requests[parsed[1]] = requests.get(parsed[1], 0) + 1
+    forged = sorted(i for i, n in requests.items() if n > 1)
+    if forged:
+        return Check(
+            name,
+            "FAIL",
+            f"the tick for round {forged[0]} was requested {requests[forged[0]]} times ({len(forged)} round(s) so): "
+            "someone besides kgate's timing loop asked for ticks, to open a round's window early",
+            "remove whatever writes to kgate's beat channel; nothing this run timed holds.",
+        )
     missing = [i for i in range(len(reported_ms)) if i not in starts or i not in ends]
     if missing:
         return Check(

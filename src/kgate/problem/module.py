@@ -187,6 +187,22 @@ def load_reference(
 
 
 @contextlib.contextmanager
+def config_set(updates: Mapping[str, Any], *configs: dict[str, Any] | None) -> Iterator[None]:
+    """Every distinct CONFIG given with `updates` applied for the duration (a candidate's own
+    copy: only the keys it has, as `load_pair` keeps it in step), then exactly as it was."""
+    distinct = [c for i, c in enumerate(configs) if c is not None and all(c is not d for d in configs[:i])]
+    saved = [dict(c) for c in distinct]
+    for config in distinct:
+        config.update({k: v for k, v in updates.items() if k in config or config is distinct[0]})
+    try:
+        yield
+    finally:
+        for config, before in zip(distinct, saved):
+            config.clear()
+            config.update(before)
+
+
+@contextlib.contextmanager
 def load_pair(
     reference_path: str | Path,
     candidate_path: str | Path,

@@ -95,3 +95,27 @@ def resolve_op_point(
     if config is None:
         return updates, "none"
     return updates, "+".join(parts) if parts else "CONFIG"
+
+
+def static_config(source: str) -> dict[str, Any] | None:
+    """The module's top-level `CONFIG = {...}`, read without running the module (a literal
+    dict only); None when there is none or it is computed."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    found: dict[str, Any] | None = None
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == "CONFIG" for t in targets) and node.value is not None:
+            try:
+                value = ast.literal_eval(node.value)
+            except (ValueError, SyntaxError, TypeError):
+                return None
+            found = value if isinstance(value, dict) else None
+    return found
+
+
+def shown(values: Mapping[str, Any]) -> str:
+    """`batch=1, seq_len=17`: op-point values as messages show them."""
+    return ", ".join(f"{k}={v}" for k, v in values.items())

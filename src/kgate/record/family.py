@@ -119,6 +119,7 @@ def new(
     dtype = graded_dtype or ws.graded_dtype
     if not git.has_commits(repo):
         raise KgateError(f"the home repo {repo} has no commits.", "commit something first: worktrees need a base.")
+    _check_pinnable(repo, ref_abs, dict(op_point or {}), say)
     branch = integration_branch or f"kernel/{slug}"
     fam = Family(
         slug, folder, ref_abs.relative_to(repo), file_sha256(ref_abs), tgt_abs.relative_to(repo), spec, dtype, branch,
@@ -147,6 +148,27 @@ def new(
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return fam
+
+
+def _check_pinnable(repo: Path, reference: Path, op_point: dict[str, Any], say: Callable[[str], None]) -> None:
+    """The family pins the reference as committed (the worktree holds the commit, not the
+    working copy) and an op-point of keys the reference's CONFIG has."""
+    from kgate.problem.oppoint import static_config, validate_overrides
+
+    rel = reference.relative_to(repo).as_posix()
+    if git.run(repo, "ls-files", "--error-unmatch", "--", rel).returncode != 0:
+        raise KgateError(f"the reference {rel} is not committed in the home repo: the family would pin a file its "
+                         "worktree does not have.", f"git add {rel} && git commit, then run family new again.")
+    if git.git(repo, "status", "--porcelain", "--", rel):
+        raise KgateError(f"the reference {rel} has uncommitted changes: the pin and the worktree would disagree.",
+                         f"commit (or revert) the changes to {rel}, then run family new again.")
+    if not op_point:
+        return
+    config = static_config(reference.read_text())
+    if config is None:
+        say(f"note: {rel}'s CONFIG is not a literal dict: the --set keys are checked when the reference first runs")
+        return
+    validate_overrides(config, op_point, "--set")
 
 
 def load(ws: Workspace, slug: str) -> Family:

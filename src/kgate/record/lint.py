@@ -161,8 +161,16 @@ def gather(ws: Workspace, ex: Experiment) -> Facts:
         pinned_reference_sha256=fam.reference_sha256,
         reference_sha256_at_tip=hashlib.sha256(ref).hexdigest() if ref is not None else None,
         work_dir=fam.work.as_posix(), records_dir=records, receipts=tuple(receipts), ledger_shas=shas,
-        stray_receipts=tuple(stray),
+        stray_receipts=_still_there(wt, ex.branch, stray),
     )
+
+
+def _still_there(wt: Path, branch: str, stray: list[str]) -> tuple[str, ...]:
+    """Each stray receipt once (the commit that first added it), if the branch still holds it."""
+    first: dict[str, str] = {}
+    for entry in stray:
+        first.setdefault(entry.split(" ", 1)[1], entry)
+    return tuple(e for path, e in first.items() if git.run(wt, "cat-file", "-e", f"{branch}:{path}").returncode == 0)
 
 
 def _is_receipt(path: str, size: int, records: str, read: Callable[[str], bytes | None]) -> bool:

@@ -23,7 +23,7 @@ from kgate.verify import receipt as receipts
 from kgate.verify import spawn
 
 # Integrity checks that say candidate code changed kgate, the array library or the reference.
-PATCH_CHECKS = frozenset({"process_untouched", "reference_untouched", "timer_untouched"})
+PATCH_CHECKS = frozenset({"process_untouched", "reference_untouched", "timer_untouched", "parent_clock"})
 
 ReceiptStatus = Literal["OK", "TAMPERED", "MISMATCH", "INCOMPLETE", "ANOMALY"]
 

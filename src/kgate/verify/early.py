@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kgate.backends import ProgramFacts, wire
+from kgate.problem.oppoint import shown
 from kgate.backends.base import Ablation, count_moved
 from kgate.clock import draw_seed
 from kgate.errors import KgateError
@@ -92,7 +93,8 @@ def run_probe_legs(
             for p in manifest:
                 os.replace(ref_dir / f"inputs-{p['key']}.pkl", cand_dir / f"inputs-{p['key']}.pkl")
             (cand_dir / "probes.json").write_text(json.dumps(
-                [{"key": p["key"], "file_sha256": p["file_sha256"]} for p in manifest]
+                [{"key": p["key"], "file_sha256": p["file_sha256"], **({"config": p["config"]} if "config" in p else {})}
+                 for p in manifest]  # values and the odd shape's sizes, never a seed
             ))
             candidate.go()
             cand_result = candidate.wait()
@@ -143,6 +145,8 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         request, use_tiny=use_tiny, with_firing=with_firing, env=env, workdir=workdir
     )
     notes: list[str] = []
+    if ref.get("odd_note"):
+        notes.append(str(ref["odd_note"]))
     if use_tiny and not ref.get("has_tiny") and not request.overrides:
         notes.append("the reference defines no TINY op-point: the gate ran at the full CONFIG (slow).")
     random_seed = seeds[-1]
@@ -164,7 +168,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             skipped.append((label, f"the reference itself fails here ({p['reference_error']})"))
             continue
         if p.get("config") and run.get("error"):  # a kernel may refuse a shape it does not support: said, not failed
-            refused.append((label, f"{_shown(p['config'])}: {run['error']}"))
+            refused.append((label, f"{shown(p['config'])}: {run['error']}"))
             continue
         if label and not parity.all_finite(arrays[f"{key}-reference"]):
             skipped.append((label, "the reference itself is not finite here"))
@@ -229,10 +233,6 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             "every seed sees the same inputs."
         )
     return Report(command, gates, context, tuple(notes))
-
-
-def _shown(updates: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in updates.items())
 
 
 def _facts(spec: ParitySpec, probe: Probe, arrays: Mapping[str, Any], cand: Mapping[str, Any]) -> ProgramFacts | None:

@@ -554,7 +554,6 @@ class _RoundWatch:
 
     def start(self, index: int) -> None:
         wait_tick(index)  # the parent's clock marks the round's earliest start
-        beat(f"b {index}")
         if self.first is None and self.baseline is not None:
             self.first = census.census()
 

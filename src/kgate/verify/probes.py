@@ -11,18 +11,17 @@ in the parent, which imports neither module.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from kgate.backends import get_backend, wire
 from kgate.errors import KgateError, describe
 from kgate.gates import parity
-from kgate.problem import load_pair, load_reference
+from kgate.problem import config_set, load_pair, load_reference
 from kgate.verify.watch import Watch
 
 
@@ -43,16 +42,21 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
             made.append(inputs)
 
         held = len(req["seeds"]) + (2 if req.get("edges") else 0) + (1 if req.get("odd") else 0)  # all held at once
-        backend.ensure_fits(reference, req["dtype"], held, op_point.values)
+        sized = backend.ensure_fits(reference, req["dtype"], held, op_point.values)
         for seed in req["seeds"]:
             inputs, how = backend.create_inputs(reference, seed, req["dtype"])
             hand_over({"key": f"p{len(probes)}", "seed": seed, "seeding": how}, inputs)
         if req.get("edges"):  # from the first seed's inputs
             for label, inputs in backend.edge_inputs(made[0]):
                 hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": label, "seeding": "edge"}, inputs)
-        odd = odd_op_point(backend, reference, req["dtype"], op_point.values) if req.get("odd") else None
+        odd = odd_op_point(backend, reference, req["dtype"], op_point.values) if req.get("odd") and sized else None
+        odd_note = ""
+        if req.get("odd") and not odd:
+            odd_note = ("no odd-shape probe: " + ("create_inputs cannot be sized by shapes alone (it needs concrete "
+                        "values)" if not sized else "the reference accepts no integer size "
+                        "plus one"))
         if odd:
-            with op_point_set(reference.config, odd):
+            with config_set(odd, reference.config):
                 inputs, how = backend.create_inputs(reference, req["seeds"][0], req["dtype"])
             hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": ODD_LABEL, "seeding": how,
                        "config": odd}, inputs)
@@ -62,7 +66,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
         for inputs, probe in zip(made, probes):
             key, seed = probe["key"], probe["seed"]
             try:
-                with op_point_set(reference.config, probe.get("config", {})):
+                with config_set(probe.get("config", {}), reference.config):
                     ref_out = backend.run(reference.entry, inputs)
                     oracle = backend.run_oracle(reference.entry, inputs, "float32")
                     probe["oracle_kind"] = "float32"
@@ -90,6 +94,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
             "op_point": op_point.to_json(),
             "has_tiny": bool(vars(reference.module).get("TINY")),
             "reference_compiled": reference_compiled,
+            "odd_note": odd_note,
             "device": backend.device().to_json(),
             "interpreted": backend.interpreted,
         }
@@ -104,28 +109,13 @@ def odd_op_point(backend: Any, reference: Any, dtype: str | None, values: Mappin
     alone, nothing allocated). None when it accepts none."""
     keys = [k for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
     for updates in ([{k: values[k] + 1 for k in keys}] if len(keys) > 1 else []) + [{k: values[k] + 1} for k in keys]:
-        with op_point_set(reference.config, updates):
+        with config_set(updates, reference.config):
             try:
                 if backend.footprint(reference, dtype) is not None:
                     return updates
             except Exception:
                 continue
     return None
-
-
-@contextlib.contextmanager
-def op_point_set(config: dict[str, Any] | None, updates: Mapping[str, Any]) -> Iterator[None]:
-    """CONFIG with `updates` applied for the duration, then exactly as it was."""
-    if not updates or config is None:
-        yield
-        return
-    before = dict(config)
-    config.update(updates)
-    try:
-        yield
-    finally:
-        config.clear()
-        config.update(before)
 
 
 def _send(trees: dict[str, Any]) -> None:
@@ -158,7 +148,7 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
             first = inputs if first is None else first
             run: dict[str, Any] = {"key": key, "received_sha256": received}
             try:
-                with op_point_set(pair.reference.config, probe.get("config", {})):  # the odd shape: CONFIG follows
+                with config_set(probe.get("config", {}), pair.reference.config, pair.candidate.config):  # CONFIG follows
                     out = backend.run(pair.candidate.entry, inputs)
                 outputs[f"{key}-candidate"] = out
                 run["output_sha256"] = out.sha256()

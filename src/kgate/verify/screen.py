@@ -83,6 +83,8 @@ class VerifyRequest:
             parse_bar(self.bar)
         if self.receipt is not None and not Path(self.receipt).parent.is_dir():
             raise KgateError(f"the folder of the receipt -o {self.receipt} does not exist.", "create it first or choose another path.")
+        if self.receipt is not None and Path(self.receipt).is_dir():
+            raise KgateError(f"the receipt -o {self.receipt} is a folder.", "name a file, e.g. -o receipt.json.")
         chip_lock.lock_path(self.chip, self.lock_dir)  # validates chip and lock folder
 
 
@@ -379,7 +381,7 @@ def default_receipt_path(candidate: Path, here: Path | None = None) -> Path:
     top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=here, capture_output=True, text=True)
     root = Path(top.stdout.strip()) if top.returncode == 0 and top.stdout.strip() else here
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return root / RECEIPTS_DIR / f"kgate-receipt-{Path(candidate).stem}-{stamp}.json"
+    return root / RECEIPTS_DIR / f"kgate-receipt-{Path(candidate).stem}-{stamp}-{os.getpid()}.json"
 
 
 def make_folder(folder: Path) -> None:

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from kgate.gates.integrity import round_line
+
 @dataclass
 class LegProcess:
     kind: str
@@ -141,7 +143,10 @@ def start(
         if wanted:
             pipes[name] = os.pipe()
     tick_r, tick_w = os.pipe() if beats else (-1, -1)
-    full_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+    if beats:
+        os.set_blocking(tick_w, False)  # a leg that never reads its ticks cannot stall the reader
+    full_env = {k: v for k, v in os.environ.items() if k not in _CHANNELS}  # only the channels this leg asked for
+    full_env.update({**(env or {}), "PYTHONUNBUFFERED": "1"})
     full_env.update({name: str(w) for name, (_, w) in pipes.items()})
     if beats:
         full_env["KGATE_TICK_FD"] = str(tick_r)
@@ -168,32 +173,39 @@ def start(
     return leg
 
 
+_CHANNELS = ("KGATE_BEAT_FD", "KGATE_TICK_FD", "KGATE_DATA_FD")
+
+
 def _read_beats(fd: int, beats: list[tuple[int, str]], ticks: list[tuple[int, int]], tick_fd: int) -> None:
     """Stamp each beat line; answer `r I` with tick `g I` when I is the next round and round
     I-1 has ended (a request out of turn, forged or early, gets no tick)."""
     ended: set[int] = set()
-    with os.fdopen(fd, "rb", buffering=0) as stream:
-        pending = b""
-        while chunk := stream.read(4096):
-            now = time.monotonic_ns()
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for raw in lines:
-                line = raw.decode(errors="replace")
-                beats.append((now, line))
-                kind, _, index = line.partition(" ")
-                if not index.isdigit():
-                    continue
-                if kind == "e":
-                    ended.add(int(index))
-                elif kind == "r" and tick_fd >= 0 and int(index) == len(ticks) and (not ticks or len(ticks) - 1 in ended):
-                    ticks.append((time.monotonic_ns(), int(index)))
-                    try:
-                        os.write(tick_fd, f"g {index}\n".encode())
-                    except OSError:
-                        pass  # the leg is gone
-    if tick_fd >= 0:
-        os.close(tick_fd)
+    try:
+        with os.fdopen(fd, "rb", buffering=0) as stream:
+            pending = b""
+            while chunk := stream.read(4096):
+                now = time.monotonic_ns()
+                pending = (pending + chunk)[-(1 << 16):]  # a flood without newlines cannot grow without bound
+                *lines, pending = pending.split(b"\n")
+                for raw in lines:
+                    line = raw.decode(errors="replace")
+                    beats.append((now, line))
+                    parsed = round_line(line)
+                    if parsed is None:
+                        continue
+                    kind, index = parsed
+                    if kind == "e":
+                        ended.add(index)
+                    elif tick_fd >= 0 and index == len(ticks) and (not ticks or len(ticks) - 1 in ended):
+                        ticks.append((time.monotonic_ns(), index))
+                        try:
+                            os.write(tick_fd, f"g {index}\n".encode())
+                        except OSError:  # the leg is gone, or never reads its ticks: it gets no more
+                            os.close(tick_fd)
+                            tick_fd = -1
+    finally:
+        if tick_fd >= 0:
+            os.close(tick_fd)
 
 
 def no_dumps() -> None:
@@ -221,21 +233,22 @@ def wait_tick(index: int, timeout_s: float = 120.0) -> None:
     fd = os.environ.get("KGATE_TICK_FD")
     if not fd:
         return
+    poller = select.poll()
+    poller.register(int(fd), select.POLLIN)
+    if poller.poll(0):  # a tick nobody asked for: someone else requested this round early
+        raise RuntimeError(f"a tick for timed round {index} was waiting before kgate asked for it: a forged request")
     beat(f"r {index}")
-    wanted = f"g {index}".encode()
     deadline = time.monotonic() + timeout_s
-    pending = b""
     while True:
         left = deadline - time.monotonic()
-        if left <= 0 or not select.select([int(fd)], [], [], left)[0]:
+        if left <= 0 or not poller.poll(int(left * 1000) + 1):
             raise RuntimeError(f"kgate's parent sent no tick for timed round {index} within {timeout_s:.0f} s")
-        chunk = os.read(int(fd), 64)
-        if not chunk:
+        line = os.read(int(fd), 64)
+        if not line:
             raise RuntimeError(f"kgate's tick channel closed before timed round {index}")
-        pending += chunk
-        *lines, pending = pending.split(b"\n")
-        if wanted in lines:
-            return
+        if line != f"g {index}\n".encode():  # one tick per request, sent only after the previous round ended
+            raise RuntimeError(f"kgate's tick channel carried {line[:40]!r} where the tick for round {index} belonged")
+        return
 
 
 def _read_data(fd: int, sink: bytearray) -> None:
