@@ -163,3 +163,20 @@ def test_a_gate_that_checked_nothing_fails():
     empty = GateResult("firing", ())
     assert empty.status == "FAIL" and empty.failures[0].detail == "the firing gate checked nothing"
     assert skipped("capture", "no profiler here").status == "SKIPPED"
+
+
+
+def test_a_marginal_parity_fail_at_tiny_says_so_and_still_fails():
+    from kgate.gates.common import Check, GateResult
+    from kgate.gates.parity import ParitySpec
+    from kgate.verify.early import _marginal
+
+    spec = ParitySpec.parse("floor")
+
+    def gate(ratio, name="seed42.error"):
+        return GateResult("parity", (Check(name, "FAIL", "x", "fix"),),
+                          {"probes": [{"outputs": [{"max_abs_over_floor": ratio}]}]})
+
+    assert "marginal (worst 7.5x the floor, limit 5x)" in _marginal(spec, gate(7.5))
+    assert _marginal(spec, gate(40.0)) == ""  # far off: not marginal
+    assert _marginal(spec, gate(7.5, "seed42.finite")) == ""  # a NaN is never marginal

@@ -320,6 +320,7 @@ def test_abandon_extension_and_pivot(example_repo):
         (None, ["cand1", "--what", "x", "--why", "supported by the numbers"], "verdict language"),
         (None, ["cand1", "--what", "x"], "needs --why"),
         ("receipt", ["cand1", "--what", "x", "--receipt", "RECEIPT"], "is for a candidate with sha256"),
+        ("dtype", ["cand1", "--what", "x", "--receipt", "RECEIPT"], "ran with float32 inputs; the family grades bfloat16"),
         ("page", ["cand1", "--what", "x", "--why", "kept"], "edits kgate did not make"),
         ("clean", ["cand1", "--what", "x", "--why", "kept"], "nothing to commit"),
         ("detached", ["cand1", "--what", "x", "--why", "kept"], "detached HEAD"),
@@ -344,6 +345,14 @@ def test_bad_candidates_change_nothing(example_repo, tmp_path, setup, args, mess
         forged.write_text(json.dumps({"command": "gate", "status": "PASS", "gates": {},
                                       "candidate": {"sha256": "0" * 64}, "reference": {"sha256": "1" * 64}}))
         args = [forged if a == "RECEIPT" else a for a in args]
+    elif setup == "dtype":  # the right candidate, graded in another dtype than the family's
+        import hashlib
+
+        other = tmp_path / "float32.json"
+        target_sha = hashlib.sha256((wt / "ops" / "rmsnorm.py").read_bytes()).hexdigest()
+        other.write_text(json.dumps({"command": "gate", "status": "PASS", "gates": {}, "input_dtypes": ["float32"],
+                                     "candidate": {"sha256": target_sha}, "reference": {"sha256": "1" * 64}}))
+        args = [other if a == "RECEIPT" else a for a in args]
     before = _state(wt, page)
     proc = kgate(repo, "cand", "rmsnorm", *args)
     assert proc.returncode == 2 and message in proc.stderr and "fix:" in proc.stderr, proc.stderr
@@ -393,3 +402,25 @@ def test_a_failed_commit_puts_page_receipt_and_index_back(example_repo, tmp_path
     proc = kgate(repo, "cand", "rmsnorm", "cand1", "--receipt", receipt, "--why", "kept")
     assert proc.returncode == 2 and "hook says no" in proc.stderr
     assert _state(wt, page) == before and not (page.parent / "receipts").exists()
+
+
+@pytest.mark.parametrize("item", [
+    "cand1: fuse the two passes — predict 1.3x",
+    "cand1: fuse the two passes – predict 1.3x",
+    "cand1: fuse the two passes -- predict 1.3x",
+    "cand1: fuse the two-pass loop - predict 1.3x",
+])
+def test_plan_items_accept_the_separators_people_type(item):
+    from kgate.record.stub import parse_plan
+
+    (entry,) = parse_plan([item])
+    assert entry.cand == "cand1" and entry.text.endswith("— predict 1.3x") and "fuse the two" in entry.text
+
+
+def test_a_plan_item_without_a_separator_names_every_form():
+    from kgate.errors import KgateError
+    from kgate.record.stub import parse_plan
+
+    with pytest.raises(KgateError) as info:
+        parse_plan(["cand1: fuse the two passes, predict 1.3x"])
+    assert all(form in info.value.fix for form in ("' — '", "' – '", "' -- '", "' - '"))

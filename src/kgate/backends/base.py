@@ -19,6 +19,14 @@ def leaves_sha256(leaves: Any) -> str:
     return h.hexdigest()
 
 
+def floating_dtypes(leaves: Any) -> list[str]:
+    """The distinct floating dtypes among array leaves (`bfloat16`, `float32`, ...): what a
+    run's inputs were made in, which a family's graded dtype must match."""
+    found = {str(np.asarray(leaf).dtype) for leaf in leaves
+             if np.asarray(leaf).dtype.kind == "f" or str(np.asarray(leaf).dtype) in ("bfloat16", "float8_e4m3fn", "float8_e5m2")}
+    return sorted(found)
+
+
 @dataclass(frozen=True)
 class HostTree:
     """A pytree of arrays copied to the host: its structure, leaf paths and numpy leaves."""

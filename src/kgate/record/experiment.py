@@ -16,6 +16,7 @@ from typing import Any, Final
 from kgate.errors import KgateError
 from kgate.jsonio import write_atomic
 from kgate.problem.module import file_sha256
+from kgate.record.stub import PLAN_SEPARATOR
 from kgate.record import commits, git
 from kgate.record.summary import ReportSummary
 from kgate.record.family import Family, load as load_family
@@ -276,7 +277,7 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
         )
     what = request.what.strip()  # a line break stays, and the grammar check refuses it
     if not what and planned is not None:  # the plan item says what it is
-        what = re.split(r"\s+(?:—|--)\s+predict\s+", plan[planned].text)[0].strip()
+        what = re.split(PLAN_SEPARATOR, plan[planned].text)[0].strip()
     if not what:
         raise KgateError("--what is empty.", "say in a few words what this candidate changes.")
     if " — " in what:
@@ -343,6 +344,7 @@ def _run_row(ex: Experiment, request: CandRequest, klass: str, changed: list[str
             f"not for the target as it is now ({file_sha256(target)[:12]}...).",
             f"re-run kgate on {target} and pass that report.",
         )
+    run.check_dtype(ex.family.graded_dtype)
     if run.reference_sha256 != ex.family.reference_sha256:
         raise KgateError(
             f"receipt {request.receipt} was made against a different reference than the family's pin.",

@@ -14,6 +14,7 @@ from typing import Any
 
 from kgate.errors import KgateError
 from kgate.jsonio import write_atomic
+from kgate.record.summary import ReportSummary
 from kgate.problem.module import file_sha256
 from kgate.record import commits, lint as lints
 from kgate.record.experiment import (
@@ -69,6 +70,7 @@ def check_receipt_fits(ex: Experiment, page: Page, path: Path) -> dict[str, Any]
         sets = " ".join(f"--set {k}={v}" for k, v in op_point.items()) or "no --set"
         raise KgateError(f"receipt {path} ran at op-point overrides {data.get('overrides') or {}}; the family's op-point is "
                          f"{op_point or 'CONFIG as shipped'}.", f"re-run verify with {sets}.")
+    ReportSummary.from_json(data, path, "").check_dtype(ex.family.graded_dtype)
     device = data.get("device", {})
     variant = f"{device.get('platform')}:{device.get('kind')}"
     if variant != page.front.get("variant"):

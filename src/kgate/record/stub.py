@@ -19,7 +19,10 @@ from kgate.record.page import INTERVENTION_CLASSES, PARAGRAPHS, PlanEntry, forma
 from kgate.record.workspace import Workspace
 
 ACTIVITIES = ("optimization", "capability-eval")
-_PLAN_ITEM = re.compile(r"^(cand[0-9]+):\s*(.+?)\s+(?:—|--)\s+predict\s+(.+)$")
+# What separates the what from the prediction: an em dash as written by kgate, or what people
+# type (an en dash, "--", "-"), always with spaces around it and "predict" after it.
+PLAN_SEPARATOR = r"\s+(?:—|–|--|-)\s+predict\s+"
+_PLAN_ITEM = re.compile(rf"^(cand[0-9]+):\s*(.+?){PLAN_SEPARATOR}(.+)$")
 _PAGE = re.compile(r"^\d{4}-\d{2}-\d{2}-v(\d{3})-[a-z0-9-]+\.md$")
 
 
@@ -48,7 +51,8 @@ def parse_plan(items: Sequence[str]) -> list[PlanEntry]:
         if not m:
             raise KgateError(
                 f"plan item {raw!r} is not of the form 'candN: <what> — predict <signal>'.",
-                "write e.g. 'cand1: fuse the reduction into one pass — predict 1.3x at seq 4096'.",
+                "write e.g. 'cand1: fuse the reduction into one pass - predict 1.3x at seq 4096' (the separator "
+                "before 'predict' may be ' — ', ' – ', ' -- ' or ' - ').",
             )
         if "<what>" in m.group(2) or "<signal>" in m.group(3):
             raise KgateError(f"plan item {raw!r} still holds the template's placeholders.", "write what the candidate does.")

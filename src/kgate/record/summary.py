@@ -38,6 +38,7 @@ class ReportSummary:
     candidate_sha256: str | None
     reference_sha256: str | None
     first_failure: str | None
+    input_dtypes: tuple[str, ...] = ()  # the floating dtypes the run's inputs were made in (older runs: none)
 
     @classmethod
     def load(cls, path: Path) -> ReportSummary:
@@ -94,7 +95,17 @@ class ReportSummary:
             candidate_sha256=(modules.get("candidate") or {}).get("sha256"),
             reference_sha256=(modules.get("reference") or {}).get("sha256"),
             first_failure=failure,
+            input_dtypes=tuple(str(d) for d in data.get("input_dtypes") or ()),
         )
+
+    def check_dtype(self, graded: str) -> None:
+        """A run in another dtype than the family grades is not evidence for it."""
+        other = [d for d in self.input_dtypes if d != graded]
+        if other:
+            raise KgateError(
+                f"{self.path} ran with {', '.join(self.input_dtypes)} inputs; the family grades {graded}.",
+                f"re-run it with --dtype {graded} (or create the family with the dtype you grade in).",
+            )
 
     # -- the cells and the commit summary --------------------------------------------
 

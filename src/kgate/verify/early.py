@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kgate.backends import ProgramFacts, wire
+from kgate.backends.base import floating_dtypes
 from kgate.problem.oppoint import shown
 from kgate.backends.base import Ablation, count_moved
 from kgate.clock import draw_seed
@@ -192,6 +193,9 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         "parity": parity.evaluate(request.parity_spec, probes, cand.get("prefill"), skipped_edges=skipped,
                                   refused=refused),
     }
+    marginal = _marginal(request.parity_spec, gates["parity"]) if use_tiny else ""
+    if marginal:
+        notes.append(marginal)
     if with_firing:
         facts = _facts(request.parity_spec, probes[0], arrays, cand)
         gates["firing"] = firing.audit(
@@ -214,6 +218,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         "edge_probes": [p["label"] for p in ref["probes"] if p.get("label") and not p.get("config")],
         "odd_op_point": next((p["config"] for p in ref["probes"] if p.get("config")), None),
         "dtype": request.dtype,
+        "input_dtypes": floating_dtypes(arrays[f"{ref['probes'][0]['key']}-inputs"].leaves) if ref["probes"] else [],
         "device": ref["device"],
         "interpreted": bool(cand.get("interprets", ref["interpreted"])),
         "isolation": "reference and oracle in a process that never imported the candidate; the candidate in a "
@@ -233,6 +238,21 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             "every seed sees the same inputs."
         )
     return Report(command, gates, context, tuple(notes))
+
+
+def _marginal(spec: ParitySpec, gate: GateResult) -> str:
+    """Why a parity FAIL at TINY may not hold at the op-point: every failure is an error
+    within 2x of the limit (few elements, a coarse floor). The FAIL stands; this says so."""
+    failed = gate.failures
+    if not failed or spec.kind != "floor" or not all(c.name.endswith(".error") for c in failed):
+        return ""
+    ratios = [float(out["max_abs_over_floor"]) for probe in gate.details.get("probes", [])
+              for out in probe.get("outputs", []) if isinstance(out.get("max_abs_over_floor"), (int, float))]
+    worst = max(ratios, default=float("inf"))
+    if not worst <= 2 * spec.multiplier:
+        return ""
+    return (f"the parity FAIL at TINY is marginal (worst {worst:.3g}x the floor, limit {spec.multiplier:g}x): TINY "
+            "has few elements and a coarse floor, so `kgate parity` at the op-point may PASS; the gate's FAIL stands.")
 
 
 def _facts(spec: ParitySpec, probe: Probe, arrays: Mapping[str, Any], cand: Mapping[str, Any]) -> ProgramFacts | None:

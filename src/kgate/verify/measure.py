@@ -23,6 +23,7 @@ import numpy as np
 
 from kgate import clock as kclock
 from kgate.backends import HostTree, get_backend
+from kgate.backends.base import floating_dtypes
 from kgate.errors import KgateError, describe
 from kgate.gates import stats
 from kgate.gates.bar import Bar, evaluate_bar
@@ -446,6 +447,7 @@ def _measure(
             "device": backend.device().to_json(),
             "interpreted": interpreted,
             "input_sha256": created,
+            "input_dtypes": floating_dtypes(backend.to_host(inputs).leaves),
             "timed_seeds": timed_seeds,
             "first_leg": "reference" if request.reference_first else "candidate",
             "wall_s": round(time.perf_counter() - started, 3),

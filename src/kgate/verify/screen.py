@@ -243,6 +243,7 @@ def _finish(
         "op_point": source.get("op_point", {}),
         "seeds": list(checks_leg.get("seeds", request.seeds)),
         "random_seed": checks_leg.get("random_seed"),
+        "input_dtypes": checks_leg.get("input_dtypes", measure_leg.get("input_dtypes", [])),
         "device": source.get("device", {}),
         "interpreted": bool(measure_leg.get("interpreted", True)),  # it qualifies the timings
         "chip": request.chip,
@@ -359,6 +360,7 @@ def _receipt_body(
         "inputs": checks_leg.get("input_sha256", {}),
         "outputs": checks_leg.get("output_sha256", {}),
         "timed_inputs": measure_leg.get("input_sha256"),
+        "input_dtypes": data.get("input_dtypes", checks_leg.get("input_dtypes", [])),
         "parity_spec": request.parity,
         "bar": request.bar,
         "gates": data["gates"],
