@@ -50,6 +50,33 @@ def init(
     )
 
 
+@app.command()
+def new(
+    problem: Annotated[Path, typer.Argument(help="Folder for the new problem (made if missing), e.g. my_norm.")],
+    template: Annotated[
+        str, typer.Option("--from", help="Template: rowwise (a row reduction, bf16) or elementwise (2-D tiles, f32).")
+    ] = "rowwise",
+) -> None:
+    """Scaffold a problem: reference.py in the protocol and a Pallas candidate that passes `kgate gate`.
+
+    The reference has CONFIG (the op-point), TINY (the gate's small op-point),
+    create_inputs(seed, dtype), workload, get_flops and get_bytes; the candidate is a
+    Pallas kernel with its grid and BlockSpecs, float32 inside. Edit the reference's
+    workload to the operation you want to speed up, then the kernel to match.
+    """
+    from kgate.scaffold import TEMPLATES, new_problem
+
+    try:
+        written = new_problem(problem, template)
+    except KgateError as exc:
+        fail_usage(exc, False)
+    console = Console()
+    console.print(f"kgate new: {problem} from the {template} template ({TEMPLATES[template].what})", soft_wrap=True)
+    for path in written:
+        console.print(f"  wrote {path}", soft_wrap=True)
+    console.print(f"next: kgate gate -r {problem / 'reference.py'} -c {problem / 'candidate.py'}", soft_wrap=True)
+
+
 @family_app.command("new")
 def family_new(
     slug: Annotated[str, typer.Argument(help="Family slug (lowercase-hyphenated), or a path/name to derive it from.")],
