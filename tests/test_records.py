@@ -122,6 +122,7 @@ def family(repo):
 def test_stub_commits_the_pre_registration_on_its_own_branch(repo, family):
     proc = kgate(repo, "stub", "rmsnorm", *STUB)
     assert proc.returncode == 0, proc.stderr
+    assert "interpret mode" in proc.stderr and "can only be inconclusive" in proc.stderr  # said up front, on a CPU
     wt = family / ".repo"
     assert sh(wt, "git", "rev-parse", "--abbrev-ref", "HEAD") == "kernel/rmsnorm-v001"
     assert sh(wt, "git", "log", "-1", "--format=%s") == "K3(rmsnorm v001): stub — rmsnorm"

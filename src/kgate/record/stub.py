@@ -192,6 +192,11 @@ def create(ws: Workspace, request: StubRequest, variant: str, say: Callable[[str
     text = render(request, plan, exp=exp, variant=variant, branch=branch, family=family,
                   target_sha=file_sha256(target) if target.is_file() else None, today=today)
     git.git(worktree, "checkout", "-q", "-b", branch, family.integration_branch)
+    if variant.startswith("cpu:") and request.intervention_class == "kernel-authored":
+        say(f"note: this experiment's variant is {variant}: here a kernel-authored candidate runs in interpret mode, "
+            "its timings are interpreter timings, and the verdict can only be inconclusive (rule V4). For a "
+            "device-backed verdict, write the stub on the target device (a TPU or GPU host): the variant is read "
+            "from the device there.")
     try:
         pages.mkdir(parents=True, exist_ok=True)
         page.write_text(text)
