@@ -126,10 +126,11 @@ def _results_row(ex: Experiment, page: Page, decision: Decision, data: dict[str,
     p50 = timing.get("candidate", {}).get("p50_ms")
     sp = timing.get("speedup", {}).get("estimate")
     first_sentence = (page.section("Hypothesis") or "").split(". ")[0].strip().rstrip(".")
+    mark = " (interpreted)" if data.get("interpreted", True) else ""  # never to be read as a device number
     row = {
         "exp_id": ex.exp, "date": dt.date.today().isoformat(),
-        "p50_ms": f"{p50:.6g}" if isinstance(p50, (int, float)) else "—",
-        "speedup": f"{sp:.4f}" if isinstance(sp, (int, float)) else "—",
+        "p50_ms": f"{p50:.6g}{mark}" if isinstance(p50, (int, float)) else "—",
+        "speedup": f"{sp:.4f}{mark}" if isinstance(sp, (int, float)) else "—",
         "tflops": "—", "roofline_util": "—",  # kgate does not measure them; never filled in by hand
         "parity": str(data.get("gates", {}).get("parity", {}).get("status", "—")),
         "class": str(page.front.get("intervention_class")), "activity": str(page.front.get("activity")),

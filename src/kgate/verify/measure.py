@@ -467,7 +467,9 @@ def _bar_gate(bar: Bar, numbers: dict[str, Any], interpreted: bool) -> GateResul
     )
     fixes = {
         "MET": "",
-        "MISSED": "the candidate is confidently below this clause: the hypothesis behind the bar is refuted here.",
+        "MISSED": "on interpreter timings this says nothing about the device: time the candidate on the device "
+        "before drawing any conclusion." if interpreted else
+        "the candidate is confidently below this clause: the hypothesis behind the bar is refuted here.",
         "UNDECIDED": "the interval straddles the bar: measure longer (--budget) or on a quieter machine; "
         "`kgate calibrate` says whether this bar is measurable here at all.",
     }
