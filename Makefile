@@ -7,19 +7,26 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test venv clean
 
 $(STAMP): pyproject.toml
+	@echo "== make: creating or refreshing $(VENV) (jax, numpy, typer, rich; pytest, jsonschema)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
 venv: $(STAMP)
 
+# Each part says what it does and how long it took.
+define timed
+	@echo "== make $(1): $(2)"; start=$$(date +%s); $(3); rc=$$?; \
+	echo "== make $(1): $(2): $$(( $$(date +%s) - start )) s"; exit $$rc
+endef
+
 demo: $(STAMP)
-	@bash examples/demo.sh
-	@bash examples/records_demo.sh
-	@bash examples/verdict_demo.sh
+	$(call timed,demo,the gates on the bundled examples,bash examples/demo.sh)
+	$(call timed,demo,an experiment record from stub to ledger,bash examples/records_demo.sh)
+	$(call timed,demo,a record filed to a verdict and its report,bash examples/verdict_demo.sh)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(call timed,test,the test suite,$(BIN)/python -m pytest -q)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info
