@@ -157,4 +157,6 @@ def test_coverage_names_skipped_and_leaking_slices():
     details = result.details["maps"][0]
     assert details["skipped"] == [2] and details["leaking"] == [1] and result.status == "FAIL"
     assert coverage.probe_indices(5) == [0, 1, 2, 3, 4]
-    assert {0, 99, 50} <= set(coverage.probe_indices(100)) and len(coverage.probe_indices(100)) <= coverage.MAX_PROBES
+    for size in (17, 33, 100, 4096):  # the doc says exactly 16, with both ends and the middle
+        picks = coverage.probe_indices(size)
+        assert len(picks) == coverage.MAX_PROBES and {0, size - 1, size // 2} <= set(picks)

@@ -42,11 +42,14 @@ def parse_spec(text: str) -> tuple[AxisMap, ...]:
 
 
 def probe_indices(size: int) -> list[int]:
-    """Every index when few; else the two ends, the middle, and evenly spaced ones."""
+    """Every index when at most MAX_PROBES; else MAX_PROBES of them: evenly spaced from the
+    first to the last, and the middle."""
     if size <= MAX_PROBES:
         return list(range(size))
-    picks = {0, size - 1, size // 2, *np.linspace(0, size - 1, MAX_PROBES - 3).round().astype(int).tolist()}
-    return sorted(picks)
+    picks = np.linspace(0, size - 1, MAX_PROBES).round().astype(int).tolist()
+    middle = size // 2
+    picks[min(range(MAX_PROBES), key=lambda i: abs(picks[i] - middle))] = middle  # the nearest one moves there
+    return sorted(set(picks))
 
 
 @dataclass(frozen=True)
