@@ -265,6 +265,24 @@ def test_a_stray_receipt_removed_from_the_branch_is_no_longer_flagged(records, t
     assert not [f for f in lint(rec)[2] if f["title"] == "receipt committed outside receipts/"]
 
 
+def test_family_supplies_the_registered_terms_and_refuses_contradictions(records, tmp_path):
+    rec = copy_record(records("in_progress"), tmp_path / "code")
+    gate = json.loads(kgate(rec["root"], "gate", "--family", "cumsum", "--json").stdout)
+    assert gate["class"] == "xla-rewrite" and gate["op_point"]["source"] == "TINY"  # the stub's class; still TINY
+    assert gate["candidate"]["path"].endswith("ops/cumsum.py") and gate["input_dtypes"] == ["bfloat16"]
+    parity = json.loads(kgate(rec["root"], "parity", "--family", "cumsum", "--json").stdout)
+    assert parity["op_point"]["values"] == {"batch": 16, "n": 1024} and parity["status"] == "PASS"
+    for args, registered in ((["parity", "--set", "n=512"], "--set n=1024 batch=16"),
+                             (["verify", "--bar", "speedup > 9x"], "--bar speedup > 1.3x"),
+                             (["gate", "--class", "kernel-authored"], "--class xla-rewrite"),
+                             (["parity", "--dtype", "float32"], "--dtype bfloat16")):
+        proc = kgate(rec["root"], *args, "--family", "cumsum", "--json")
+        error = json.loads(proc.stdout)["error"]
+        assert proc.returncode == 2 and "contradicts" in error["problem"] and registered in error["problem"], error
+    alone = kgate(rec["root"], "gate", "--json")
+    assert alone.returncode == 2 and "--family SLUG" in json.loads(alone.stdout)["error"]["fix"]
+
+
 def test_a_clean_record_lints_clean(records, tmp_path):
     rec = copy_record(records("in_progress"), tmp_path / "code")
     code, found, findings = lint(rec)

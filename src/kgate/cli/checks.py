@@ -11,6 +11,11 @@ from rich.console import Console
 
 from kgate.cli.common import (
     AdvisoriesOkOpt,
+    FamilyCandidateOpt,
+    FamilyOpt,
+    FamilyReferenceOpt,
+    OptionalClassOpt,
+    OptionalParityOpt,
     CandidateOpt,
     ClassOpt,
     DtypeOpt,
@@ -31,19 +36,22 @@ from kgate.cli.common import (
     firing_spec,
     problem_request,
     run_report,
+    settings,
 )
+from kgate.problem.oppoint import parse_overrides
 from kgate.errors import KgateError
 
 @app.command()
 def gate(
-    reference: ReferenceOpt,
-    candidate: CandidateOpt,
+    reference: FamilyReferenceOpt = None,
+    candidate: FamilyCandidateOpt = None,
+    family: FamilyOpt = None,
     entry: EntryOpt = "workload",
-    klass: ClassOpt = "kernel-authored",
+    klass: OptionalClassOpt = None,
     overrides: SetOpt = None,
     seed: SeedOpt = None,
     dtype: DtypeOpt = None,
-    parity_spec: ParityOpt = "floor",
+    parity_spec: OptionalParityOpt = None,
     expect_hlo: ExpectHloOpt = None,
     forbid_hlo: ForbidHloOpt = None,
     kernel_calls: KernelCallsOpt = None,
@@ -63,21 +71,27 @@ def gate(
     """
     from kgate.verify import run_gate
 
-    run_report(as_json, output, lambda: run_gate(problem_request(
-        reference, candidate, entry, klass, overrides, seed, dtype, parity_spec,
-        expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share,
-    )), advisories_ok)
+    def produce():  # -> Report
+        # the gate runs at TINY: the family's op-point is not applied, its other terms are
+        got = settings(family, reference=reference, candidate=candidate, klass=klass, dtype=dtype, parity=parity_spec)
+        return run_gate(problem_request(
+            got["reference"], got["candidate"], entry, got["klass"], parse_overrides(overrides or []), seed, got["dtype"],
+            got["parity"], expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share,
+        ))
+
+    run_report(as_json, output, produce, advisories_ok)
 
 
 @app.command()
 def parity(
-    reference: ReferenceOpt,
-    candidate: CandidateOpt,
+    reference: FamilyReferenceOpt = None,
+    candidate: FamilyCandidateOpt = None,
+    family: FamilyOpt = None,
     entry: EntryOpt = "workload",
     overrides: SetOpt = None,
     seed: SeedOpt = None,
     dtype: DtypeOpt = None,
-    parity_spec: ParityOpt = "floor",
+    parity_spec: OptionalParityOpt = None,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -92,9 +106,13 @@ def parity(
     """
     from kgate.verify import run_parity
 
-    run_report(as_json, output, lambda: run_parity(
-        problem_request(reference, candidate, entry, "kernel-authored", overrides, seed, dtype, parity_spec)
-    ), advisories_ok)
+    def produce():  # -> Report
+        got = settings(family, reference=reference, candidate=candidate, overrides=parse_overrides(overrides or []),
+                       dtype=dtype, parity=parity_spec)
+        return run_parity(problem_request(got["reference"], got["candidate"], entry, "kernel-authored", got["overrides"],
+                                          seed, got["dtype"], got["parity"]))
+
+    run_report(as_json, output, produce, advisories_ok)
 
 
 BarOpt = Annotated[
@@ -126,8 +144,9 @@ def progress_callback(as_json: bool):  # -> callback or None
 
 @app.command()
 def measure(
-    reference: ReferenceOpt,
-    candidate: CandidateOpt,
+    reference: FamilyReferenceOpt = None,
+    candidate: FamilyCandidateOpt = None,
+    family: FamilyOpt = None,
     entry: EntryOpt = "workload",
     overrides: SetOpt = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for the timed inputs.")] = 42,
@@ -156,24 +175,29 @@ def measure(
     from kgate.problem import parse_overrides
     from kgate.verify.measure import MeasureRequest, run_measure
 
-    run_report(as_json, output, lambda: run_measure(
-        MeasureRequest(
-            reference=reference,
-            candidate=candidate,
+    def produce():  # -> Report
+        got = settings(family, reference=reference, candidate=candidate, overrides=parse_overrides(overrides or []),
+                       dtype=dtype, bar=bar)
+        return run_measure(request(got), progress=progress_callback(as_json))
+
+    def request(got):  # -> MeasureRequest
+        return MeasureRequest(
+            reference=got["reference"],
+            candidate=got["candidate"],
             entry=entry,
             seed=seed,
-            dtype=dtype,
-            overrides=parse_overrides(overrides or []),
-            bar=parse_bar(bar) if bar is not None else None,
+            dtype=got["dtype"],
+            overrides=got["overrides"],
+            bar=parse_bar(got["bar"]) if got["bar"] is not None else None,
             budget_s=budget,
             target_ci=target_ci,
             min_rounds=min_rounds,
             max_rounds=max_rounds,
             per_round=per_round,
             sessions=sessions,
-        ),
-        progress=progress_callback(as_json),
-    ), advisories_ok)
+        )
+
+    run_report(as_json, output, produce, advisories_ok)
 
 
 @app.command()
@@ -218,15 +242,16 @@ def calibrate(
 
 @app.command()
 def verify(
-    reference: ReferenceOpt,
-    candidate: CandidateOpt,
+    reference: FamilyReferenceOpt = None,
+    candidate: FamilyCandidateOpt = None,
+    family: FamilyOpt = None,
     mode: Annotated[str, typer.Option("--mode", help="screen, or full (adds cold orderings, reproduction, coverage, capture).")] = "screen",
     entry: EntryOpt = "workload",
-    klass: ClassOpt = "kernel-authored",
+    klass: OptionalClassOpt = None,
     overrides: SetOpt = None,
     seed: SeedOpt = None,
     dtype: DtypeOpt = None,
-    parity_spec: ParityOpt = "floor",
+    parity_spec: OptionalParityOpt = None,
     bar: BarOpt = None,
     budget: BudgetOpt = 20.0,
     sessions: SessionsOpt = 4,
@@ -285,7 +310,9 @@ def verify(
             err.print(f"kgate verify: {message}", soft_wrap=True)
 
     def produce():  # -> Report
-        path = receipt or default_receipt_path(candidate)
+        got = settings(family, reference=reference, candidate=candidate, klass=klass,
+                       overrides=parse_overrides(overrides or []), dtype=dtype, parity=parity_spec, bar=bar)
+        path = receipt or default_receipt_path(got["candidate"])
         if output is not None and output.resolve() == path.resolve():
             raise KgateError(f"-o and --report name the same file {output}.",
                              "the receipt (-o) and the report (--report) are different documents: give two paths.")
@@ -296,16 +323,16 @@ def verify(
                 raise KgateError(f"cannot make the receipt folder {path.parent}: {exc.strerror}.",
                                  "pass -o FILE in a folder you can write.") from exc
         request = VerifyRequest(
-            reference=reference,
-            candidate=candidate,
+            reference=got["reference"],
+            candidate=got["candidate"],
             entry=entry,
-            klass=klass,
+            klass=got["klass"],
             seeds=tuple(seed) if seed else (42, 43),
-            dtype=dtype,
-            overrides=parse_overrides(overrides or []),
-            parity=parity_spec,
+            dtype=got["dtype"],
+            overrides=got["overrides"],
+            parity=got["parity"],
             firing=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share),
-            bar=bar,
+            bar=got["bar"],
             budget_s=budget,
             sessions=sessions,
             chip=chip,

@@ -6,7 +6,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -47,9 +47,30 @@ ReferenceOpt = Annotated[
     typer.Option("--reference", "--baseline", "-r", help="Reference problem module (CONFIG, create_inputs, workload)."),
 ]
 CandidateOpt = Annotated[Path, typer.Option("--candidate", "-c", help="Candidate module that replaces the reference.")]
+# With --family, the reference and the candidate come from the family's registration.
+FamilyReferenceOpt = Annotated[
+    Optional[Path],
+    typer.Option("--reference", "--baseline", "-r", help="Reference problem module (CONFIG, create_inputs, workload); "
+                 "with --family: the family's pinned one."),
+]
+FamilyCandidateOpt = Annotated[
+    Optional[Path],
+    typer.Option("--candidate", "-c", help="Candidate module that replaces the reference; with --family: default the "
+                 "family's target in its worktree."),
+]
+FamilyOpt = Annotated[
+    Optional[str],
+    typer.Option("--family", help="Take the registered terms of this family and its open experiment (reference, "
+                 "target, op-point, graded dtype, parity spec, class, bar); a flag that contradicts one is refused."),
+]
 EntryOpt = Annotated[str, typer.Option("--entry", help="Name of the candidate's entry function.")]
 ClassOpt = Annotated[
     str, typer.Option("--class", help="Intervention class: kernel-authored | xla-rewrite | flag.")
+]
+OptionalClassOpt = Annotated[
+    Optional[str],
+    typer.Option("--class", help="Intervention class: kernel-authored | xla-rewrite | flag (default kernel-authored, "
+                 "or the experiment's with --family)."),
 ]
 SetOpt = Annotated[
     Optional[list[str]],
@@ -61,6 +82,11 @@ DtypeOpt = Annotated[
 ]
 ParityOpt = Annotated[
     str, typer.Option("--parity", help="Parity spec: floor | floor:MULT | atol=A,rtol=R | bitexact.")
+]
+OptionalParityOpt = Annotated[
+    Optional[str],
+    typer.Option("--parity", help="Parity spec: floor | floor:MULT | atol=A,rtol=R | bitexact (default floor, or the "
+                 "experiment's with --family)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print only the JSON report on stdout.")]
 AdvisoriesOkOpt = Annotated[
@@ -194,7 +220,7 @@ def problem_request(
     candidate: Path,
     entry: str,
     klass: str,
-    overrides: list[str] | None,
+    overrides: dict[str, Any],
     seeds: list[int] | None,
     dtype: str | None,
     parity_spec: str,
@@ -205,7 +231,6 @@ def problem_request(
     kernel_share: float | None = None,
 ):  # -> CheckRequest
     from kgate.gates.parity import ParitySpec
-    from kgate.problem import parse_overrides
     from kgate.verify import CheckRequest
 
     return CheckRequest(
@@ -215,7 +240,7 @@ def problem_request(
         klass=klass,
         seeds=tuple(seeds) if seeds else (42, 43),
         dtype=dtype,
-        overrides=parse_overrides(overrides or []),
+        overrides=dict(overrides),
         parity_spec=ParitySpec.parse(parity_spec),
         firing_spec=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share),
     )
@@ -237,3 +262,21 @@ def firing_spec(
         forbid_shapes=tuple(forbid_shape or ()),
         kernel_share=kernel_share,
     )
+
+
+_DEFAULTS = {"klass": "kernel-authored", "parity": "floor"}
+
+
+def settings(family: str | None, **given: Any) -> dict[str, Any]:
+    """What a checking command runs with: the flags as given, with kgate's defaults; or, with
+    --family, the family's registered terms (a contradicting flag is refused)."""
+    if family is None:
+        if given.get("reference") is None or given.get("candidate") is None:
+            missing = " and ".join(f"--{k}" for k in ("reference", "candidate") if given.get(k) is None)
+            raise KgateError(f"no {missing} given.", "pass --reference R --candidate C, or --family SLUG to take the "
+                             "family's registered reference and target.")
+        return {k: (v if v is not None else _DEFAULTS.get(k)) for k, v in given.items()}
+    from kgate.record import terms, workspace
+
+    resolved = terms.resolve(terms.registered(workspace.find(Path.cwd()), family), **given)
+    return {k: (v if v is not None else _DEFAULTS.get(k)) for k, v in {**given, **resolved}.items()}

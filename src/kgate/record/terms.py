@@ -1,0 +1,82 @@
+"""The registered terms of a family and its open experiment, for `--family SLUG` on gate,
+parity, measure and verify: the reference and target as the family pinned them, the
+op-point, the graded dtype, and the stub's parity spec, class and bar. A flag that
+contradicts a registered term is refused with the registered value; nothing is retyped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kgate.errors import KgateError
+from kgate.record import experiment
+from kgate.record.family import load as load_family
+from kgate.record.page import Page
+from kgate.record.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class Terms:
+    slug: str
+    reference: Path  # in the family's worktree
+    target: Path  # the candidate's ship path, in the worktree
+    overrides: dict[str, Any]
+    dtype: str
+    parity: str
+    klass: str | None  # None while no experiment is open
+    bar: str | None
+    experiment: str | None  # "<slug> vNNN", or None
+
+
+def registered(ws: Workspace, slug: str) -> Terms:
+    family = load_family(ws, slug)
+    wt = family.worktree
+    klass = bar = tag = None
+    parity = family.parity
+    try:
+        ex = experiment.current(ws, slug)
+    except KgateError:
+        ex = None  # the family has no open experiment: its own terms only
+    if ex is not None:
+        front = Page.load(ex.page_path).front
+        klass, bar, parity, tag = str(front.get("intervention_class")), str(front.get("bar")), str(front.get("parity")), ex.tag()
+    return Terms(slug, wt / family.reference, wt / family.target, dict(family.op_point), family.graded_dtype, parity,
+                 klass, bar, tag)
+
+
+def resolve(terms: Terms, **given: Any) -> dict[str, Any]:
+    """The run's settings: each registered term, unless the flag given for it contradicts it
+    (refused). `given` holds the flags as typed (None: not given); `candidate` may name any
+    file (a scratch kernel), defaulting to the family's target."""
+    from kgate.gates.parity import ParitySpec
+
+    where = f"family {terms.slug}" + (f" ({terms.experiment})" if terms.experiment else "")
+    checks = {
+        "reference": (terms.reference, lambda a, b: Path(a).resolve() == Path(b).resolve(), "--reference"),
+        "overrides": (terms.overrides, lambda a, b: dict(a) == dict(b), "--set"),
+        "dtype": (terms.dtype, lambda a, b: a == b, "--dtype"),
+        "parity": (terms.parity, lambda a, b: ParitySpec.parse(str(a)).describe() == ParitySpec.parse(str(b)).describe(),
+                   "--parity"),
+        "klass": (terms.klass, lambda a, b: a == b, "--class"),
+        "bar": (terms.bar, lambda a, b: " ".join(str(a).split()) == " ".join(str(b).split()), "--bar"),
+    }
+    out: dict[str, Any] = {"candidate": given.get("candidate") or terms.target}
+    for name, (value, same, flag) in checks.items():
+        if name not in given:
+            continue
+        typed = given[name]
+        if typed is not None and typed != {} and value is not None and not same(typed, value):
+            shown = _shown(flag, value)
+            raise KgateError(f"{flag} {_shown(flag, typed, bare=True)} contradicts the {where} registered {shown}.",
+                             f"drop {flag}: --family {terms.slug} supplies it (other terms need a new experiment).")
+        out[name] = value if value is not None else typed
+    return out
+
+
+def _shown(flag: str, value: Any, bare: bool = False) -> str:
+    if flag == "--set":
+        text = " ".join(f"{k}={v}" for k, v in dict(value).items()) or "(none: CONFIG as shipped)"
+    else:
+        text = str(value)
+    return text if bare else f"{flag} {text}"
