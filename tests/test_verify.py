@@ -142,13 +142,15 @@ def test_interrupting_verify_leaves_no_receipt(tmp_path):
     for name in ("reference.py", "pallas.py"):
         shutil.copy(RMS / name, tmp_path / name)
     receipt = tmp_path / "receipt.json"
+    # As from a terminal: a suite started in the background of a non-interactive shell
+    # inherits SIGINT ignored, and an ignored Ctrl-C would let verify finish its receipt. A
+    # small launcher restores it and execs kgate (no preexec_fn: this process runs threads).
+    launcher = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.executable, sys.argv[1:])"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kgate", "verify", "-r", str(tmp_path / "reference.py"), "-c", str(tmp_path / "pallas.py"),
-         "--set", "seq_len=16", "--budget", "60", "--lock-dir", str(tmp_path), "--receipt", str(receipt)],
+        [sys.executable, "-c", launcher, sys.executable, "-m", "kgate", "verify", "-r", str(tmp_path / "reference.py"),
+         "-c", str(tmp_path / "pallas.py"), "--set", "seq_len=16", "--budget", "60", "--lock-dir", str(tmp_path),
+         "--receipt", str(receipt)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        # as from a terminal: a suite started in the background of a non-interactive shell
-        # inherits SIGINT ignored, and an ignored Ctrl-C would let verify finish its receipt
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     time.sleep(6)
     os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C does: the whole foreground group
