@@ -288,8 +288,11 @@ def test_cold_processes_that_disagree_are_an_anomaly_unless_the_timings_were_int
         return {"interpreted": interpreted, "gates": {"timing": {"speedup": {"estimate": (low + high) / 2, "low": low, "high": high}}}}
 
     request = VerifyRequest(reference=EXAMPLES / "rmsnorm" / "reference.py", candidate=EXAMPLES / "rmsnorm" / "pallas.py")
-    compiled = {c.name: c for c in _full_checks(request, leg(2.1, 2.3, False), leg(1.5, 1.7, False))}
-    assert compiled["full.cold_orderings"].status == "FAIL"
+    compiled = {c.name: c for c in _full_checks(request, leg(2.1, 2.3, False), leg(1.5, 1.65, False))}
+    assert compiled["full.cold_orderings"].status == "FAIL"  # 2.1 / 1.65 = 1.27x apart: beyond process variance
+    # seen in this suite on a busy 2-core CPU: 1.12x apart, two processes minutes apart, no order dependence
+    busy = {c.name: c for c in _full_checks(request, leg(2.3676, 2.5383, False), leg(2.8366, 3.0204, False))}
+    assert busy["full.cold_orderings"].status == "ADVISORY" and "1.118x apart" in busy["full.cold_orderings"].detail
     interpreted = {c.name: c for c in _full_checks(request, leg(0.057, 0.083, True), leg(0.048, 0.056, True))}
     assert interpreted["full.cold_orderings"].status == "ADVISORY"
     agreeing = {c.name: c for c in _full_checks(request, leg(2.1, 2.3, False), leg(2.2, 2.4, False))}
