@@ -3,6 +3,7 @@ written atomically (never half-written)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -78,13 +79,21 @@ def schema_errors(data: Any, kind: str, folder: Path = SCHEMAS) -> list[str]:
     """Every way `data` breaks `schemas/<kind>-v1.schema.json` (needs `jsonschema`)."""
     try:
         import jsonschema
-        from referencing import Registry, Resource
+        import referencing  # noqa: F401  (the registry's library)
     except ImportError:
         return ["jsonschema is not installed: documents cannot be checked (pip install -e '.[test]')"]
-    schemas = {p.name: json.loads(p.read_text()) for p in folder.glob("*.schema.json")}
+    schemas, registry = _published(folder)
     name = f"{kind}-v1.schema.json"
     if name not in schemas:
         return [f"no schema {folder / name}"]
-    registry = Registry().with_resources((s["$id"], Resource.from_contents(s)) for s in schemas.values())
     validator = jsonschema.Draft202012Validator(schemas[name], registry=registry)
     return [f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message[:300]}" for e in validator.iter_errors(data)]
+
+
+@functools.lru_cache(maxsize=4)
+def _published(folder: Path) -> tuple[dict[str, Any], Any]:
+    """The schemas in `folder` and a registry of them by `$id`, read once per process."""
+    from referencing import Registry, Resource
+
+    schemas = {p.name: json.loads(p.read_text()) for p in folder.glob("*.schema.json")}
+    return schemas, Registry().with_resources((s["$id"], Resource.from_contents(s)) for s in schemas.values())

@@ -172,7 +172,6 @@ def measure(
     MISSED / UNDECIDED with the arithmetic. Interpreter timings (a kernel in interpret mode) are labelled as such.
     """
     from kgate.gates.bar import parse_bar
-    from kgate.problem import parse_overrides
     from kgate.verify.measure import MeasureRequest, run_measure
 
     def produce():  # -> Report
@@ -222,7 +221,6 @@ def calibrate(
     --bar you plan to register) even measurable here?
     """
     from kgate.gates.bar import parse_bar
-    from kgate.problem import parse_overrides
     from kgate.verify.calibrate import CalibrateRequest, run_calibrate
 
     run_report(as_json, output, lambda: run_calibrate(
@@ -296,7 +294,6 @@ def verify(
     end, to -o FILE; `kgate verify-receipt FILE` checks it later. --report FILE keeps the
     JSON report too (what --json prints), which is not a receipt.
     """
-    from kgate.problem import parse_overrides
     from kgate.verify import receipt as receipts
     from kgate.verify.screen import VerifyRequest, default_receipt_path, make_folder, run_verify
 
