@@ -13,6 +13,9 @@ def leaves_sha256(leaves: Any) -> str:
     """sha256 over every leaf's dtype, shape and bytes: the one recipe for input and output hashes."""
     h = hashlib.sha256()
     for leaf in leaves:
+        if isinstance(leaf, (bool, int, float, complex, str)):  # a Python scalar, hashed as what it is
+            h.update(f"py-{type(leaf).__name__}:{leaf!r};".encode())
+            continue
         a = np.asarray(leaf)
         h.update(f"{a.dtype}{a.shape}".encode())
         h.update(np.ascontiguousarray(a).tobytes())
@@ -25,6 +28,17 @@ def floating_dtypes(leaves: Any) -> list[str]:
     found = {str(np.asarray(leaf).dtype) for leaf in leaves
              if np.asarray(leaf).dtype.kind == "f" or str(np.asarray(leaf).dtype) in ("bfloat16", "float8_e4m3fn", "float8_e5m2")}
     return sorted(found)
+
+
+class KernelFailure(Exception):
+    """A program's failure, told by its innermost exception and, where known, the kernel's
+    own source line. `unsupported`: the interpreter cannot run what the kernel does (a
+    feature it lacks), which says nothing about the kernel: it cannot be evaluated here."""
+
+    def __init__(self, text: str, unsupported: bool = False) -> None:
+        super().__init__(text)
+        self.kgate_text = text
+        self.unsupported = unsupported
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import pickle
 import re
 import sys
+import traceback
 from pathlib import Path
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
@@ -23,13 +25,14 @@ from kgate.backends.base import (
     DeviceInfo,
     Footprint,
     HostTree,
+    KernelFailure,
     ProgramFacts,
     count_moved,
     leaves_sha256,
     refuse_if_too_big,
 )
 from kgate.errors import KgateError, describe
-from kgate.problem.module import ProblemModule
+from kgate.problem.module import EAGER_ATTR as EAGER, ProblemModule, config_set
 
 # What a timed call goes through, bound when kgate is imported (before any candidate code):
 # a candidate that rebinds jax.block_until_ready later changes nothing kgate times.
@@ -124,6 +127,54 @@ def _hashable(value: Any) -> bool:
     return True
 
 
+def is_static(x: Any) -> bool:
+    """An input with no array in it (a Python int, float, bool or string, a tuple of them,
+    None): jit cannot trace it as a value, so it is a static argument."""
+    arrays = (jax.Array, np.ndarray, np.generic, jax.ShapeDtypeStruct)
+    return not any(isinstance(leaf, arrays) for leaf in jax.tree_util.tree_leaves(x))
+
+
+def bind_static(fn: Callable[..., Any], inputs: Sequence[Any]) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """`fn` with its static inputs bound in place, and the array inputs left to pass: what jit,
+    tracing and abstract evaluation see (a reference may use a Python int as a size)."""
+    static = {i: x for i, x in enumerate(inputs) if is_static(x)}
+    if not static:
+        return fn, tuple(inputs)
+    count = len(inputs)
+
+    def bound(*arrays: Any) -> Any:
+        rest = iter(arrays)
+        return fn(*(static[i] if i in static else next(rest) for i in range(count)))
+
+    for attr in ("__name__", "__qualname__", EAGER):
+        if hasattr(fn, attr):
+            setattr(bound, attr, getattr(fn, attr))
+    return bound, tuple(x for i, x in enumerate(inputs) if i not in static)
+
+
+
+
+def _flat(bound: tuple[Callable[..., Any], tuple[Any, ...]]) -> tuple[Any, ...]:
+    """(fn, arrays) -> (fn, *arrays): what `jax.eval_shape` takes."""
+    return (bound[0], *bound[1])
+
+
+def _jit(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """jit, except for an entry declared eager: that one runs op by op, as its module asks."""
+    return fn if getattr(fn, EAGER, False) else jax.jit(fn)
+
+
+def static_inputs(inputs: Sequence[Any]) -> list[str]:
+    """The static inputs, as `[1] int 128`: recorded in the report."""
+    return [f"[{i}] {type(x).__name__} {x!r}"[:80] for i, x in enumerate(inputs) if is_static(x)]
+
+
+def static_note(inputs: Sequence[Any]) -> str:
+    """Which inputs were passed as static arguments, with their values; "" when none."""
+    static = static_inputs(inputs)
+    return ("inputs passed as static arguments (not arrays; hashed by value): " + ", ".join(static)) if static else ""
+
+
 def _path_str(path: Sequence[Any]) -> str:
     return jax.tree_util.keystr(tuple(path)) or "out"
 
@@ -170,7 +221,7 @@ class JaxBackend:
         except Exception as exc:
             raise _inputs_failed(problem, exc) from exc
         inputs = tuple(jnp.asarray(x) if isinstance(x, np.ndarray) else x for x in inputs)
-        jax.block_until_ready(inputs)
+        jax.block_until_ready([x for x in inputs if not is_static(x)])
         return inputs, how
 
     def footprint(self, problem: ProblemModule, dtype: str | None) -> Footprint | None:
@@ -179,7 +230,7 @@ class JaxBackend:
         (it reads values). numpy code inside create_inputs runs for real under eval_shape: such
         inputs are made (and sized) once here."""
         try:
-            inputs = jax.eval_shape(lambda: self._call_create_inputs(problem, 0, dtype)[0])
+            _, inputs = self._traced_inputs(problem, dtype)
         except KgateError:
             raise
         except jax.errors.JAXTypeError:
@@ -189,10 +240,10 @@ class JaxBackend:
         except Exception:
             return None
         try:
-            outputs = jax.eval_shape(problem.entry, *inputs)
+            outputs = jax.eval_shape(*_flat(bind_static(problem.entry, inputs)))
         except Exception:
             return None  # the reference fails on these inputs: its run says how
-        in_leaves = jax.tree_util.tree_leaves(inputs)
+        in_leaves = jax.tree_util.tree_leaves([x for x in inputs if not is_static(x)])
         out_leaves = jax.tree_util.tree_leaves(outputs)
 
         def wide(leaf: Any) -> int:  # the oracle's copy: floating leaves at float32 at least
@@ -205,6 +256,58 @@ class JaxBackend:
             outputs=sum(_nbytes(x) for x in out_leaves),
             oracle=sum(wide(x) for x in in_leaves) + sum(wide(x) for x in out_leaves),
         )
+
+    def _traced_inputs(self, problem: ProblemModule, dtype: str | None) -> tuple[Any, tuple[Any, ...]]:
+        """create_inputs traced, nothing allocated: its closed jaxpr, and the inputs with each
+        array as a ShapeDtypeStruct and each static input (a Python scalar) as itself."""
+        static: dict[int, Any] = {}
+        count: list[int] = []
+
+        def make() -> list[Any]:
+            inputs = self._call_create_inputs(problem, 0, dtype)[0]
+            static.update({i: x for i, x in enumerate(inputs) if is_static(x)})
+            count.append(len(inputs))
+            return [x for i, x in enumerate(inputs) if i not in static]
+
+        closed, shapes = jax.make_jaxpr(make, return_shape=True)()
+        arrays = iter(shapes)
+        return closed, tuple(static[i] if i in static else next(arrays) for i in range(count[0]))
+
+    def program_signature(self, problem: ProblemModule, dtype: str | None) -> str | None:
+        """A digest of what the op-point builds: create_inputs' traced program (shapes,
+        constants, static values) and the entry's traced program on those inputs. None when
+        either cannot be traced abstractly."""
+        try:
+            closed, inputs = self._traced_inputs(problem, dtype)
+            fn, arrays = bind_static(problem.entry, inputs)
+            entry = jax.make_jaxpr(fn)(*arrays)
+        except Exception:
+            return None
+        h = hashlib.sha256()
+        for program in (closed, entry):
+            h.update(str(program).encode())
+            h.update(leaves_sha256(program.consts).encode())
+        h.update(repr([x for x in inputs if is_static(x)]).encode())
+        return h.hexdigest()
+
+    def ineffective_overrides(self, problem: ProblemModule, dtype: str | None, replaced: dict[str, Any]) -> list[str]:
+        """The overridden CONFIG keys whose new value builds the very same program as the value
+        they replaced (create_inputs hard-codes its shapes, or nothing reads the key); [] when
+        that cannot be told by tracing."""
+        config = problem.config
+        if config is None:
+            return []
+        now = self.program_signature(problem, dtype)
+        if now is None:
+            return []
+        ineffective = []
+        for key, before in replaced.items():
+            if before is None or before == config.get(key):
+                continue
+            with config_set({key: before}, config):
+                if self.program_signature(problem, dtype) == now:
+                    ineffective.append(key)
+        return ineffective
 
     def available_memory(self) -> tuple[int, str] | None:
         """Bytes free where the arrays live: the accelerator's memory, or the host's
@@ -259,17 +362,42 @@ class JaxBackend:
 
     # -- running ------------------------------------------------------------------------
     def run(
-        self, fn: Callable[..., Any], inputs: Sequence[Any], *, uninitialized: Literal["nan", "zero"] = "nan"
+        self, fn: Callable[..., Any], inputs: Sequence[Any], *, uninitialized: Literal["nan", "zero"] = "nan",
+        phase: Callable[[str], None] = lambda _: None,
     ) -> HostTree:
-        """jit `fn`, run it once on `inputs`, synchronize, and copy the outputs to the host."""
-        try:
-            with self._mode(uninitialized):
-                out = jax.jit(fn)(*inputs)
-                jax.block_until_ready(out)
-        except Exception:
-            if self.interpreted:  # a failed interpreted kernel leaves shared state behind
-                pltpu.reset_tpu_interpret_mode_state()
-            raise
+        """jit `fn`, run it once on `inputs`, synchronize, and copy the outputs to the host;
+        `phase` is told each step as it starts ("tracing", "compiling", "running")."""
+        bound, arrays = bind_static(fn, inputs)
+        with _callback_errors() as logged:
+            try:
+                with self._mode(uninitialized):
+                    if getattr(bound, EAGER, False):
+                        phase("running")
+                        out = bound(*arrays)
+                    else:
+                        phase("tracing")
+                        traced = jax.jit(bound).trace(*arrays)
+                        phase("compiling")
+                        compiled = traced.lower().compile()
+                        phase("running")
+                        out = compiled(*arrays)
+                    jax.block_until_ready(out)
+            except Exception as exc:
+                if self.interpreted:  # a failed interpreted kernel leaves shared state behind
+                    pltpu.reset_tpu_interpret_mode_state()
+                failure = kernel_failure(exc, logged.raised)
+                if failure is None:
+                    raise
+                raise failure from exc
+        return self.to_host(out)
+
+    def run_eager(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> HostTree:
+        """`fn` run op by op, never jitted as a whole: each op compiled on its own, so no
+        cross-op fusion of the compiler's can touch the result."""
+        bound, arrays = bind_static(fn, inputs)
+        with self._mode(), jax.disable_jit():
+            out = bound(*arrays)
+            jax.block_until_ready(out)
         return self.to_host(out)
 
     def run_oracle(self, fn: Callable[..., Any], inputs: Sequence[Any], precision: str) -> HostTree:
@@ -278,9 +406,9 @@ class JaxBackend:
             return self.run(fn, self.cast_floating(inputs, jnp.float32))
         with jax.enable_x64(True):
             with jax.default_device(jax.devices("cpu")[0]):
-                cast = self.cast_floating(inputs, jnp.float64)
+                bound, cast = bind_static(fn, self.cast_floating(inputs, jnp.float64))
                 with self._cpu_mode():
-                    out = jax.jit(fn)(*cast)
+                    out = _jit(bound)(*cast)
                     jax.block_until_ready(out)
                 return self.to_host(out)
 
@@ -292,6 +420,8 @@ class JaxBackend:
     @staticmethod
     def cast_floating(inputs: Sequence[Any], dtype: Any) -> tuple[Any, ...]:
         def cast(x: Any) -> Any:
+            if is_static(x):
+                return x  # a Python scalar stays one (weakly typed: it follows the arrays' precision)
             x = jnp.asarray(x)
             return x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x
 
@@ -326,9 +456,15 @@ class JaxBackend:
 
         `keep_outputs=False` (the reference): each output is deleted as soon as its call is
         timed, so no answer of the reference stays reachable while candidate code runs."""
-        with self._mode():
-            compiled = jax.jit(fn).lower(*inputs).compile()
-        return TimedCall(compiled, inputs, clock, flush, keep_outputs)
+        bound, arrays = bind_static(fn, inputs)
+        if getattr(bound, EAGER, False):  # nothing to compile: each call runs op by op, in the backend's mode
+            def compiled(*args: Any) -> Any:
+                with self._mode():
+                    return bound(*args)
+        else:
+            with self._mode():
+                compiled = jax.jit(bound).lower(*arrays).compile()
+        return TimedCall(compiled, arrays, clock, flush, keep_outputs)
 
     def warm_up(self) -> None:
         """Run one trivial jitted op: the framework starts its own thread pools now, so that a
@@ -363,11 +499,15 @@ class JaxBackend:
 
         return flush_cpu, f"cache flush: a {size // 2**20} MiB host buffer rewritten before every timed call"
 
+    static_inputs = staticmethod(static_inputs)
+
     @staticmethod
     def copy_inputs(inputs: Sequence[Any]) -> tuple[Any, ...]:
-        """Fresh device buffers holding the same values (a new placement in memory)."""
-        copies = tuple(jax.tree_util.tree_map(lambda x: jnp.array(x, copy=True), tuple(inputs)))
-        jax.block_until_ready(copies)
+        """Fresh device buffers holding the same values (a new placement in memory); a static
+        input (a Python scalar) stays what it is."""
+        copies = tuple(x if is_static(x) else jax.tree_util.tree_map(lambda a: jnp.array(a, copy=True), x)
+                       for x in inputs)
+        jax.block_until_ready([x for x in copies if not is_static(x)])
         return copies
 
     @staticmethod
@@ -465,7 +605,8 @@ class JaxBackend:
 
     def capture(self, fn: Callable[..., Any], inputs: Sequence[Any], folder: Path, calls: int = 3) -> list[str]:
         """Run `fn` under the JAX profiler into `folder` (timing discarded); the files written."""
-        compiled = jax.jit(fn)
+        fn, inputs = bind_static(fn, inputs)
+        compiled = _jit(fn)
         with self._mode():
             jax.block_until_ready(compiled(*inputs))
             with jax.profiler.trace(str(folder)):
@@ -488,7 +629,7 @@ class JaxBackend:
     @staticmethod
     def output_spec(fn: Callable[..., Any], inputs: Sequence[Any]) -> list[tuple[tuple[int, ...], str]]:
         """(shape, dtype) of each output leaf, from abstract evaluation (nothing runs)."""
-        shapes = jax.eval_shape(fn, *inputs)
+        shapes = jax.eval_shape(*_flat(bind_static(fn, inputs)))
         return [(tuple(s.shape), str(s.dtype)) for s in jax.tree_util.tree_leaves(shapes)]
 
     @staticmethod
@@ -516,6 +657,7 @@ class JaxBackend:
     ) -> ProgramFacts:
         """Trace, compile and (optionally) ablate the kernels of `fn` on `inputs`; an output
         element counts as moved by the ablation only when it moves by more than `moved_above`."""
+        fn, inputs = bind_static(fn, inputs)
         with self._mode():
             closed = jax.make_jaxpr(fn)(*inputs)
             compiled = jax.jit(fn).lower(*inputs).compile().as_text() or ""
@@ -541,6 +683,7 @@ class JaxBackend:
         changed) and the bypass (the outputs with every kernel replaced by a stand-in that
         does no work: zeros, an operand passed through). Each is a reason string when kgate
         cannot substitute the kernels."""
+        fn, inputs = bind_static(fn, inputs)
         with self._mode():
             closed = jax.make_jaxpr(fn)(*inputs)
             if not jaxpr_flow.contains_kernel(closed):
@@ -563,10 +706,17 @@ class JaxBackend:
         interpret mode; a program without one is compiled XLA:CPU code, and the CPU is the device."""
         if not self.interpreted:
             return False
-        with self._mode():
-            return jaxpr_flow.contains_kernel(jax.make_jaxpr(fn)(*inputs))
+        fn, inputs = bind_static(fn, inputs)
+        try:
+            with self._mode():
+                return jaxpr_flow.contains_kernel(jax.make_jaxpr(fn)(*inputs))
+        except Exception:
+            if getattr(fn, EAGER, False):
+                return True  # an eager entry that cannot be traced: call its times interpreted, never device numbers
+            raise
 
     def compiled_text(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str:
+        fn, inputs = bind_static(fn, inputs)
         with self._mode():
             return jax.jit(fn).lower(*inputs).compile().as_text() or ""
 
@@ -647,6 +797,83 @@ class TimedCall:
         jax.block_until_ready(out)
         return JaxBackend.to_host(out)
 
+
+
+class _CallbackLog(logging.Handler):
+    """Keeps the exceptions jax logs when a host callback (the TPU interpreter's memory ops
+    run as callbacks) raises: the runtime error that reaches the caller only quotes them."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.raised: list[BaseException] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info and record.exc_info[1] is not None:
+            self.raised.append(record.exc_info[1])
+
+
+@contextlib.contextmanager
+def _callback_errors() -> Iterator[_CallbackLog]:
+    logger = logging.getLogger("jax._src.callback")
+    handler = _CallbackLog()
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+
+
+_LIBRARY_DIRS = tuple(str(Path(m.__file__).resolve().parent) for m in (jax, np) if getattr(m, "__file__", None))
+_INTERPRETER = str(Path(pltpu.__file__).resolve().parents[2] / "_src" / "pallas")
+_UNSUPPORTED_WORDS = re.compile(r"not supported|unsupported|not implemented", re.IGNORECASE)
+
+
+def kernel_failure(exc: BaseException, logged: Sequence[BaseException]) -> KernelFailure | None:
+    """The failure as its innermost exception and the kernel's own source line, and whether it
+    is the interpreter's limitation; None when `exc` tells it plainly already."""
+    inner = logged[-1] if logged else exc
+    unsupported = interpreter_limitation(inner)
+    if not logged and not unsupported:
+        return None
+    text = f"{type(inner).__name__}: {inner}".strip().splitlines()[0]
+    where = _user_frame(inner)
+    if where:
+        text += f" (in the kernel at {where})"
+    if unsupported:
+        text += " (an interpreter limitation: the TPU interpreter cannot run this construct)"
+    return KernelFailure(text, unsupported)
+
+
+def interpreter_limitation(exc: BaseException) -> bool:
+    """Raised inside the Pallas interpreter's own code, and of the kind a missing feature
+    raises (not implemented, an attribute or type it does not handle, "not supported"), not one
+    of its deliberate checks on the kernel (an out-of-bounds read, a race, "not supported on TPU")."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames or not str(Path(frames[-1].filename).resolve()).startswith(_INTERPRETER):
+        return False
+    message = str(exc)
+    if "on TPU" in message or isinstance(exc, IndexError):
+        return False
+    return isinstance(exc, (NotImplementedError, AttributeError, TypeError, KeyError)) or bool(
+        _UNSUPPORTED_WORDS.search(message))
+
+
+def _user_frame(exc: BaseException) -> str:
+    """`file.py:LINE: code` of the innermost frame outside jax and numpy, along the chain of
+    causes (the interpreter keeps the kernel's traced stack as the cause)."""
+    seen: set[int] = set()
+    found = ""
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for frame in traceback.extract_tb(current.__traceback__):
+            path = str(Path(frame.filename).resolve())
+            if not path.startswith(_LIBRARY_DIRS) and "/kgate/" not in path and not frame.filename.startswith("<"):
+                found = f"{Path(frame.filename).name}:{frame.lineno}: {(frame.line or '').strip()}"[:160]
+        if found:
+            return found
+        current = current.__cause__ or current.__context__
+    return found
 
 
 def _nbytes(leaf: Any) -> int:

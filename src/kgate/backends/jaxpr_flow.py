@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from jax.extend import core as jcore
 
 from kgate.backends.base import KernelSite
+from kgate.errors import describe
 
 KERNEL_PRIMITIVES = frozenset({"pallas_call"})
 # Primitives that run Python on the host in the middle of the program: work done there is
@@ -287,7 +288,7 @@ def kernel_experiments(closed: Any, args: Sequence[Any]) -> tuple[list[Any], lis
         raise
     except Exception as exc:  # a construct whose rebuilt form jax rejects: say so, don't guess
         raise AblationUnsupported(
-            f"the program could not be re-evaluated with replaced kernels ({type(exc).__name__}: {exc})"[:300]
+            f"the program could not be re-evaluated with replaced kernels ({describe(exc, 240)})"
         ) from exc
     n = len(_perturbations())
     return runs[0], runs[1 : 1 + n], dict(zip(_stand_ins(), runs[1 + n :]))

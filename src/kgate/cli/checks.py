@@ -20,6 +20,8 @@ from kgate.cli.common import (
     ClassOpt,
     DtypeOpt,
     EntryOpt,
+    RefEntryOpt,
+    PhaseBudgetOpt,
     ExpectHloOpt,
     ForbidHloOpt,
     ForbidShapeOpt,
@@ -47,6 +49,8 @@ def gate(
     candidate: FamilyCandidateOpt = None,
     family: FamilyOpt = None,
     entry: EntryOpt = "workload",
+    reference_entry: RefEntryOpt = "workload",
+    phase_budget: PhaseBudgetOpt = 300.0,
     klass: OptionalClassOpt = None,
     overrides: SetOpt = None,
     seed: SeedOpt = None,
@@ -76,7 +80,8 @@ def gate(
         got = settings(family, reference=reference, candidate=candidate, klass=klass, dtype=dtype, parity=parity_spec)
         return run_gate(problem_request(
             got["reference"], got["candidate"], entry, got["klass"], parse_overrides(overrides or []), seed, got["dtype"],
-            got["parity"], expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share,
+            got["parity"], expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share, reference_entry,
+            phase_budget,
         ))
 
     run_report(as_json, output, produce, advisories_ok)
@@ -88,6 +93,8 @@ def parity(
     candidate: FamilyCandidateOpt = None,
     family: FamilyOpt = None,
     entry: EntryOpt = "workload",
+    reference_entry: RefEntryOpt = "workload",
+    phase_budget: PhaseBudgetOpt = 300.0,
     overrides: SetOpt = None,
     seed: SeedOpt = None,
     dtype: DtypeOpt = None,
@@ -110,7 +117,8 @@ def parity(
         got = settings(family, reference=reference, candidate=candidate, overrides=parse_overrides(overrides or []),
                        dtype=dtype, parity=parity_spec)
         return run_parity(problem_request(got["reference"], got["candidate"], entry, "kernel-authored", got["overrides"],
-                                          seed, got["dtype"], got["parity"]))
+                                          seed, got["dtype"], got["parity"], reference_entry=reference_entry,
+                                          phase_budget=phase_budget))
 
     run_report(as_json, output, produce, advisories_ok)
 
@@ -148,6 +156,7 @@ def measure(
     candidate: FamilyCandidateOpt = None,
     family: FamilyOpt = None,
     entry: EntryOpt = "workload",
+    reference_entry: RefEntryOpt = "workload",
     overrides: SetOpt = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for the timed inputs.")] = 42,
     dtype: DtypeOpt = None,
@@ -184,6 +193,7 @@ def measure(
             reference=got["reference"],
             candidate=got["candidate"],
             entry=entry,
+            reference_entry=reference_entry,
             seed=seed,
             dtype=got["dtype"],
             overrides=got["overrides"],
@@ -202,6 +212,7 @@ def measure(
 @app.command()
 def calibrate(
     reference: ReferenceOpt,
+    reference_entry: RefEntryOpt = "workload",
     overrides: SetOpt = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for the timed inputs.")] = 42,
     dtype: DtypeOpt = None,
@@ -226,6 +237,7 @@ def calibrate(
     run_report(as_json, output, lambda: run_calibrate(
         CalibrateRequest(
             reference=reference,
+            reference_entry=reference_entry,
             seed=seed,
             dtype=dtype,
             overrides=parse_overrides(overrides or []),
@@ -245,6 +257,8 @@ def verify(
     family: FamilyOpt = None,
     mode: Annotated[str, typer.Option("--mode", help="screen, or full (adds cold orderings, reproduction, coverage, capture).")] = "screen",
     entry: EntryOpt = "workload",
+    reference_entry: RefEntryOpt = "workload",
+    phase_budget: PhaseBudgetOpt = 300.0,
     klass: OptionalClassOpt = None,
     overrides: SetOpt = None,
     seed: SeedOpt = None,
@@ -323,6 +337,8 @@ def verify(
             reference=got["reference"],
             candidate=got["candidate"],
             entry=entry,
+            reference_entry=reference_entry,
+            phase_budget_s=phase_budget,
             klass=got["klass"],
             seeds=tuple(seed) if seed else (42, 43),
             dtype=got["dtype"],

@@ -64,6 +64,12 @@ FamilyOpt = Annotated[
                  "target, op-point, graded dtype, parity spec, class, bar); a flag that contradicts one is refused."),
 ]
 EntryOpt = Annotated[str, typer.Option("--entry", help="Name of the candidate's entry function.")]
+PhaseBudgetOpt = Annotated[float, typer.Option(
+    "--phase-budget", metavar="SECONDS",
+    help="Longest a leg may spend in one phase (importing, making inputs, tracing, compiling, running); past it the "
+         "leg is stopped and the report names the phase and its likely cause.")]
+RefEntryOpt = Annotated[str, typer.Option(
+    "--reference-entry", help="Name of the reference's entry function (a suite's reference may not call it workload).")]
 ClassOpt = Annotated[
     str, typer.Option("--class", help="Intervention class: kernel-authored | xla-rewrite | flag.")
 ]
@@ -229,6 +235,8 @@ def problem_request(
     kernel_calls: int | None = None,
     forbid_shape: list[str] | None = None,
     kernel_share: float | None = None,
+    reference_entry: str = "workload",
+    phase_budget: float = 300.0,
 ):  # -> CheckRequest
     from kgate.gates.parity import ParitySpec
     from kgate.verify import CheckRequest
@@ -237,6 +245,8 @@ def problem_request(
         reference=reference,
         candidate=candidate,
         entry=entry,
+        reference_entry=reference_entry,
+        phase_budget_s=phase_budget,
         klass=klass,
         seeds=tuple(seeds) if seeds else (42, 43),
         dtype=dtype,

@@ -30,6 +30,7 @@ def evaluate(
     hashes: Sequence[InputHashes],
     *,
     process_changes: Sequence[str] = (),
+    config_labels: Sequence[str] = (),
 ) -> GateResult:
     """`process_changes`: what the candidate's process found rebound in kgate's modules or the
     array library's surface since before the candidate was imported."""
@@ -68,6 +69,15 @@ def evaluate(
                 "FAIL",
                 "the candidate's CONFIG disagrees with the reference's: " + "; ".join(config_mismatches),
                 "read the op-point from the reference's CONFIG (import it) instead of keeping a divergent copy.",
+            )
+        )
+    elif config_labels:
+        checks.append(
+            Check(
+                "config_consistent",
+                "PASS",
+                "the op-point values agree; descriptive labels differ, which the reference's code never reads "
+                "(not part of the op-point): " + "; ".join(config_labels),
             )
         )
     mutated = [h.seed for h in hashes if h.after_candidate != h.created]

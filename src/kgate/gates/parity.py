@@ -81,6 +81,7 @@ class Probe:
     candidate: HostTree | None
     candidate_error: str = ""
     label: str = ""  # an edge probe (edge-zero-in0, ...): made from a seed's inputs, not a seed of its own
+    unsupported: bool = False  # the candidate's error is the interpreter's limitation: it cannot be checked here
 
     @property
     def name(self) -> str:
@@ -244,6 +245,42 @@ def allowance(spec: ParitySpec, reference: HostTree, oracle: HostTree | None) ->
     return min(limits) if limits else 0.0
 
 
+SELF_ULPS = 1000.0  # compiled and op-by-op runs of one program differ by rounding: a few ulps, never this
+SELF_FLOORS = 100.0  # ... nor this many times the reference's own error against the oracle
+
+
+def self_disagreement(jitted: HostTree, eager: HostTree, oracle: HostTree | None) -> str:
+    """Where the reference's compiled program disagrees with the same reference run op by op
+    far beyond rounding (non-finite where the other is finite, or more than SELF_ULPS ulps of
+    the output's magnitude and SELF_FLOORS times the reference's error against the oracle);
+    "" when they agree. Which of the two the oracle sides with is said."""
+    for i, (path, j, e) in enumerate(zip(jitted.paths, jitted.leaves, eager.leaves)):
+        if j.dtype.kind not in "fc" and "float" not in str(j.dtype):
+            continue
+        jf, ef = _f64(j), _f64(e)
+        finite_j, finite_e = np.isfinite(jf), np.isfinite(ef)
+        mismatch = finite_j != finite_e
+        if mismatch.any():
+            at = np.unravel_index(int(np.argmax(mismatch)), mismatch.shape)
+            return (f"output {path}: {int(mismatch.sum())} elements are finite in one run and not in the other "
+                    f"(first at {list(map(int, at))}: compiled {jf[at]:.6g}, op by op {ef[at]:.6g})")
+        both = finite_j & finite_e
+        if not both.any():
+            continue
+        diff = np.where(both, np.abs(jf - ef), 0.0)
+        scale = float(np.max(np.abs(np.where(both, ef, 0.0))))
+        floor = 0.0
+        if oracle is not None and i < len(oracle.leaves):
+            with np.errstate(invalid="ignore"):
+                floor = float(np.nanmax(np.where(both, np.abs(ef - _f64(oracle.leaves[i])), 0.0)))
+        limit = max(SELF_ULPS * _eps(e.dtype) * scale, SELF_FLOORS * floor)
+        if float(diff.max()) > limit > 0.0 or (limit == 0.0 and float(diff.max()) > 0.0 and scale == 0.0):
+            at = np.unravel_index(int(np.argmax(diff)), diff.shape)
+            return (f"output {path}: compiled {jf[at]:.6g} against op by op {ef[at]:.6g} at {list(map(int, at))}, "
+                    f"a difference of {float(diff.max()):.3g} where rounding allows {limit:.3g}")
+    return ""
+
+
 def all_finite(tree: HostTree) -> bool:
     return all(not _nonfinite(leaf)[0] for leaf in tree.leaves)
 
@@ -276,6 +313,18 @@ def _probe_checks(spec: ParitySpec, probe: Probe) -> tuple[list[Check], dict[str
                     "choose inputs for which the reference is finite; NaN is never a wildcard.",
                 )
             )
+    if probe.candidate is None and probe.unsupported:
+        checks.append(
+            Check(
+                f"{name}.evaluable",
+                "FAIL",
+                "cannot evaluate on this machine (inconclusive: not a verdict on the kernel): "
+                f"{probe.candidate_error}",
+                "check it where the kernel compiles: on a TPU, where Mosaic lowers it (run kgate there); or write "
+                "the construct in a form the interpreter runs.",
+            )
+        )
+        return checks, record
     if probe.candidate is None:
         checks.append(
             Check(

@@ -8,6 +8,7 @@ is applied to its CONFIG, and only then is the candidate imported.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -19,11 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from kgate.errors import KgateError
-from kgate.problem.oppoint import OpPoint, resolve_op_point
+from kgate.errors import KgateError, describe
+from kgate.problem.oppoint import OpPoint, config_keys_read, resolve_op_point
 from kgate.problem.snapshot import ModuleSnapshot, snapshot_module
 
 Role = Literal["reference", "candidate"]
+EAGER_ATTR = "kgate_eager"  # on a bound entry the backend must call op by op, never jit
 
 
 @dataclass(frozen=True)
@@ -58,12 +60,18 @@ class ProblemModule:
         accepts_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
         return {name for name in ("seed", "dtype") if name in params or accepts_kwargs}
 
+    @property
+    def eager(self) -> bool:
+        """The reference's entry runs un-jitted, as its module asks (see `_bind_entry`)."""
+        return bool(getattr(self.entry, EAGER_ATTR, False))
+
     def optional(self, name: str) -> Callable[..., Any] | None:
         fn = vars(self.module).get(name)
         return fn if callable(fn) else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": str(self.path), "sha256": self.sha256, "entry": self.entry_name}
+        return {"path": str(self.path), "sha256": self.sha256, "entry": self.entry_name,
+                **({"eager": True} if self.eager else {})}
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,7 @@ class LoadedPair:
     op_point: OpPoint
     reference_changes: tuple[str, ...]
     config_mismatches: tuple[str, ...]
+    config_labels: tuple[str, ...] = ()  # descriptive CONFIG strings that differ: reported, not an anomaly
 
 
 def file_sha256(path: Path) -> str:
@@ -102,7 +111,7 @@ def _exec_module(path: Path, name: str, role: Role) -> types.ModuleType:
         sys.modules.pop(name, None)
         where = traceback.extract_tb(exc.__traceback__)[-1]
         raise KgateError(
-            f"importing the {role} module {path} raised {type(exc).__name__}: {exc} "
+            f"importing the {role} module {path} raised {describe(exc)} "
             f"(at {Path(where.filename).name}:{where.lineno}).",
             f"run `python {path}` to see the full traceback and fix the module.",
         ) from exc
@@ -114,17 +123,33 @@ def _bind_entry(module: types.ModuleType, path: Path, role: Role, entry: str) ->
     if not callable(fn):
         available = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
         hint = f" (callables: {', '.join(available)})" if available else ""
-        flag = " with --entry NAME" if role == "candidate" else ""
+        flag = "--entry" if role == "candidate" else "--reference-entry"
         raise KgateError(
             f"{role} module {path} has no callable {entry!r}{hint}.",
-            f"define {entry}(*inputs) in it, or name the entry{flag}.",
+            f"define {entry}(*inputs) in it, or name the {role}'s entry with {flag} NAME "
+            "(--reference-entry names the reference's, --entry the candidate's).",
         )
     return fn
 
 
 def _load(path: Path, role: Role, name: str, entry: str) -> ProblemModule:
     module = _exec_module(path, name, role)
-    return ProblemModule(role, path, module, entry, _bind_entry(module, path, role, entry), file_sha256(path))
+    fn = _bind_entry(module, path, role, entry)
+    if role == "reference" and (vars(module).get("_skip_jit") or getattr(fn, "_skip_jit", False)):
+        fn = _eager(fn)  # the reference declares it must run eagerly (`_skip_jit = True`, as some suites mark it)
+    return ProblemModule(role, path, module, entry, fn, file_sha256(path))
+
+
+def _eager(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The entry, marked to run un-jitted. Only a reference is honoured: a candidate's timing
+    is always of its compiled program."""
+
+    @functools.wraps(fn)
+    def entry(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    setattr(entry, EAGER_ATTR, True)
+    return entry
 
 
 def _candidate_module_name(candidate: Path, reference_name: str) -> str:
@@ -159,31 +184,42 @@ def _import_scope(dirs: Sequence[Path], names: Sequence[str]) -> Iterator[None]:
                 sys.modules[name] = module
 
 
-def _config_mismatches(reference: Mapping[str, Any] | None, candidate: Mapping[str, Any] | None) -> list[str]:
+def _config_mismatches(
+    reference: Mapping[str, Any] | None, candidate: Mapping[str, Any] | None, read: set[str] | None
+) -> tuple[list[str], list[str]]:
+    """(op-point values that differ, descriptive labels that differ). A string value is a label
+    when the reference's code never reads its key (a `name`, `model` or `operator` tag); every
+    other value (a size, a shape, a numeric parameter, a string the code reads) defines the op-point."""
     if reference is None or candidate is None or reference is candidate:
-        return []
-    return [
-        f"CONFIG[{key!r}]: reference {reference[key]!r}, candidate {candidate[key]!r}"
-        for key in sorted(set(reference) & set(candidate))
-        if reference[key] != candidate[key]
-    ]
+        return [], []
+    mismatches: list[str] = []
+    labels: list[str] = []
+    for key in sorted(set(reference) & set(candidate)):
+        if reference[key] == candidate[key]:
+            continue
+        line = f"CONFIG[{key!r}]: reference {reference[key]!r}, candidate {candidate[key]!r}"
+        is_label = isinstance(reference[key], str) and isinstance(candidate[key], str) and read is not None and key not in read
+        (labels if is_label else mismatches).append(line)
+    return mismatches, labels
 
 
 @contextlib.contextmanager
 def load_reference(
-    reference_path: str | Path, *, overrides: Mapping[str, Any] | None = None, use_tiny: bool = False
+    reference_path: str | Path, *, overrides: Mapping[str, Any] | None = None, use_tiny: bool = False,
+    entry: str = "workload",
 ) -> Iterator[tuple[ProblemModule, OpPoint]]:
     """Load the reference alone, with the op-point applied: a process that never sees the candidate."""
     ref_path = _check_path(Path(reference_path), "reference")
     ref_name = ref_path.stem if ref_path.stem.isidentifier() else "kgate_reference"
     with _import_scope([ref_path.parent], [ref_name]):
-        reference = _load(ref_path, "reference", ref_name, "workload")
+        reference = _load(ref_path, "reference", ref_name, entry)
         updates, source = resolve_op_point(
             reference.config, vars(reference.module).get("TINY"), dict(overrides or {}), use_tiny
         )
+        replaced = {k: (reference.config or {}).get(k) for k in updates}
         if reference.config is not None:
             reference.config.update(updates)
-        yield reference, OpPoint(dict(reference.config or {}), source, dict(updates))
+        yield reference, OpPoint(dict(reference.config or {}), source, dict(updates), replaced)
 
 
 @contextlib.contextmanager
@@ -211,6 +247,7 @@ def load_pair(
     overrides: Mapping[str, Any] | None = None,
     use_tiny: bool = False,
     watch: Sequence[types.ModuleType] = (),
+    reference_entry: str = "workload",
 ) -> Iterator[LoadedPair]:
     """Load reference then candidate in protocol order; the modules stay importable inside.
 
@@ -223,10 +260,11 @@ def load_pair(
     cand_name = _candidate_module_name(cand_path, ref_name)
     dirs = [cand_path.parent, ref_path.parent] if cand_path.parent != ref_path.parent else [ref_path.parent]
     with _import_scope(dirs, [ref_name, cand_name]):
-        reference = _load(ref_path, "reference", ref_name, "workload")
+        reference = _load(ref_path, "reference", ref_name, reference_entry)
         updates, source = resolve_op_point(
             reference.config, vars(reference.module).get("TINY"), dict(overrides or {}), use_tiny
         )
+        replaced = {k: (reference.config or {}).get(k) for k in updates}
         if reference.config is not None:
             reference.config.update(updates)
         before: ModuleSnapshot = snapshot_module(reference.module)
@@ -238,11 +276,8 @@ def load_pair(
         changes = tuple(before.diff(reference.module)) + tuple(
             change for snap, module in zip(watched, watch) for change in snap.diff(module)
         )
-        op_point = OpPoint(dict(reference.config or {}), source, dict(updates))
-        yield LoadedPair(
-            reference,
-            candidate,
-            op_point,
-            changes,
-            tuple(_config_mismatches(reference.config, candidate.config)),
+        op_point = OpPoint(dict(reference.config or {}), source, dict(updates), replaced)
+        mismatches, labels = _config_mismatches(
+            reference.config, candidate.config, config_keys_read(ref_path.read_text(errors="replace"))
         )
+        yield LoadedPair(reference, candidate, op_point, changes, tuple(mismatches), tuple(labels))

@@ -17,6 +17,7 @@ class OpPoint:
     values: Mapping[str, Any]
     source: str  # "CONFIG", "TINY", "TINY+--set", "--set", or "none" (module has no CONFIG)
     overrides: Mapping[str, Any] = field(default_factory=dict)
+    replaced: Mapping[str, Any] = field(default_factory=dict)  # each overridden key's value before
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "values": dict(self.values), "overrides": dict(self.overrides)}
@@ -97,6 +98,25 @@ def resolve_op_point(
     return updates, "+".join(parts) if parts else "CONFIG"
 
 
+def refuse_ineffective(keys: Sequence[str], op_point: OpPoint, given: Mapping[str, Any], module: str) -> None:
+    """An override that changed nothing must not be reported as the op-point that ran."""
+    if not keys:
+        return
+    origin = " and ".join(
+        part for part in (
+            "--set " + ", ".join(f"{k}={op_point.values[k]!r}" for k in keys if k in given) if any(k in given for k in keys) else "",
+            "TINY's " + ", ".join(f"{k}={op_point.values[k]!r}" for k in keys if k not in given) if any(k not in given for k in keys) else "",
+        ) if part
+    )
+    raise KgateError(
+        f"{origin} changed nothing: {module}'s create_inputs and entry build the very same program with and without "
+        f"it (checked by tracing, nothing run), so the op-point kgate would report was never run. "
+        f"Keys without effect: {', '.join(keys)}.",
+        f"make create_inputs read its sizes from CONFIG (e.g. CONFIG[{keys[0]!r}]) instead of hard-coding them, "
+        "or drop these keys from --set (and from TINY).",
+    )
+
+
 def static_config(source: str) -> dict[str, Any] | None:
     """The module's top-level `CONFIG = {...}`, read without running the module (a literal
     dict only); None when there is none or it is computed."""
@@ -114,6 +134,34 @@ def static_config(source: str) -> dict[str, Any] | None:
                 return None
             found = value if isinstance(value, dict) else None
     return found
+
+
+def config_keys_read(source: str) -> set[str] | None:
+    """The names the module's code mentions outside its CONFIG literal's keys (a string, as in
+    `CONFIG["mode"]`, or a name, as in `def f(mode)` fed by `**CONFIG`): a CONFIG key among them
+    may be read. None when the source cannot be parsed (then every key counts as read)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    literal_keys: set[int] = set()
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == "CONFIG" for t in targets) and isinstance(node.value, ast.Dict):
+            literal_keys |= {id(k) for k in node.value.keys if k is not None}
+    read: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in literal_keys:
+            read.add(node.value)
+        elif isinstance(node, ast.Name):
+            read.add(node.id)
+        elif isinstance(node, ast.arg):
+            read.add(node.arg)
+        elif isinstance(node, ast.keyword) and node.arg:
+            read.add(node.arg)
+        elif isinstance(node, ast.Attribute):
+            read.add(node.attr)
+    return read
 
 
 def shown(values: Mapping[str, Any]) -> str:

@@ -36,13 +36,15 @@ def render_report(report: Report, console: Console) -> None:
     console.print(Text.assemble(f"kgate {report.command}: ", (status, _STYLE[status])))
     device = ctx.get("device", {})
     mode = "interpret mode" if ctx.get("interpreted") else "compiled"
-    console.print(f"  reference  {_shown(ctx.get('reference', {}).get('path'))}")
-    klass = f"  \\[{ctx['class']}]" if ctx.get("class") else ""
+    # Paths, op-point values and evidence quote user text: printed as text, never as rich markup
+    # (a kernel line such as `x_ref[pl.ds(i, 8), :]` would otherwise lose its brackets).
+    console.print(f"  reference  {_shown(ctx.get('reference', {}).get('path'))}", markup=False)
+    klass = f"  [{ctx['class']}]" if ctx.get("class") else ""
     if "candidate" in ctx:
-        console.print(f"  candidate  {_shown(ctx['candidate'].get('path'))}{klass}")
+        console.print(f"  candidate  {_shown(ctx['candidate'].get('path'))}{klass}", markup=False)
     seeds = f"seeds {ctx['seeds']}" if "seeds" in ctx else f"seed {ctx.get('seed')}"
-    console.print(f"  op-point   {_op_point(ctx)}   {seeds}")
-    console.print(f"  device     {device.get('platform')} ({device.get('kind')}), {mode}")
+    console.print(f"  op-point   {_op_point(ctx)}   {seeds}", markup=False)
+    console.print(f"  device     {device.get('platform')} ({device.get('kind')}), {mode}", markup=False)
     if "timing" in report.gates and "speedup" in report.gates["timing"].details:
         _render_timing(report, console)
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
@@ -52,9 +54,9 @@ def render_report(report: Report, console: Console) -> None:
     table.add_column("evidence", overflow="fold")
     for name, gate in report.gates.items():
         if gate.status == "SKIPPED":
-            table.add_row(name, "-", Text("SKIPPED", _STYLE["SKIPPED"]), gate.skipped_reason)
+            table.add_row(Text(name), "-", Text("SKIPPED", _STYLE["SKIPPED"]), Text(gate.skipped_reason))
         for check in gate.checks:
-            table.add_row(name, check.name, Text(check.status, _STYLE.get(check.status, "")), check.detail)
+            table.add_row(Text(name), Text(check.name), Text(check.status, _STYLE.get(check.status, "")), Text(check.detail))
     console.print(table)
     for advisory in report.advisories:
         console.print(Text(f"advisory: {advisory}", _STYLE["ADVISORY"]), soft_wrap=True)
@@ -86,7 +88,7 @@ def _render_timing(report: Report, console: Console) -> None:
     sp = t["speedup"]
     console.print(
         f"  speedup {_f(sp['estimate'], '.4f')}x  [95% CI {_f(sp['low'], '.4f')}, {_f(sp['high'], '.4f')}]  (reference p50 / candidate p50)",
-        soft_wrap=True,
+        soft_wrap=True, markup=False,
     )
     console.print(
         f"  run-to-run sigma of the per-round p50 difference: {_f(t['sigma_ms'], '.4g')} ms; minimum detectable speedup "
@@ -112,7 +114,7 @@ def _render_timing(report: Report, console: Console) -> None:
         style = {"MET": "green", "MISSED": "bold red", "UNDECIDED": "yellow"}[bar["outcome"]]
         console.print(Text.assemble(f"bar {bar['bar']!r}: ", (bar["outcome"], style)))
         for clause in bar["clauses"]:
-            console.print(f"  {clause['text']}: {clause['outcome']} — {clause['arithmetic']}", soft_wrap=True)
+            console.print(f"  {clause['text']}: {clause['outcome']} — {clause['arithmetic']}", soft_wrap=True, markup=False)
 
 
 def render_error(problem: str, fix: str, console: Console) -> None:

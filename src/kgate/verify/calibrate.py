@@ -36,6 +36,7 @@ from kgate.verify.outcome import Report
 @dataclass(frozen=True)
 class CalibrateRequest:
     reference: Path
+    reference_entry: str = "workload"
     seed: int = 42
     dtype: str | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict)
@@ -52,7 +53,10 @@ def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], No
     started = time.perf_counter()
     clock = kclock.perf_counter_ns
     backend = get_backend("jax")
-    with load_pair(request.reference, request.reference, overrides=request.overrides) as pair:
+    with load_pair(request.reference, request.reference, overrides=request.overrides, entry=request.reference_entry,
+                   reference_entry=request.reference_entry) as pair:
+        refuse_ineffective(backend.ineffective_overrides(pair.reference, request.dtype, dict(pair.op_point.replaced)),
+                           pair.op_point, request.overrides, pair.reference.path.name)
         inputs, _ = backend.create_inputs(pair.reference, request.seed, request.dtype)
         flush, flush_text = backend.cache_flusher()
         with compile_slot():

@@ -65,6 +65,7 @@ def load(path: Path) -> dict[str, Any]:
 def _regenerated_inputs(receipt: dict[str, Any]) -> dict[str, str]:
     payload = {
         "reference": receipt["modules"]["reference"]["path"],
+        "reference_entry": receipt["modules"]["reference"].get("entry", "workload"),
         "seeds": receipt["seeds"],
         "dtype": receipt.get("dtype"),
         "overrides": receipt.get("overrides", {}),

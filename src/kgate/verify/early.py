@@ -33,9 +33,10 @@ from kgate.gates.parity import ParitySpec, Probe
 from kgate.verify import spawn
 from kgate.verify.spawn import no_dumps
 from kgate.verify.lock import compile_slot
-from kgate.verify.outcome import Report
+from kgate.verify.outcome import EAGER_NOTE, Report
 
 DEFAULT_SEEDS: tuple[int, ...] = (42, 43)
+PHASE_BUDGET_S = 300.0  # per phase of a leg (importing, making inputs, tracing, compiling, running ...)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ class CheckRequest:
     entry: str = "workload"
     klass: str = "kernel-authored"
     seeds: tuple[int, ...] = DEFAULT_SEEDS
+    reference_entry: str = "workload"
+    phase_budget_s: float = PHASE_BUDGET_S
     dtype: str | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict)
     parity_spec: ParitySpec = ParitySpec("floor")
@@ -74,6 +77,7 @@ def run_probe_legs(
         "reference": str(Path(request.reference).resolve()),
         "candidate": str(Path(request.candidate).resolve()),
         "entry": request.entry,
+        "reference_entry": request.reference_entry,
         "overrides": dict(request.overrides),
         "use_tiny": use_tiny,
         "dtype": request.dtype,
@@ -85,12 +89,12 @@ def run_probe_legs(
                    "reference_compiled": with_firing and request.klass != "kernel-authored"}
         cand_req = {**common, "workdir": str(cand_dir), "with_firing": with_firing,
                     "probes_file": str(cand_dir / "probes.json")}
-        reference_leg = spawn.start("reference-probes", ref_req, ref_dir, env=env, waits=True, data=True)
+        reference_leg = spawn.start("reference-probes", ref_req, ref_dir, env=env, waits=True, data=True, beats=True)
         candidate = spawn.start("candidate-probes", cand_req, cand_dir, env=env, waits=True, beats=True,
                                 own_session=True)
         try:
-            manifest = _wait_for_inputs(reference_leg, ref_dir)
-            candidate.wait_beat("imported")
+            manifest = _wait_for_inputs(reference_leg, ref_dir, request.phase_budget_s)
+            candidate.wait_beat("imported", budget_s=request.phase_budget_s)
             for p in manifest:
                 os.replace(ref_dir / f"inputs-{p['key']}.pkl", cand_dir / f"inputs-{p['key']}.pkl")
             (cand_dir / "probes.json").write_text(json.dumps(
@@ -98,7 +102,7 @@ def run_probe_legs(
                  for p in manifest]  # values and the odd shape's sizes, never a seed
             ))
             candidate.go()
-            cand_result = candidate.wait()
+            cand_result = candidate.wait_phased(request.phase_budget_s)
         finally:
             candidate.kill_group()
         arrays: dict[str, Any] = {}
@@ -108,19 +112,22 @@ def run_probe_legs(
             except KgateError as exc:
                 cand_result = {"status": "CRASHED", "error": {"problem": exc.problem}}
         reference_leg.go()
-        reference = reference_leg.wait()
+        reference = reference_leg.wait_phased(request.phase_budget_s)
         if reference.get("status") != "DONE":
             raise _leg_error("reference", reference)
         arrays.update(wire.read_trees(bytes(reference_leg.data)))
         return reference, cand_result, arrays, seeds
 
 
-def _wait_for_inputs(leg: spawn.LegProcess, folder: Path) -> list[dict[str, Any]]:
+def _wait_for_inputs(leg: spawn.LegProcess, folder: Path, budget_s: float) -> list[dict[str, Any]]:
     """The reference leg's list of probe inputs, once it has made them all."""
     manifest = folder / "inputs.json"
     while not manifest.exists():
         if leg.proc.poll() is not None:
             raise _leg_error("reference", leg.wait())
+        stopped = leg.stop_if_overrun(budget_s)
+        if stopped is not None:
+            raise _leg_error("reference", stopped)
         time.sleep(0.005)
     while True:  # written in one call, but read it only once it parses
         try:
@@ -134,8 +141,8 @@ def _leg_error(role: str, result: Mapping[str, Any]) -> KgateError:
     if result.get("status") == "ERROR":
         return KgateError(str(error.get("problem")), str(error.get("fix")))
     return KgateError(
-        f"the {role} leg crashed: {error.get('problem', result.get('status'))}",
-        "run the reference module by hand (`python -c 'import ...'`) to see the full error.",
+        f"the {role} leg did not finish: {error.get('problem', result.get('status'))}",
+        error.get("fix", "run the reference module by hand (`python -c 'import ...'`) to see the full error."),
     )
 
 
@@ -148,6 +155,9 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
     notes: list[str] = []
     if ref.get("odd_note"):
         notes.append(str(ref["odd_note"]))
+    notes.extend(dict.fromkeys(str(p["oracle_note"]) for p in ref["probes"] if p.get("oracle_note")))
+    if ref["reference"].get("eager"):
+        notes.append(EAGER_NOTE)
     if use_tiny and not ref.get("has_tiny") and not request.overrides:
         notes.append("the reference defines no TINY op-point: the gate ran at the full CONFIG (slow).")
     random_seed = seeds[-1]
@@ -183,12 +193,13 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             oracle_kind=p["oracle_kind"],
             candidate=cand_out,
             candidate_error=run.get("error", "" if cand_out is not None else "the candidate leg returned no output"),
+            unsupported=bool(run.get("unsupported")),
             label=label,
         ))
     gates: dict[str, GateResult] = {
         "integrity": integrity.evaluate(
             tuple(cand.get("reference_changes", [])), tuple(cand.get("config_mismatches", [])), hashes,
-            process_changes=tuple(cand.get("changes", [])),
+            process_changes=tuple(cand.get("changes", [])), config_labels=tuple(cand.get("config_labels", [])),
         ),
         "parity": parity.evaluate(request.parity_spec, probes, cand.get("prefill"), skipped_edges=skipped,
                                   refused=refused),
@@ -218,6 +229,8 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         "edge_probes": [p["label"] for p in ref["probes"] if p.get("label") and not p.get("config")],
         "odd_op_point": next((p["config"] for p in ref["probes"] if p.get("config")), None),
         "dtype": request.dtype,
+        "static_inputs": ref.get("static_inputs", []),
+        "reference_self_check": ref.get("reference_self_check", "not run"),
         "input_dtypes": floating_dtypes(arrays[f"{ref['probes'][0]['key']}-inputs"].leaves) if ref["probes"] else [],
         "device": ref["device"],
         "interpreted": bool(cand.get("interprets", ref["interpreted"])),
@@ -281,9 +294,10 @@ def _bypass(spec: ParitySpec, probe: Probe, arrays: Mapping[str, Any], cand: Map
 def _candidate_crashed(command: str, request: CheckRequest, ref: Mapping[str, Any], cand: Mapping[str, Any],
                        seeds: tuple[int, ...], random_seed: int, notes: list[str]) -> Report:
     """The candidate's process died (a segfault, an exit, an out-of-memory): a FAIL, with its last words."""
-    problem = cand.get("error", {}).get("problem", cand.get("status"))
-    crashed = Check("candidate_ran", "FAIL", f"the candidate's process died: {problem}",
-                    "run the candidate on the probe inputs by hand and fix the crash.")
+    error = cand.get("error", {})
+    problem = error.get("problem", cand.get("status"))
+    crashed = Check("candidate_ran", "FAIL", f"the candidate's process did not finish: {problem}",
+                    error.get("fix", "run the candidate on the probe inputs by hand and fix the crash."))
     gates = {"parity": GateResult("parity", (crashed,))}
     context = {"class": request.klass, "reference": ref["reference"], "candidate": {"path": str(request.candidate)},
                "op_point": ref["op_point"], "seeds": list(seeds), "random_seed": random_seed,

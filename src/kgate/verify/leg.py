@@ -48,6 +48,7 @@ def _measure(req: dict[str, Any]) -> dict[str, Any]:
         reference=Path(req["reference"]),
         candidate=Path(req["candidate"]),
         entry=req["entry"],
+        reference_entry=req.get("reference_entry", "workload"),
         seed=req["seeds"][0],
         dtype=req["dtype"],
         overrides=req["overrides"],
@@ -64,13 +65,15 @@ def _measure(req: dict[str, Any]) -> dict[str, Any]:
 
 def _inputs(req: dict[str, Any]) -> dict[str, Any]:
     from kgate.backends import get_backend
-    from kgate.problem import load_pair
+    from kgate.problem import load_reference
 
     backend = get_backend("jax")
     hashes = {}
-    with load_pair(req["reference"], req["reference"], overrides=req["overrides"]) as pair:
+    with load_reference(req["reference"], overrides=req["overrides"], entry=req.get("reference_entry", "workload")) as (
+        reference, _,
+    ):
         for seed in req["seeds"]:
-            inputs, _ = backend.create_inputs(pair.reference, seed, req["dtype"])
+            inputs, _ = backend.create_inputs(reference, seed, req["dtype"])
             hashes[str(seed)] = backend.digest(inputs)
     return {"status": "PASS", "inputs": hashes}
 
@@ -83,7 +86,8 @@ def _coverage(req: dict[str, Any]) -> dict[str, Any]:
     backend = get_backend("jax")
     maps = coverage.parse_spec(req["spec"])
     results, errors = [], []
-    with load_pair(req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"]) as pair:
+    with load_pair(req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"],
+                   reference_entry=req.get("reference_entry", "workload")) as pair:
         inputs, _ = backend.create_inputs(pair.reference, req["seeds"][0], req["dtype"])
         base = backend.run(pair.candidate.entry, inputs)
         for m in maps:
@@ -113,7 +117,8 @@ def _capture(req: dict[str, Any]) -> dict[str, Any]:
     folder = Path(req["artifacts"])
     try:
         backend = get_backend("jax")
-        with load_pair(req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"]) as pair:
+        with load_pair(req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"],
+                       reference_entry=req.get("reference_entry", "workload")) as pair:
             inputs, _ = backend.create_inputs(pair.reference, req["seeds"][0], req["dtype"])
             files = backend.capture(pair.candidate.entry, inputs, folder)
     except KgateError:

@@ -30,9 +30,10 @@ from kgate.gates.bar import Bar, evaluate_bar
 from kgate.gates.common import Check, GateResult
 from kgate.gates.parity import timed_agreement
 from kgate.problem import load_pair
+from kgate.problem.oppoint import refuse_ineffective
 from kgate.verify.lock import compile_slot
 from kgate.verify import census
-from kgate.verify.outcome import Report
+from kgate.verify.outcome import EAGER_NOTE, Report
 from kgate.verify.spawn import beat, wait_tick
 from kgate.verify.streams import stdout_to_stderr
 from kgate.verify.watch import Watch
@@ -49,6 +50,7 @@ class MeasureRequest:
     reference: Path
     candidate: Path
     entry: str = "workload"
+    reference_entry: str = "workload"
     seed: int = 42
     dtype: str | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict)
@@ -325,7 +327,8 @@ def _measure(
     clock = kclock.perf_counter_ns  # bound before the candidate is imported below
     threads_before_import = census.census()
     with load_pair(
-        request.reference, request.candidate, entry=request.entry, overrides=request.overrides, watch=[stats, kclock]
+        request.reference, request.candidate, entry=request.entry, overrides=request.overrides, watch=[stats, kclock],
+        reference_entry=request.reference_entry,
     ) as pair:
         watch.check("at import")
         timer_changes_at_import = kclock.tampered()
@@ -338,6 +341,8 @@ def _measure(
                 )
         else:
             # the reference's and the candidate's outputs, a kept first output, a session's fresh inputs: ~2 probes
+            refuse_ineffective(backend.ineffective_overrides(pair.reference, request.dtype, dict(pair.op_point.replaced)),
+                               pair.op_point, request.overrides, pair.reference.path.name)
             backend.ensure_fits(pair.reference, request.dtype, 2, dict(pair.reference.config or {}))
             inputs, _ = backend.create_inputs(pair.reference, request.seed, request.dtype)
         created = backend.digest(inputs)
@@ -444,6 +449,7 @@ def _measure(
             "op_point": pair.op_point.to_json(),
             "seed": request.seed,
             "dtype": request.dtype,
+            "static_inputs": backend.static_inputs(inputs),
             "device": backend.device().to_json(),
             "interpreted": interpreted,
             "input_sha256": created,
@@ -452,7 +458,7 @@ def _measure(
             "first_leg": "reference" if request.reference_first else "candidate",
             "wall_s": round(time.perf_counter() - started, 3),
         }
-        return Report("measure", gates, context)
+        return Report("measure", gates, context, (EAGER_NOTE,) if pair.reference.eager else ())
 
 
 def _bar_gate(bar: Bar, numbers: dict[str, Any], interpreted: bool) -> GateResult:

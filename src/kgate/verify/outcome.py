@@ -10,6 +10,8 @@ from kgate.gates.common import GateResult
 
 RunStatus = Literal["PASS", "FAIL", "ANOMALY"]
 SCHEMA_VERSION = 1
+EAGER_NOTE = ("the reference runs eagerly, un-jitted, as its module asks (`_skip_jit`): its outputs are graded as "
+              "they are, and a speedup over its time includes what jit alone gives.")
 
 
 @dataclass(frozen=True)

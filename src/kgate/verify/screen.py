@@ -35,7 +35,7 @@ from kgate.problem.module import file_sha256
 from kgate.verify import lock as chip_lock
 from kgate.verify import receipt as receipts
 from kgate.verify import spawn
-from kgate.verify.outcome import Report
+from kgate.verify.outcome import EAGER_NOTE, Report
 
 CACHE_ENV = "KGATE_VERIFIER_CACHE"
 
@@ -47,6 +47,8 @@ class VerifyRequest:
     entry: str = "workload"
     klass: str = "kernel-authored"
     seeds: tuple[int, ...] = (42, 43)
+    reference_entry: str = "workload"
+    phase_budget_s: float = 300.0
     dtype: str | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict)
     parity: str = "floor"
@@ -138,6 +140,8 @@ def _checks(request: VerifyRequest, say: Callable[[str], None], workdir: Path) -
         reference=Path(request.reference),
         candidate=Path(request.candidate),
         entry=request.entry,
+        reference_entry=request.reference_entry,
+        phase_budget_s=request.phase_budget_s,
         klass=request.klass,
         seeds=request.seeds,
         dtype=request.dtype,
@@ -178,6 +182,7 @@ def run_verify(request: VerifyRequest, say: Callable[[str], None] = lambda _: No
         "reference": str(Path(request.reference).resolve()),
         "candidate": str(Path(request.candidate).resolve()),
         "entry": request.entry,
+        "reference_entry": request.reference_entry,
         "class": request.klass,
         "seeds": list(request.seeds),
         "dtype": request.dtype,
@@ -244,11 +249,12 @@ def _finish(
         "seeds": list(checks_leg.get("seeds", request.seeds)),
         "random_seed": checks_leg.get("random_seed"),
         "input_dtypes": checks_leg.get("input_dtypes", measure_leg.get("input_dtypes", [])),
+        "static_inputs": checks_leg.get("static_inputs", measure_leg.get("static_inputs", [])),
         "device": source.get("device", {}),
         "interpreted": bool(measure_leg.get("interpreted", True)),  # it qualifies the timings
         "chip": request.chip,
     }
-    report = Report("verify", gates, context)
+    report = Report("verify", gates, context, (EAGER_NOTE,) if context["reference"].get("eager") else ())
     receipt = receipts.seal(_receipt_body(request, report, checks_leg, measure_leg))
     return report, receipt
 

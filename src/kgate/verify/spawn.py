@@ -42,12 +42,14 @@ class LegProcess:
     beats: list[tuple[int, str]] = field(default_factory=list)  # (parent clock ns, line the leg wrote)
     ticks: list[tuple[int, int]] = field(default_factory=list)  # (parent clock ns when sent, round)
     data: bytearray = field(default_factory=bytearray)  # what the leg sent on its data pipe
+    went_ns: int | None = None  # when go() was sent: from then on, "waiting" is a phase like any other
     _readers: list[threading.Thread] = field(default_factory=list)
 
     def go(self) -> None:
         """Tell a waiting leg to proceed (one line on its stdin, then close it)."""
         if self.stdin is None:
             return
+        self.went_ns = time.monotonic_ns()
         try:
             self.stdin.write(b"go\n")
             self.stdin.close()
@@ -55,10 +57,13 @@ class LegProcess:
             pass  # the leg is gone; wait() reports it
         self.stdin = None
 
-    def wait_beat(self, text: str, timeout_s: float = 600.0) -> bool:
-        """Block until the leg writes `text` on its beat channel; False if it exited first."""
+    def wait_beat(self, text: str, timeout_s: float = 600.0, budget_s: float | None = None) -> bool:
+        """Block until the leg writes `text` on its beat channel; False if it exited first, or
+        one of its phases ran past `budget_s` (the next wait says which)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
+            if budget_s and self.overrun(budget_s):
+                return False
             if any(line == text for _, line in list(self.beats)):
                 return True
             if self.proc.poll() is not None:
@@ -66,6 +71,46 @@ class LegProcess:
                 return any(line == text for _, line in list(self.beats))
             time.sleep(0.005)
         return False
+
+    def overrun(self, budget_s: float) -> tuple[str, float] | None:
+        """(phase, seconds in it) when the leg has been in its current phase (its last `phase
+        NAME` beat) for longer than `budget_s`; waiting for the parent's go does not count."""
+        stamp, name = self.started_ns, "starting"
+        for ns, line in list(self.beats):
+            if line.startswith("phase "):
+                stamp, name = ns, line[6:]
+        if name == "waiting":
+            if self.went_ns is None:
+                return None
+            stamp = max(stamp, self.went_ns)
+        elapsed = (time.monotonic_ns() - stamp) / 1e9
+        return (name, elapsed) if elapsed > budget_s else None
+
+    def stop_if_overrun(self, budget_s: float | None) -> dict[str, Any] | None:
+        """Stop a leg past its phase budget: the CRASHED result that says which phase, for how
+        long, and the likely cause; None while it is within budget."""
+        over = self.overrun(budget_s) if budget_s else None
+        if over is None:
+            return None
+        self.kill_group()
+        self.proc.kill()
+        self.proc.wait()
+        self._join()
+        phase, elapsed = over
+        cause = next((text for prefix, text in PHASE_CAUSES.items() if phase.startswith(prefix)), "unknown")
+        return {"status": "CRASHED", "returncode": self.proc.returncode, "error": {
+            "problem": f"the {self.kind} leg spent {elapsed:.0f} s in the phase '{phase}' (the budget is "
+                       f"{budget_s:g} s per phase) and was stopped. Likely cause: {cause}",
+            "fix": "remove the cause, or give a larger --phase-budget SECONDS."}}
+
+    def wait_phased(self, budget_s: float | None) -> dict[str, Any]:
+        """`wait()`, stopping the leg when one of its phases runs past `budget_s`."""
+        while self.proc.poll() is None:
+            stopped = self.stop_if_overrun(budget_s)
+            if stopped is not None:
+                return stopped
+            time.sleep(0.05)
+        return self.wait()
 
     def wait(self, timeout_s: float | None = None) -> dict[str, Any]:
         """The leg's result; a crash or a missing result becomes {"status": "CRASHED", ...}."""
@@ -174,6 +219,24 @@ def start(
 
 
 _CHANNELS = ("KGATE_BEAT_FD", "KGATE_TICK_FD", "KGATE_DATA_FD")
+
+# What usually keeps a leg in a phase (by the phase name's first words), said when it overruns.
+PHASE_CAUSES = {
+    "importing": "work at import time (a large computation, a loop, a sleep, a download) in the module or "
+                 "what it imports.",
+    "making inputs": "an op-point too large for this machine, or slow host code (numpy loops) in create_inputs.",
+    "tracing": "a Python loop unrolled into the program (a `for` over a large range in the kernel or the entry "
+               "traces every iteration): use lax.fori_loop, or a grid axis.",
+    "compiling": "a very large program, usually a Python loop unrolled at trace time: use lax.fori_loop, or a "
+                 "grid axis.",
+    "running": "an interpreted kernel at a large op-point (the interpreter runs every grid step in Python): run "
+               "at TINY (kgate gate) or a smaller --set; or a loop that never ends.",
+    "firing audit": "re-tracing the program with its kernels replaced: the causes of slow tracing (a Python "
+                    "loop unrolled into the program).",
+    "reference": "the reference (or its float64 oracle) at a large op-point on this machine.",
+    "waiting": "the other leg did not finish in time.",
+    "starting": "the interpreter or the array library starting slowly (a busy or swapping machine).",
+}
 
 
 def _read_beats(fd: int, beats: list[tuple[int, str]], ticks: list[tuple[int, int]], tick_fd: int) -> None:
