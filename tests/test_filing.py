@@ -2,6 +2,7 @@
 `kgate verify --mode full`, `kgate lint` on records that break one rule at a time."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -281,6 +282,11 @@ def test_family_supplies_the_registered_terms_and_refuses_contradictions(records
         assert proc.returncode == 2 and "contradicts" in error["problem"] and registered in error["problem"], error
     alone = kgate(rec["root"], "gate", "--json")
     assert alone.returncode == 2 and "--family SLUG" in json.loads(alone.stdout)["error"]["fix"]
+    inside = json.loads(kgate(rec["wt"] / "ops", "gate", "--json").stdout)  # in the family's worktree: its terms
+    assert inside["class"] == "xla-rewrite" and inside["candidate"]["path"].endswith("ops/cumsum.py"), inside
+    completion = subprocess.run([sys.executable, "-m", "kgate"], cwd=rec["wt"], capture_output=True, text=True, env={
+        **os.environ, "_KGATE_COMPLETE": "complete_bash", "COMP_WORDS": "kgate gate --family cu", "COMP_CWORD": "3"})
+    assert completion.stdout.split() == ["cumsum"]
 
 
 def test_a_clean_record_lints_clean(records, tmp_path):

@@ -242,7 +242,9 @@ class JaxBackend:
         try:
             outputs = jax.eval_shape(*_flat(bind_static(problem.entry, inputs)))
         except Exception:
-            return None  # the reference fails on these inputs: its run says how
+            if not getattr(problem.entry, EAGER, False):
+                return None  # the reference fails on these inputs: its run says how
+            outputs = [x for x in inputs if not is_static(x)]  # an eager entry cannot be traced: as big as its inputs
         in_leaves = jax.tree_util.tree_leaves([x for x in inputs if not is_static(x)])
         out_leaves = jax.tree_util.tree_leaves(outputs)
 
@@ -280,7 +282,7 @@ class JaxBackend:
         try:
             closed, inputs = self._traced_inputs(problem, dtype)
             fn, arrays = bind_static(problem.entry, inputs)
-            entry = jax.make_jaxpr(fn)(*arrays)
+            entry = jax.make_jaxpr(lambda *a: fn(*a))(*arrays)  # a fresh function: jax's trace cache keys on it
         except Exception:
             return None
         h = hashlib.sha256()

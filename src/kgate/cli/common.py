@@ -37,7 +37,7 @@ app = typer.Typer(
     name="kgate",
     help="Make kernel-optimization claims trustworthy: parity, firing audit, honest timing, experiment records, verdicts.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 
@@ -58,10 +58,18 @@ FamilyCandidateOpt = Annotated[
     typer.Option("--candidate", "-c", help="Candidate module that replaces the reference; with --family: default the "
                  "family's target in its worktree."),
 ]
+def _complete_family(incomplete: str) -> list[str]:
+    from kgate.record.terms import families_around
+
+    return sorted({slug for slug, _ in families_around(Path.cwd()) if slug.startswith(incomplete)})
+
+
 FamilyOpt = Annotated[
     Optional[str],
-    typer.Option("--family", help="Take the registered terms of this family and its open experiment (reference, "
-                 "target, op-point, graded dtype, parity spec, class, bar); a flag that contradicts one is refused."),
+    typer.Option("--family", autocompletion=_complete_family,
+                 help="Take the registered terms of this family and its open experiment (reference, target, op-point, "
+                 "graded dtype, parity spec, class, bar); a flag that contradicts one is refused. Inside a family's "
+                 "folder or worktree, with neither --reference nor --candidate, that family is taken."),
 ]
 EntryOpt = Annotated[str, typer.Option("--entry", help="Name of the candidate's entry function.")]
 PhaseBudgetOpt = Annotated[float, typer.Option(
@@ -280,6 +288,10 @@ _DEFAULTS = {"klass": "kernel-authored", "parity": "floor"}
 def settings(family: str | None, **given: Any) -> dict[str, Any]:
     """What a checking command runs with: the flags as given, with kgate's defaults; or, with
     --family, the family's registered terms (a contradicting flag is refused)."""
+    if family is None and given.get("reference") is None and given.get("candidate") is None:
+        from kgate.record.terms import family_at
+
+        family = family_at(Path.cwd())  # run inside a family's folder or worktree: its terms
     if family is None:
         if given.get("reference") is None or given.get("candidate") is None:
             missing = " and ".join(f"--{k}" for k in ("reference", "candidate") if given.get(k) is None)

@@ -321,6 +321,7 @@ def audit(
     *,
     spec: FiringSpec = FiringSpec(),
     reference_compiled: str | None = None,
+    reference_uncompiled: str = "",
     trace_error: str = "",
     bypass: Mapping[str, bool] | str | None = None,
 ) -> GateResult:
@@ -358,7 +359,16 @@ def audit(
     if klass == "kernel-authored":
         checks.extend(_kernel_checks(facts, spec, bypass))
     else:
-        if reference_compiled is None:
+        if reference_compiled is None and reference_uncompiled:
+            checks.append(
+                Check(
+                    "program_differs",
+                    "ADVISORY",
+                    f"not compared: {reference_uncompiled}; the candidate's program differs from op-by-op "
+                    "dispatch by construction, so part of any speedup is jit's alone",
+                )
+            )
+        elif reference_compiled is None:
             checks.append(
                 Check(
                     "program_differs",

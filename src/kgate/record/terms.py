@@ -29,6 +29,29 @@ class Terms:
     experiment: str | None  # "<slug> vNNN", or None
 
 
+def families_around(start: Path) -> list[tuple[str, Path]]:
+    """(slug, family folder) of every family of every workspace at `start` or above it (a
+    family's worktree holds a copy of the home repo, kgate.toml included: the outer one counts too)."""
+    from kgate.record.family import BINDING
+    from kgate.record.workspace import FILENAME, load
+
+    found: list[tuple[str, Path]] = []
+    for folder in [start.resolve(), *start.resolve().parents]:
+        if (folder / FILENAME).is_file():
+            try:
+                ws = load(folder / FILENAME)
+            except KgateError:
+                continue
+            found += [(b.parent.name, b.parent) for b in sorted(ws.experiments.glob(f"*/{BINDING}"))]
+    return found
+
+
+def family_at(start: Path) -> str | None:
+    """The family whose folder (its pages, and its worktree with the work dir) holds `start`."""
+    here = start.resolve()
+    return next((slug for slug, folder in families_around(start) if here == folder or folder in here.parents), None)
+
+
 def registered(ws: Workspace, slug: str) -> Terms:
     family = load_family(ws, slug)
     wt = family.worktree

@@ -22,6 +22,7 @@ from kgate.backends import get_backend
 from kgate.gates.bar import Bar
 from kgate.gates.common import Check, GateResult
 from kgate.problem import load_pair
+from kgate.problem.oppoint import refuse_ineffective
 from kgate.verify.lock import compile_slot
 from kgate.verify.measure import (
     CPU_BUDGET_S,

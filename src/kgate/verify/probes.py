@@ -93,8 +93,14 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
             trees[f"{key}-reference"] = ref_out
             trees[f"{key}-oracle"] = oracle
         reference_compiled = None
+        uncompiled = ""
         if req.get("reference_compiled") and made:
-            reference_compiled = backend.compiled_text(reference.entry, made[0])
+            try:
+                reference_compiled = backend.compiled_text(reference.entry, made[0])
+            except Exception as exc:
+                if not reference.eager:
+                    raise
+                uncompiled = f"the reference runs op by op and cannot be compiled whole ({describe(exc, 160)})"
         _send(trees)
         return {
             "status": "DONE",
@@ -103,6 +109,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
             "op_point": op_point.to_json(),
             "has_tiny": bool(vars(reference.module).get("TINY")),
             "reference_compiled": reference_compiled,
+            "reference_uncompiled": uncompiled,
             "odd_note": odd_note,
             "static_inputs": backend.static_inputs(made[0]) if made else [],
             "reference_self_check": self_check or "not run",
