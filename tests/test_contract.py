@@ -159,3 +159,19 @@ def test_the_memory_estimate_counts_every_probe_held_at_once():
     refuse_if_too_big(one, 2, 16 * 2**30, "this machine", {"n": 1})  # 8 of 16 GiB: fits
     with pytest.raises(KgateError, match=r"needs about 20 GiB \(5 probes"):
         refuse_if_too_big(one, 5, 16 * 2**30, "this machine", {"n": 1})
+
+
+def test_progress_goes_to_stderr_as_plain_periodic_lines_off_a_terminal_and_never_under_json(capsys):
+    from kgate.cli.checks import progress_callback
+
+    assert progress_callback(True) is None  # --json: stdout holds the one document, and stderr stays quiet
+    show = progress_callback(False, every_s=0.0)
+    show(3, 0.25)
+    show(4, 0.125)
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert [line.split(" s: ", 1)[1] for line in err.splitlines()] == [
+        "round 3, CI relative width 0.2500", "round 4, CI relative width 0.1250"]
+    quiet = progress_callback(False, every_s=3600.0)
+    quiet(5, 0.1)
+    assert capsys.readouterr().err == ""  # at most one line per period

@@ -132,3 +132,17 @@ def test_cli_json_error_for_the_compiler_disagreement(tmp_path):
     assert result.returncode == 2
     error = json.loads(result.stdout)
     assert error["status"] == "ERROR" and "disagrees with itself" in error["error"]["problem"]
+
+
+def test_verify_of_a_candidate_stopped_at_its_phase_budget_is_a_fail_with_a_sound_receipt(tmp_path):
+    receipt = tmp_path / "receipt.json"
+    result = kgate(tmp_path, "verify", "-r", EXAMPLES / S / "twice_baseline.py", "-c", EXAMPLES / S / "unrolled_optimized.py",
+                   "--class", "xla-rewrite", "--phase-budget", "2", "-o", receipt, "--json")
+    report = json.loads(result.stdout)
+    assert result.returncode == 2 and report["status"] == "FAIL"  # not an ANOMALY: nothing was tampered with
+    assert report["gates"]["integrity"]["status"] == "SKIPPED"
+    details = {f"{g}.{c['name']}": c["detail"] for g, v in report["gates"].items() for c in v["checks"]}
+    assert "in the phase 'tracing the candidate on probe p0'" in details["parity.candidate_ran"]
+    assert "in the phase 'compiling the candidate'" in details["measure.evaluated"]
+    checked = kgate(tmp_path, "verify-receipt", receipt)
+    assert checked.returncode == 0 and "OK" in checked.stdout

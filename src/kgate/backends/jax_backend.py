@@ -152,8 +152,6 @@ def bind_static(fn: Callable[..., Any], inputs: Sequence[Any]) -> tuple[Callable
     return bound, tuple(x for i, x in enumerate(inputs) if i not in static)
 
 
-
-
 def _flat(bound: tuple[Callable[..., Any], tuple[Any, ...]]) -> tuple[Any, ...]:
     """(fn, arrays) -> (fn, *arrays): what `jax.eval_shape` takes."""
     return (bound[0], *bound[1])
@@ -167,12 +165,6 @@ def _jit(fn: Callable[..., Any]) -> Callable[..., Any]:
 def static_inputs(inputs: Sequence[Any]) -> list[str]:
     """The static inputs, as `[1] int 128`: recorded in the report."""
     return [f"[{i}] {type(x).__name__} {x!r}"[:80] for i, x in enumerate(inputs) if is_static(x)]
-
-
-def static_note(inputs: Sequence[Any]) -> str:
-    """Which inputs were passed as static arguments, with their values; "" when none."""
-    static = static_inputs(inputs)
-    return ("inputs passed as static arguments (not arrays; hashed by value): " + ", ".join(static)) if static else ""
 
 
 def _path_str(path: Sequence[Any]) -> str:

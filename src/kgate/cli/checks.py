@@ -139,13 +139,26 @@ SessionsOpt = Annotated[
 ]
 
 
-def progress_callback(as_json: bool):  # -> callback or None
-    if as_json or not sys.stderr.isatty():
+def progress_callback(as_json: bool, every_s: float = 5.0):  # -> callback or None
+    """Progress on stderr, never stdout: rewritten in place on a terminal; a plain line at most
+    every `every_s` seconds otherwise (a CI log); nothing under --json."""
+    if as_json:
         return None
+    import time
+
     console = Console(stderr=True)
+    terminal = sys.stderr.isatty()
+    started = time.monotonic()
+    last = [started]
 
     def show(rounds: int, width: float) -> None:
-        console.print(f"  round {rounds}: CI relative width {width:.4f}", end="\r")
+        now = time.monotonic()
+        if terminal:
+            console.print(f"  round {rounds}: CI relative width {width:.4f}", end="\r")
+        elif now - last[0] >= every_s:
+            last[0] = now
+            print(f"kgate: {now - started:.0f} s: round {rounds}, CI relative width {width:.4f}", file=sys.stderr,
+                  flush=True)
 
     return show
 

@@ -99,7 +99,9 @@ def _render_timing(report: Report, console: Console) -> None:
     console.print(
         f"  method: {m['rounds']} rounds x {m['pairs_per_round']} interleaved pairs in {m.get('sessions', 1)} sessions "
         f"(fresh compile and fresh input values each), coin-flip order, synchronized calls, {m.get('cache', 'no cache flush')}; "
-        f"stopped: {m['stop_reason']}",
+        f"stopped: {m['stop_reason']}"
+        + (f"; the measurement took {report.context['wall_s']:.1f} s of wall time (loading, compiling and "
+           "checking included)" if isinstance(report.context.get("wall_s"), (int, float)) else ""),
         soft_wrap=True,
     )
     if "calibration" in report.gates:

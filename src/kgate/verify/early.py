@@ -164,7 +164,10 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
     if cand.get("status") == "ERROR":
         raise _leg_error("candidate", cand)
     if cand.get("status") != "DONE":
-        return _candidate_crashed(command, request, ref, cand, seeds, random_seed, notes)
+        crashed = _candidate_crashed(command, request, ref, cand, seeds, random_seed, notes)
+        if workdir is not None:
+            crashed.context["handoff"] = _handoff(ref, workdir)
+        return crashed
     runs = {r["key"]: r for r in cand.get("runs", [])}
     probes: list[Probe] = []
     skipped: list[tuple[str, str]] = []
@@ -240,12 +243,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         "wall_s": round(time.perf_counter() - started, 3),
     }
     if workdir is not None:  # verify hands the first probe's inputs to its measure leg
-        first = ref["probes"][0]
-        context["handoff"] = {
-            "path": str(Path(workdir) / "candidate" / f"inputs-{first['key']}.pkl"),
-            "file_sha256": first["file_sha256"],
-            "input_sha256": first["input_sha256"],
-        }
+        context["handoff"] = _handoff(ref, workdir)
     if all(how == "none" for how in seeding.values()):
         notes.append(
             "create_inputs takes no seed and makes no jax.random/numpy key kgate could intercept; "
@@ -292,6 +290,16 @@ def _bypass(spec: ParitySpec, probe: Probe, arrays: Mapping[str, Any], cand: Map
     return {name: parity.passes(spec, replace(probe, candidate=tree, candidate_error="")) for name, tree in runs.items()}
 
 
+def _handoff(ref: Mapping[str, Any], workdir: Path) -> dict[str, str]:
+    """Where the first probe's inputs lie, for verify's measure leg, and their hashes."""
+    first = ref["probes"][0]
+    return {
+        "path": str(Path(workdir) / "candidate" / f"inputs-{first['key']}.pkl"),
+        "file_sha256": first["file_sha256"],
+        "input_sha256": first["input_sha256"],
+    }
+
+
 def _candidate_crashed(command: str, request: CheckRequest, ref: Mapping[str, Any], cand: Mapping[str, Any],
                        seeds: tuple[int, ...], random_seed: int, notes: list[str]) -> Report:
     """The candidate's process died (a segfault, an exit, an out-of-memory): a FAIL, with its last words."""
@@ -299,7 +307,7 @@ def _candidate_crashed(command: str, request: CheckRequest, ref: Mapping[str, An
     problem = error.get("problem", cand.get("status"))
     crashed = Check("candidate_ran", "FAIL", f"the candidate's process did not finish: {problem}",
                     error.get("fix", "run the candidate on the probe inputs by hand and fix the crash."))
-    gates = {"parity": GateResult("parity", (crashed,))}
+    gates = {"parity": GateResult("parity", (crashed,), {"spec": request.parity_spec.describe()})}
     context = {"class": request.klass, "reference": ref["reference"], "candidate": {"path": str(request.candidate)},
                "op_point": ref["op_point"], "seeds": list(seeds), "random_seed": random_seed,
                "device": ref["device"], "interpreted": ref["interpreted"]}

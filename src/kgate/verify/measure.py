@@ -127,7 +127,9 @@ def collect(
     reason = ""
     per_call_s = 0.0
     for session in range(sessions):
+        beat(f"phase compiling session {session}")
         ref, cand = make_legs(session)
+        beat(f"phase timing session {session}")  # bounded by the time budget and each round's tick
         n, warm = _per_round(ref, cand, per_round)
         if session == 0:
             per_round, per_call_s = n, warm
@@ -324,6 +326,7 @@ def _measure(
     request: MeasureRequest, progress: Callable[[int, float], None] | None, backend: Any, watch: Watch
 ) -> Report:
     started = time.perf_counter()
+    beat("phase importing the reference and the candidate")
     clock = kclock.perf_counter_ns  # bound before the candidate is imported below
     threads_before_import = census.census()
     with load_pair(
@@ -331,6 +334,7 @@ def _measure(
         reference_entry=request.reference_entry,
     ) as pair:
         watch.check("at import")
+        beat("phase making inputs")
         timer_changes_at_import = kclock.tampered()
         if request.inputs_file is not None:
             inputs = backend.load_inputs(request.inputs_file, request.inputs_file_sha256 or "")
@@ -356,6 +360,7 @@ def _measure(
                 ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush, keep_outputs=False)
             ref.output()
         try:
+            beat("phase compiling the candidate")
             with compile_slot():
                 cand = backend.compile_timed(pair.candidate.entry, inputs, clock, flush)
             first_out = cand.output()  # the candidate's first execution in this process
@@ -365,6 +370,7 @@ def _measure(
         watch.check("after the candidate's first call")
         integrity.append(_outputs_valid(first_out, spec))
         if not request.reference_first:
+            beat("phase compiling the reference")
             with compile_slot():
                 ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush, keep_outputs=False)
             ref.output()

@@ -128,7 +128,8 @@ def _run_leg(
     path = chip_lock.lock_path(request.chip, request.lock_dir)
     with chip_lock.hold(path, say=say, what=f"kgate verify {kind} leg"):
         say(f"running the {kind} leg in a fresh process")
-        return spawn.run(kind, payload, workdir / kind, env=_leg_env(request), beats=kind == "measure")
+        return spawn.run(kind, payload, workdir / kind, env=_leg_env(request), beats=kind == "measure",
+                         phase_budget_s=request.phase_budget_s)
 
 
 def _checks(request: VerifyRequest, say: Callable[[str], None], workdir: Path) -> dict[str, Any]:
@@ -238,7 +239,14 @@ def _finish(
     if request.mode == "full":
         integrity += _full_checks(request, measure_leg, dict(legs)["reversed"])
         gates["capture"] = _capture_gate(extra["capture"])
-    gates = {"integrity": GateResult("integrity", tuple(integrity)), **gates}
+    crashed = [name for name, leg in legs if "gates" not in leg] + [
+        name for name, gate in gates.items() if any(c.name == "candidate_ran" for c in gate.failures)]
+    if not integrity and crashed:  # nothing got far enough to check: said, and the run FAILs on the crash itself
+        unchecked = GateResult("integrity", (), skipped_reason="not evaluated: no leg got far enough to check it (the "
+                               "candidate's process did not finish; see the failing checks)")
+        gates = {"integrity": unchecked, **gates}
+    else:
+        gates = {"integrity": GateResult("integrity", tuple(integrity)), **gates}
     source = checks_leg if "gates" in checks_leg else measure_leg
     context = {
         "mode": request.mode,
