@@ -146,3 +146,56 @@ def test_verify_of_a_candidate_stopped_at_its_phase_budget_is_a_fail_with_a_soun
     assert "in the phase 'compiling the candidate'" in details["measure.evaluated"]
     checked = kgate(tmp_path, "verify-receipt", receipt)
     assert checked.returncode == 0 and "OK" in checked.stdout
+
+
+def test_a_candidate_declaring_itself_eager_is_compiled_and_timed_like_any_other():
+    report = run_measure(MeasureRequest(reference=EXAMPLES / S / "matmul_baseline.py",
+                                        candidate=EXAMPLES / S / "bad_declares_itself_eager.py",
+                                        budget_s=2.0, sessions=2))
+    speedup = report.gates["timing"].details["speedup"]
+    # its Python cache would answer in microseconds (seen: 40x); compiled, it does the same work as the reference
+    assert speedup["low"] < 1.5, speedup
+    assert "eager" not in report.context["candidate"] and not any("runs eagerly" in n for n in report.notes)
+
+
+def test_keys_that_matter_only_together_are_an_effect_and_a_tile_knob_beside_a_size_is_not_refused(write_module):
+    ref = write_module("joint_baseline.py", '''
+import jax, jax.numpy as jnp
+CONFIG = {"rows": 8, "cols": 8, "block_rows": 8}
+TINY = {"rows": 4, "cols": 4, "block_rows": 2}   # block_rows: a knob only the optimized file reads
+def create_inputs(seed=0, dtype=jnp.float32):
+    n = max(CONFIG["rows"], CONFIG["cols"])
+    return (jax.random.normal(jax.random.key(seed), (n, n), dtype),)
+def workload(x):
+    return x * 3.0
+''')
+    report = gate(str(ref), str(ref), klass="xla-rewrite", overrides={"rows": 16, "cols": 16})
+    assert report.context["op_point"]["values"]["rows"] == 16  # neither key alone changes max(rows, cols): together they do
+    assert gate(str(ref), str(ref), klass="xla-rewrite").context["op_point"]["source"] == "TINY"
+
+
+def test_a_string_static_input_is_graded_and_recorded(write_module):
+    ref = write_module("act_baseline.py", '''
+import jax, jax.numpy as jnp
+CONFIG = {"n": 128}
+def create_inputs(seed=0, dtype=jnp.float32):
+    return jax.random.normal(jax.random.key(seed), (CONFIG["n"],), dtype), "gelu"
+def workload(x, activation):
+    return getattr(jax.nn, activation)(x)
+''')
+    report = gate(str(ref), str(ref), klass="xla-rewrite")
+    assert report.context["static_inputs"] == ["[1] str 'gelu'"]
+    assert "parity" not in {name for name, _ in report.failed_checks}, failed(report)
+
+
+def test_a_compiler_simplification_the_oracle_agrees_with_is_not_called_a_fault(write_module):
+    ref = write_module("logexp_baseline.py", '''
+import jax, jax.numpy as jnp
+CONFIG = {"n": 128}
+def create_inputs(seed=0, dtype=jnp.float32):
+    return (jax.random.uniform(jax.random.key(seed), (CONFIG["n"],), dtype, 0.0, 120.0),)
+def workload(x):
+    return jnp.log(jnp.exp(x)) * 0.5   # op by op, exp overflows float32 past 88; compiled, XLA folds it to x
+''')
+    report = gate(str(ref), str(ref), klass="xla-rewrite")  # graded, not refused
+    assert report.context["reference_self_check"].startswith("compiled and op-by-op runs agree")

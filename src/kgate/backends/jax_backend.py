@@ -32,7 +32,7 @@ from kgate.backends.base import (
     refuse_if_too_big,
 )
 from kgate.errors import KgateError, describe
-from kgate.problem.module import EAGER_ATTR as EAGER, ProblemModule, config_set
+from kgate.problem.module import ProblemModule, config_set
 
 # What a timed call goes through, bound when kgate is imported (before any candidate code):
 # a candidate that rebinds jax.block_until_ready later changes nothing kgate times.
@@ -146,7 +146,7 @@ def bind_static(fn: Callable[..., Any], inputs: Sequence[Any]) -> tuple[Callable
         rest = iter(arrays)
         return fn(*(static[i] if i in static else next(rest) for i in range(count)))
 
-    for attr in ("__name__", "__qualname__", EAGER):
+    for attr in ("__name__", "__qualname__"):
         if hasattr(fn, attr):
             setattr(bound, attr, getattr(fn, attr))
     return bound, tuple(x for i, x in enumerate(inputs) if i not in static)
@@ -157,9 +157,9 @@ def _flat(bound: tuple[Callable[..., Any], tuple[Any, ...]]) -> tuple[Any, ...]:
     return (bound[0], *bound[1])
 
 
-def _jit(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """jit, except for an entry declared eager: that one runs op by op, as its module asks."""
-    return fn if getattr(fn, EAGER, False) else jax.jit(fn)
+def _jit(fn: Callable[..., Any], eager: bool) -> Callable[..., Any]:
+    """jit, except for a reference declared eager: that one runs op by op, as its module asks."""
+    return fn if eager else jax.jit(fn)
 
 
 def static_inputs(inputs: Sequence[Any]) -> list[str]:
@@ -234,7 +234,7 @@ class JaxBackend:
         try:
             outputs = jax.eval_shape(*_flat(bind_static(problem.entry, inputs)))
         except Exception:
-            if not getattr(problem.entry, EAGER, False):
+            if not problem.eager:
                 return None  # the reference fails on these inputs: its run says how
             outputs = [x for x in inputs if not is_static(x)]  # an eager entry cannot be traced: as big as its inputs
         in_leaves = jax.tree_util.tree_leaves([x for x in inputs if not is_static(x)])
@@ -285,23 +285,20 @@ class JaxBackend:
         return h.hexdigest()
 
     def ineffective_overrides(self, problem: ProblemModule, dtype: str | None, replaced: dict[str, Any]) -> list[str]:
-        """The overridden CONFIG keys whose new value builds the very same program as the value
-        they replaced (create_inputs hard-codes its shapes, or nothing reads the key); [] when
-        that cannot be told by tracing."""
+        """The overridden CONFIG keys, when all of them together build the very same program as
+        the values they replaced (create_inputs hard-codes its shapes, or nothing reads them):
+        the op-point did not change. [] when something changed (keys may matter only together,
+        as in `n = max(rows, cols)`), or when that cannot be told by tracing."""
         config = problem.config
         if config is None:
             return []
-        now = self.program_signature(problem, dtype)
+        changed = {k: v for k, v in replaced.items() if v is not None and v != config.get(k)}
+        now = self.program_signature(problem, dtype) if changed else None
         if now is None:
             return []
-        ineffective = []
-        for key, before in replaced.items():
-            if before is None or before == config.get(key):
-                continue
-            with config_set({key: before}, config):
-                if self.program_signature(problem, dtype) == now:
-                    ineffective.append(key)
-        return ineffective
+        with config_set(changed, config):
+            before = self.program_signature(problem, dtype)
+        return sorted(changed) if before == now else []
 
     def available_memory(self) -> tuple[int, str] | None:
         """Bytes free where the arrays live: the accelerator's memory, or the host's
@@ -357,7 +354,7 @@ class JaxBackend:
     # -- running ------------------------------------------------------------------------
     def run(
         self, fn: Callable[..., Any], inputs: Sequence[Any], *, uninitialized: Literal["nan", "zero"] = "nan",
-        phase: Callable[[str], None] = lambda _: None,
+        phase: Callable[[str], None] = lambda _: None, eager: bool = False,
     ) -> HostTree:
         """jit `fn`, run it once on `inputs`, synchronize, and copy the outputs to the host;
         `phase` is told each step as it starts ("tracing", "compiling", "running")."""
@@ -365,7 +362,7 @@ class JaxBackend:
         with _callback_errors() as logged:
             try:
                 with self._mode(uninitialized):
-                    if getattr(bound, EAGER, False):
+                    if eager:
                         phase("running")
                         out = bound(*arrays)
                     else:
@@ -394,15 +391,15 @@ class JaxBackend:
             jax.block_until_ready(out)
         return self.to_host(out)
 
-    def run_oracle(self, fn: Callable[..., Any], inputs: Sequence[Any], precision: str) -> HostTree:
+    def run_oracle(self, fn: Callable[..., Any], inputs: Sequence[Any], precision: str, eager: bool = False) -> HostTree:
         """The reference recomputed with floating inputs upcast to float32 or float64 (host)."""
         if precision == "float32":
-            return self.run(fn, self.cast_floating(inputs, jnp.float32))
+            return self.run(fn, self.cast_floating(inputs, jnp.float32), eager=eager)
         with jax.enable_x64(True):
             with jax.default_device(jax.devices("cpu")[0]):
                 bound, cast = bind_static(fn, self.cast_floating(inputs, jnp.float64))
                 with self._cpu_mode():
-                    out = _jit(bound)(*cast)
+                    out = _jit(bound, eager)(*cast)
                     jax.block_until_ready(out)
                 return self.to_host(out)
 
@@ -445,13 +442,14 @@ class JaxBackend:
         flush: Callable[[], None] | None = None,
         *,
         keep_outputs: bool = True,
+        eager: bool = False,
     ) -> TimedCall:
         """jit and compile `fn` ahead of time on these input buffers (compile never timed).
 
         `keep_outputs=False` (the reference): each output is deleted as soon as its call is
         timed, so no answer of the reference stays reachable while candidate code runs."""
         bound, arrays = bind_static(fn, inputs)
-        if getattr(bound, EAGER, False):  # nothing to compile: each call runs op by op, in the backend's mode
+        if eager:  # a reference declared eager: nothing to compile: each call runs op by op, in the backend's mode
             def compiled(*args: Any) -> Any:
                 with self._mode():
                     return bound(*args)
@@ -494,6 +492,7 @@ class JaxBackend:
         return flush_cpu, f"cache flush: a {size // 2**20} MiB host buffer rewritten before every timed call"
 
     static_inputs = staticmethod(static_inputs)
+    is_static = staticmethod(is_static)
 
     @staticmethod
     def copy_inputs(inputs: Sequence[Any]) -> tuple[Any, ...]:
@@ -695,7 +694,7 @@ class JaxBackend:
             {name: self.to_host(jax.tree_util.tree_unflatten(structure, out)) for name, out in bypassed.items()},
         )
 
-    def interprets(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> bool:
+    def interprets(self, fn: Callable[..., Any], inputs: Sequence[Any], eager: bool = False) -> bool:
         """Whether running `fn` here runs an interpreter: on the CPU a Pallas kernel runs in
         interpret mode; a program without one is compiled XLA:CPU code, and the CPU is the device."""
         if not self.interpreted:
@@ -705,7 +704,7 @@ class JaxBackend:
             with self._mode():
                 return jaxpr_flow.contains_kernel(jax.make_jaxpr(fn)(*inputs))
         except Exception:
-            if getattr(fn, EAGER, False):
+            if eager:
                 return True  # an eager entry that cannot be traced: call its times interpreted, never device numbers
             raise
 

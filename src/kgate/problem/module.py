@@ -8,7 +8,6 @@ is applied to its CONFIG, and only then is the candidate imported.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import importlib.util
 import inspect
@@ -25,7 +24,6 @@ from kgate.problem.oppoint import OpPoint, config_keys_read, resolve_op_point
 from kgate.problem.snapshot import ModuleSnapshot, snapshot_module
 
 Role = Literal["reference", "candidate"]
-EAGER_ATTR = "kgate_eager"  # on a bound entry the backend must call op by op, never jit
 
 
 @dataclass(frozen=True)
@@ -38,6 +36,10 @@ class ProblemModule:
     entry_name: str
     entry: Callable[..., Any]
     sha256: str
+    # A reference whose module declares `_skip_jit = True` (module or entry) runs op by op, as
+    # some suites mark it. Decided once at load, for the reference only, and passed to the
+    # backend explicitly: nothing a candidate sets on a function is ever read.
+    eager: bool = False
 
     @property
     def config(self) -> dict[str, Any] | None:
@@ -60,10 +62,6 @@ class ProblemModule:
         accepts_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
         return {name for name in ("seed", "dtype") if name in params or accepts_kwargs}
 
-    @property
-    def eager(self) -> bool:
-        """The reference's entry runs un-jitted, as its module asks (see `_bind_entry`)."""
-        return bool(getattr(self.entry, EAGER_ATTR, False))
 
     def optional(self, name: str) -> Callable[..., Any] | None:
         fn = vars(self.module).get(name)
@@ -135,21 +133,8 @@ def _bind_entry(module: types.ModuleType, path: Path, role: Role, entry: str) ->
 def _load(path: Path, role: Role, name: str, entry: str) -> ProblemModule:
     module = _exec_module(path, name, role)
     fn = _bind_entry(module, path, role, entry)
-    if role == "reference" and (vars(module).get("_skip_jit") or getattr(fn, "_skip_jit", False)):
-        fn = _eager(fn)  # the reference declares it must run eagerly (`_skip_jit = True`, as some suites mark it)
-    return ProblemModule(role, path, module, entry, fn, file_sha256(path))
-
-
-def _eager(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The entry, marked to run un-jitted. Only a reference is honoured: a candidate's timing
-    is always of its compiled program."""
-
-    @functools.wraps(fn)
-    def entry(*args: Any, **kwargs: Any) -> Any:
-        return fn(*args, **kwargs)
-
-    setattr(entry, EAGER_ATTR, True)
-    return entry
+    eager = role == "reference" and bool(vars(module).get("_skip_jit") is True or getattr(fn, "_skip_jit", False) is True)
+    return ProblemModule(role, path, module, entry, fn, file_sha256(path), eager)
 
 
 def _candidate_module_name(candidate: Path, reference_name: str) -> str:

@@ -61,12 +61,12 @@ def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], No
         inputs, _ = backend.create_inputs(pair.reference, request.seed, request.dtype)
         flush, flush_text = backend.cache_flusher()
         with compile_slot():
-            copy = backend.compile_timed(pair.candidate.entry, inputs, clock, flush)
+            copy = backend.compile_timed(pair.candidate.entry, inputs, clock, flush, eager=pair.reference.eager)
         copy.output()
         with compile_slot():
-            ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush)
+            ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush, eager=pair.reference.eager)
         ref.output()
-        interpreted = backend.interprets(pair.reference.entry, inputs)
+        interpreted = backend.interprets(pair.reference.entry, inputs, pair.reference.eager)
         budget = min(request.budget_s, CPU_BUDGET_S) if backend.interpreted else request.budget_s  # the CPU stand-in
         max_rounds = CPU_MAX_ROUNDS if backend.interpreted else 200
 
@@ -76,8 +76,8 @@ def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], No
             fresh = backend.copy_inputs(inputs)
             with compile_slot():
                 return (
-                    backend.compile_timed(pair.reference.entry, fresh, clock, flush),
-                    backend.compile_timed(pair.candidate.entry, fresh, clock, flush),
+                    backend.compile_timed(pair.reference.entry, fresh, clock, flush, eager=pair.reference.eager),
+                    backend.compile_timed(pair.candidate.entry, fresh, clock, flush, eager=pair.reference.eager),
                 )
 
         samples, stop_reason, per_round, per_call_s = collect(

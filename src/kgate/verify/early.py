@@ -55,6 +55,9 @@ class CheckRequest:
 
     def __post_init__(self) -> None:
         firing.parse_classes(self.klass)
+        if not self.phase_budget_s > 0:
+            raise KgateError(f"--phase-budget {self.phase_budget_s:g} is not a positive number of seconds.",
+                             "give e.g. --phase-budget 300.")
         if not self.seeds:
             raise KgateError("no seeds given.", "pass at least one --seed, e.g. --seed 42 --seed 43.")
         if len(set(self.seeds)) != len(self.seeds):

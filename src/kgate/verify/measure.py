@@ -357,7 +357,8 @@ def _measure(
         integrity: list[Check] = []
         if request.reference_first:
             with compile_slot():
-                ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush, keep_outputs=False)
+                ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush, keep_outputs=False,
+                                             eager=pair.reference.eager)
             ref.output()
         try:
             beat("phase compiling the candidate")
@@ -372,10 +373,11 @@ def _measure(
         if not request.reference_first:
             beat("phase compiling the reference")
             with compile_slot():
-                ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush, keep_outputs=False)
+                ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush, keep_outputs=False,
+                                             eager=pair.reference.eager)
             ref.output()
         watch.track("reference timed call", ref)
-        interpreted = backend.interprets(pair.reference.entry, inputs) or backend.interprets(pair.candidate.entry, inputs)
+        interpreted = backend.interprets(pair.reference.entry, inputs, pair.reference.eager) or backend.interprets(pair.candidate.entry, inputs)
         cpu = backend.interpreted  # the CPU stand-in (shared, few cores): timing is capped, compiled or not
         budget = min(request.budget_s, CPU_BUDGET_S) if cpu else request.budget_s
         max_rounds = min(request.max_rounds, CPU_MAX_ROUNDS) if cpu else request.max_rounds
@@ -397,7 +399,8 @@ def _measure(
             with compile_slot():
                 new_cand = backend.compile_timed(pair.candidate.entry, fresh, clock, flush)  # candidate first
             with compile_slot():
-                new_ref = backend.compile_timed(pair.reference.entry, fresh, clock, flush, keep_outputs=False)
+                new_ref = backend.compile_timed(pair.reference.entry, fresh, clock, flush, keep_outputs=False,
+                                                eager=pair.reference.eager)
             legs.update(candidate=new_cand, reference=new_ref)
             watch.track(f"session {session} candidate timed call", new_cand, volatile=("_alive",))
             watch.track(f"session {session} reference timed call", new_ref)

@@ -77,7 +77,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
             beat(f"phase reference and oracle outputs on probe {key}")
             try:
                 with config_set(probe.get("config", {}), reference.config):
-                    ref_out = backend.run(reference.entry, inputs)
+                    ref_out = backend.run(reference.entry, inputs, eager=reference.eager)
                     oracle = _oracle(backend, reference, inputs, ref_out, probe)
             except Exception as exc:
                 if probe.get("label"):  # an edge the reference itself cannot take: skipped, and said
@@ -89,7 +89,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
                 ) from exc
             if not probe.get("label") and not self_check:
                 self_check = _self_consistent(backend, reference, inputs, ref_out, oracle, seed)
-            trees[f"{key}-inputs"] = backend.to_host(inputs)
+            trees[f"{key}-inputs"] = backend.to_host(tuple(x for x in inputs if not backend.is_static(x)))
             trees[f"{key}-reference"] = ref_out
             trees[f"{key}-oracle"] = oracle
         reference_compiled = None
@@ -154,7 +154,7 @@ def _oracle(backend: Any, reference: Any, inputs: Any, ref_out: Any, probe: dict
     reference's: said in `oracle_note`, with the fallback used (float64 -> float32 -> the
     reference's own output, whose zero floor only tightens the grading)."""
     try:
-        oracle = backend.run_oracle(reference.entry, inputs, "float32")
+        oracle = backend.run_oracle(reference.entry, inputs, "float32", reference.eager)
     except Exception as exc:
         probe.update(oracle_kind="reference", oracle_note=(
             f"the float32 oracle (the reference recomputed with float32 inputs) failed: {describe(exc).rstrip('.')}; the "
@@ -163,7 +163,7 @@ def _oracle(backend: Any, reference: Any, inputs: Any, ref_out: Any, probe: dict
     probe["oracle_kind"] = "float32"
     if parity.floor_is_degenerate(ref_out, oracle):
         try:
-            oracle, probe["oracle_kind"] = backend.run_oracle(reference.entry, inputs, "float64"), "float64"
+            oracle, probe["oracle_kind"] = backend.run_oracle(reference.entry, inputs, "float64", reference.eager), "float64"
         except Exception as exc:
             probe["oracle_note"] = (
                 f"the float64 oracle (the reference recomputed with float64 inputs) failed: {describe(exc).rstrip('.')}; the "
@@ -242,7 +242,7 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
         if first is not None:  # a kernel-free program on the CPU is compiled code, not an interpreter's
             beat("phase tracing the programs for kernels")
             try:
-                result["interprets"] = backend.interprets(pair.reference.entry, first) or backend.interprets(
+                result["interprets"] = backend.interprets(pair.reference.entry, first, pair.reference.eager) or backend.interprets(
                     pair.candidate.entry, first)
             except Exception:
                 result["interprets"] = backend.interpreted

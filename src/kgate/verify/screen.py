@@ -66,6 +66,9 @@ class VerifyRequest:
     artifacts: Path | None = None
 
     def __post_init__(self) -> None:
+        if not self.phase_budget_s > 0:
+            raise KgateError(f"--phase-budget {self.phase_budget_s:g} is not a positive number of seconds.",
+                             "give e.g. --phase-budget 300.")
         if self.mode not in ("screen", "full"):
             raise KgateError(f"--mode {self.mode!r} is not a verify mode.", "use --mode screen or --mode full.")
         if self.mode == "screen" and (self.author_claim_p50 is not None or self.spec):
@@ -129,7 +132,7 @@ def _run_leg(
     with chip_lock.hold(path, say=say, what=f"kgate verify {kind} leg"):
         say(f"running the {kind} leg in a fresh process")
         return spawn.run(kind, payload, workdir / kind, env=_leg_env(request), beats=kind == "measure",
-                         phase_budget_s=request.phase_budget_s)
+                         phase_budget_s=request.phase_budget_s if kind == "measure" else None)  # only it beats phases
 
 
 def _checks(request: VerifyRequest, say: Callable[[str], None], workdir: Path) -> dict[str, Any]:

@@ -79,7 +79,7 @@ class LegProcess:
         for ns, line in list(self.beats):
             if line.startswith("phase "):
                 stamp, name = ns, line[6:]
-        if name.startswith("timing"):
+        if name.startswith("timing") and self.kind == "measure":
             return None  # the timed rounds answer to --budget, and each round to its tick
         if name == "waiting":
             if self.went_ns is None:
