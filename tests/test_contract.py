@@ -175,3 +175,10 @@ def test_progress_goes_to_stderr_as_plain_periodic_lines_off_a_terminal_and_neve
     quiet = progress_callback(False, every_s=3600.0)
     quiet(5, 0.1)
     assert capsys.readouterr().err == ""  # at most one line per period
+
+
+def test_the_clis_phase_budget_default_is_the_verify_layers():
+    from kgate.cli.common import PHASE_BUDGET_S as CLI_DEFAULT
+    from kgate.verify.early import PHASE_BUDGET_S
+
+    assert CLI_DEFAULT == PHASE_BUDGET_S

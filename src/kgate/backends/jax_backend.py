@@ -33,6 +33,7 @@ from kgate.backends.base import (
 )
 from kgate.errors import KgateError, describe
 from kgate.problem.module import ProblemModule, config_set
+from kgate.problem.oppoint import refuse_ineffective
 
 # What a timed call goes through, bound when kgate is imported (before any candidate code):
 # a candidate that rebinds jax.block_until_ready later changes nothing kgate times.
@@ -181,6 +182,7 @@ class JaxBackend:
         self.platform = device.platform
         self.interpreted = self.platform == "cpu"
         self._device_kind = getattr(device, "device_kind", self.platform)
+        self._signatures: dict[tuple[Any, ...], str | None] = {}
 
     # -- device -------------------------------------------------------------------------
     def device(self) -> DeviceInfo:
@@ -270,7 +272,14 @@ class JaxBackend:
     def program_signature(self, problem: ProblemModule, dtype: str | None) -> str | None:
         """A digest of what the op-point builds: create_inputs' traced program (shapes,
         constants, static values) and the entry's traced program on those inputs. None when
-        either cannot be traced abstractly."""
+        either cannot be traced abstractly. Traced once per CONFIG state (the override check
+        and the odd-shape probe ask for the same one)."""
+        key = (id(problem.module), problem.entry_name, dtype, repr(sorted((problem.config or {}).items())))
+        if key not in self._signatures:
+            self._signatures[key] = self._program_signature(problem, dtype)
+        return self._signatures[key]
+
+    def _program_signature(self, problem: ProblemModule, dtype: str | None) -> str | None:
         try:
             closed, inputs = self._traced_inputs(problem, dtype)
             fn, arrays = bind_static(problem.entry, inputs)
@@ -299,6 +308,12 @@ class JaxBackend:
         with config_set(changed, config):
             before = self.program_signature(problem, dtype)
         return sorted(changed) if before == now else []
+
+    def refuse_ineffective(self, problem: ProblemModule, dtype: str | None, op_point: Any, given: dict[str, Any]) -> None:
+        """Refuse an op-point override (`given`: the --set keys; the rest came from TINY) that
+        builds the very same program as the values it replaced: that op-point never runs."""
+        refuse_ineffective(self.ineffective_overrides(problem, dtype, dict(op_point.replaced)), op_point, given,
+                           problem.path.name)
 
     def available_memory(self) -> tuple[int, str] | None:
         """Bytes free where the arrays live: the accelerator's memory, or the host's

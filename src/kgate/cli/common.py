@@ -72,6 +72,7 @@ FamilyOpt = Annotated[
                  "folder or worktree, with neither --reference nor --candidate, that family is taken."),
 ]
 EntryOpt = Annotated[str, typer.Option("--entry", help="Name of the candidate's entry function.")]
+PHASE_BUDGET_S = 300.0  # kgate.verify.early.PHASE_BUDGET_S, without importing the verify layer at start-up
 PhaseBudgetOpt = Annotated[float, typer.Option(
     "--phase-budget", metavar="SECONDS",
     help="Longest a leg may spend in one phase (importing, making inputs, tracing, compiling, running); past it the "
@@ -244,7 +245,7 @@ def problem_request(
     forbid_shape: list[str] | None = None,
     kernel_share: float | None = None,
     reference_entry: str = "workload",
-    phase_budget: float = 300.0,
+    phase_budget: float = PHASE_BUDGET_S,
 ):  # -> CheckRequest
     from kgate.gates.parity import ParitySpec
     from kgate.verify import CheckRequest

@@ -22,7 +22,6 @@ from kgate.backends import get_backend
 from kgate.gates.bar import Bar
 from kgate.gates.common import Check, GateResult
 from kgate.problem import load_pair
-from kgate.problem.oppoint import refuse_ineffective
 from kgate.verify.lock import compile_slot
 from kgate.verify.measure import (
     CPU_BUDGET_S,
@@ -56,8 +55,7 @@ def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], No
     backend = get_backend("jax")
     with load_pair(request.reference, request.reference, overrides=request.overrides, entry=request.reference_entry,
                    reference_entry=request.reference_entry) as pair:
-        refuse_ineffective(backend.ineffective_overrides(pair.reference, request.dtype, dict(pair.op_point.replaced)),
-                           pair.op_point, request.overrides, pair.reference.path.name)
+        backend.refuse_ineffective(pair.reference, request.dtype, pair.op_point, dict(request.overrides))
         inputs, _ = backend.create_inputs(pair.reference, request.seed, request.dtype)
         flush, flush_text = backend.cache_flusher()
         with compile_slot():

@@ -39,6 +39,12 @@ DEFAULT_SEEDS: tuple[int, ...] = (42, 43)
 PHASE_BUDGET_S = 300.0  # per phase of a leg (importing, making inputs, tracing, compiling, running ...)
 
 
+def check_phase_budget(seconds: float) -> None:
+    if not seconds > 0:
+        raise KgateError(f"--phase-budget {seconds:g} is not a positive number of seconds.",
+                         f"give e.g. --phase-budget {PHASE_BUDGET_S:g}.")
+
+
 @dataclass(frozen=True)
 class CheckRequest:
     reference: Path
@@ -55,9 +61,7 @@ class CheckRequest:
 
     def __post_init__(self) -> None:
         firing.parse_classes(self.klass)
-        if not self.phase_budget_s > 0:
-            raise KgateError(f"--phase-budget {self.phase_budget_s:g} is not a positive number of seconds.",
-                             "give e.g. --phase-budget 300.")
+        check_phase_budget(self.phase_budget_s)
         if not self.seeds:
             raise KgateError("no seeds given.", "pass at least one --seed, e.g. --seed 42 --seed 43.")
         if len(set(self.seeds)) != len(self.seeds):

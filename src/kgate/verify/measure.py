@@ -30,7 +30,6 @@ from kgate.gates.bar import Bar, evaluate_bar
 from kgate.gates.common import Check, GateResult
 from kgate.gates.parity import timed_agreement
 from kgate.problem import load_pair
-from kgate.problem.oppoint import refuse_ineffective
 from kgate.verify.lock import compile_slot
 from kgate.verify import census
 from kgate.verify.outcome import EAGER_NOTE, Report
@@ -345,8 +344,7 @@ def _measure(
                 )
         else:
             # the reference's and the candidate's outputs, a kept first output, a session's fresh inputs: ~2 probes
-            refuse_ineffective(backend.ineffective_overrides(pair.reference, request.dtype, dict(pair.op_point.replaced)),
-                               pair.op_point, request.overrides, pair.reference.path.name)
+            backend.refuse_ineffective(pair.reference, request.dtype, pair.op_point, dict(request.overrides))
             backend.ensure_fits(pair.reference, request.dtype, 2, dict(pair.reference.config or {}))
             inputs, _ = backend.create_inputs(pair.reference, request.seed, request.dtype)
         created = backend.digest(inputs)

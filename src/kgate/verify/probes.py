@@ -22,7 +22,6 @@ from kgate.backends import get_backend, wire
 from kgate.errors import KgateError, describe
 from kgate.gates import parity
 from kgate.problem import config_set, load_pair, load_reference
-from kgate.problem.oppoint import refuse_ineffective
 from kgate.verify.spawn import beat
 from kgate.verify.watch import Watch
 
@@ -46,8 +45,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
             made.append(inputs)
 
         beat("phase making inputs")
-        refuse_ineffective(backend.ineffective_overrides(reference, req["dtype"], dict(op_point.replaced)), op_point,
-                           req["overrides"], reference.path.name)
+        backend.refuse_ineffective(reference, req["dtype"], op_point, req["overrides"])
         held = len(req["seeds"]) + (2 if req.get("edges") else 0) + (1 if req.get("odd") else 0)  # all held at once
         sized = backend.ensure_fits(reference, req["dtype"], held, op_point.values)
         for seed in req["seeds"]:

@@ -35,6 +35,7 @@ from kgate.problem.module import file_sha256
 from kgate.verify import lock as chip_lock
 from kgate.verify import receipt as receipts
 from kgate.verify import spawn
+from kgate.verify.early import PHASE_BUDGET_S, check_phase_budget
 from kgate.verify.outcome import EAGER_NOTE, Report
 
 CACHE_ENV = "KGATE_VERIFIER_CACHE"
@@ -48,7 +49,7 @@ class VerifyRequest:
     klass: str = "kernel-authored"
     seeds: tuple[int, ...] = (42, 43)
     reference_entry: str = "workload"
-    phase_budget_s: float = 300.0
+    phase_budget_s: float = PHASE_BUDGET_S
     dtype: str | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict)
     parity: str = "floor"
@@ -66,9 +67,7 @@ class VerifyRequest:
     artifacts: Path | None = None
 
     def __post_init__(self) -> None:
-        if not self.phase_budget_s > 0:
-            raise KgateError(f"--phase-budget {self.phase_budget_s:g} is not a positive number of seconds.",
-                             "give e.g. --phase-budget 300.")
+        check_phase_budget(self.phase_budget_s)
         if self.mode not in ("screen", "full"):
             raise KgateError(f"--mode {self.mode!r} is not a verify mode.", "use --mode screen or --mode full.")
         if self.mode == "screen" and (self.author_claim_p50 is not None or self.spec):
