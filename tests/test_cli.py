@@ -72,6 +72,10 @@ def test_help_documents_the_contract():
 
 def test_measure_json_and_human_output_label_interpreter_timings():
     args = ["measure", "-r", RMS / "reference.py", "-c", RMS / "pallas.py", "--set", "seq_len=16", "--budget", "1"]
+    untimed = kgate(*args)  # by default an interpreted kernel is not timed, and says so
+    assert untimed.returncode == 1 and "SKIPPED" in untimed.stdout and "not timed" in untimed.stdout
+    assert "where the seconds went" in untimed.stdout and "95% CI" not in untimed.stdout
+    args.append("--time-interpreted")
     proc = kgate(*args, "--json")
     assert proc.returncode in (0, 1, 2), proc.stderr
     data = json.loads(proc.stdout)

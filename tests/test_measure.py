@@ -94,8 +94,30 @@ def test_calibrate_reports_noise_floor_dispatch_floor_and_measurability():
     assert any(c.name == "aa_unbiased" for c in report.gates["calibration"].checks)
 
 
-def test_a_kernel_in_interpret_mode_makes_the_timings_interpreted():
+def test_a_kernel_in_interpret_mode_is_not_timed_by_default_and_the_bar_stays_undecided():
     report = measure("pallas.py", overrides={"seq_len": 16}, budget_s=1.0, bar=parse_bar("speedup > 1.01x"))
+    data = report.to_json()
+    assert data["interpreted"] is True
+    assert data["gates"]["timing"]["status"] == "SKIPPED" and "--time-interpreted" in data["gates"]["timing"]["reason"]
+    assert "samples_ms" not in data["gates"]["timing"] and "speedup" not in data["gates"]["timing"]
+    assert data["gates"]["bar"]["status"] == "SKIPPED" and data["gates"]["bar"]["outcome"] == "UNDECIDED"
+    assert data["gates"]["integrity"]["status"] == "PASS"
+    assert data["exit_code"] == 1 and any("timing skipped" in a for a in data["advisories"])  # never a silent 0
+    assert data["next_step"].startswith("not timed")
+
+
+def test_an_interpreted_reference_is_not_calibrated_by_default(write_module):
+    kernel_reference = write_module("kernel_reference.py", (
+        f"import sys\nsys.path.insert(0, {str(RMS)!r})\n"
+        "from reference import CONFIG, create_inputs\nfrom pallas import workload\n"))
+    report = run_calibrate(CalibrateRequest(reference=kernel_reference, overrides={"seq_len": 16}, budget_s=1.0))
+    assert report.gates["calibration"].status == "SKIPPED" and report.gates["timing"].status == "SKIPPED"
+    assert report.exit_code == 1
+
+
+def test_time_interpreted_times_it_and_labels_the_timings_interpreted():
+    report = measure("pallas.py", overrides={"seq_len": 16}, budget_s=1.0, bar=parse_bar("speedup > 1.01x"),
+                     time_interpreted=True)
     data = report.to_json()
     assert data["interpreted"] is True
     assert any(c["name"] == "interpreted" for c in data["gates"]["timing"]["checks"])

@@ -250,7 +250,7 @@ def test_authoring_phase_end_to_end(example_repo, tmp_path):
     assert proc.returncode == 0, proc.stderr
     shutil.copy(EXAMPLE / "pallas.py", wt / "ops" / "rmsnorm.py")
     r3 = _receipt(wt, tmp_path, "c3", "measure", "--set", "seq_len=16", "--set", "emb_dim=256", "--set", "batch=1",
-                  "--budget", "1", "--min-rounds", "2", "--max-rounds", "4", "--sessions", "2")
+                  "--budget", "1", "--min-rounds", "2", "--max-rounds", "4", "--sessions", "2", "--time-interpreted")
     proc = kgate(repo, "cand", "rmsnorm", "cand3", "--receipt", r3, "--why", "kept: correct, firing")
     assert proc.returncode == 0, proc.stderr
     assert "interpreter timings" in proc.stderr

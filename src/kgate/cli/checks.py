@@ -135,6 +135,15 @@ TargetCiOpt = Annotated[
 MinRoundsOpt = Annotated[int, typer.Option("--min-rounds", help="Rounds before the stop rule may fire.")]
 MaxRoundsOpt = Annotated[int, typer.Option("--max-rounds", help="Upper bound on rounds.")]
 PerRoundOpt = Annotated[int, typer.Option("--per-round", help="Interleaved pairs per round (0: sized from the warm-up).")]
+TimeInterpretedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--time-interpreted",
+        help="Time a kernel that runs in an interpreter (Pallas interpret mode) anyway: capped short and labelled "
+        "interpreted, it backs no verdict. Default: such runs are not timed (the timing gate is SKIPPED, the bar "
+        "UNDECIDED).",
+    ),
+]
 SessionsOpt = Annotated[
     int, typer.Option("--sessions", help="Sessions, each with fresh compiles and fresh input values (a seed drawn after the candidate's import); the interval carries their spread.")
 ]
@@ -181,6 +190,7 @@ def measure(
     max_rounds: MaxRoundsOpt = 200,
     per_round: PerRoundOpt = 0,
     sessions: SessionsOpt = 4,
+    time_interpreted: TimeInterpretedOpt = False,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -192,7 +202,9 @@ def measure(
     coin-flip order, in rounds until the speedup's interval is narrow enough or the
     budget is spent. Reports per-leg p50/mean/std/min/IQR, the speedup with its bootstrap
     interval, the run-to-run sigma and the minimum detectable effect; with --bar, MET /
-    MISSED / UNDECIDED with the arithmetic. Interpreter timings (a kernel in interpret mode) are labelled as such.
+    MISSED / UNDECIDED with the arithmetic. A kernel that runs in an interpreter (Pallas
+    interpret mode on a CPU) is not timed unless --time-interpreted asks; then its timings are
+    capped and labelled interpreted, and they never back a verdict.
     """
     from kgate.gates.bar import parse_bar
     from kgate.verify.measure import MeasureRequest, run_measure
@@ -218,6 +230,7 @@ def measure(
             max_rounds=max_rounds,
             per_round=per_round,
             sessions=sessions,
+            time_interpreted=time_interpreted,
         )
 
     run_report(as_json, output, produce, advisories_ok)
@@ -234,6 +247,7 @@ def calibrate(
     budget: BudgetOpt = 10.0,
     per_round: PerRoundOpt = 0,
     sessions: SessionsOpt = 4,
+    time_interpreted: TimeInterpretedOpt = False,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -259,6 +273,7 @@ def calibrate(
             budget_s=budget,
             per_round=per_round,
             sessions=sessions,
+            time_interpreted=time_interpreted,
         ),
         progress=progress_callback(as_json),
     ), advisories_ok)
@@ -281,6 +296,7 @@ def verify(
     bar: BarOpt = None,
     budget: BudgetOpt = 20.0,
     sessions: SessionsOpt = 4,
+    time_interpreted: TimeInterpretedOpt = False,
     expect_hlo: ExpectHloOpt = None,
     forbid_hlo: ForbidHloOpt = None,
     kernel_calls: KernelCallsOpt = None,
@@ -315,7 +331,8 @@ def verify(
 
     --mode screen: integrity + multi-seed parity + firing audit at the op-point, then
     co-measured timing (+ the bar), each leg in a fresh process holding the chip lock,
-    with a verifier-owned compilation cache. --mode full adds a second cold process in
+    with a verifier-owned compilation cache; a kernel the checks found running in an
+    interpreter is not timed (--time-interpreted times it anyway). --mode full adds a second cold process in
     the other ordering, the reproduction check against --author-claim-p50 (over 2x apart
     is an anomaly), the coverage battery for --spec, and a profiler capture whose timing
     is discarded. The receipt (self-hashed canonical JSON) is written atomically at the
@@ -370,6 +387,7 @@ def verify(
             author_claim_p50=author_claim_p50,
             spec=spec,
             artifacts=artifacts or path.with_suffix(".artifacts"),
+            time_interpreted=time_interpreted,
         )
         try:
             if spinner is not None:

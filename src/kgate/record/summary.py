@@ -118,7 +118,7 @@ class ReportSummary:
     @property
     def p50_cell(self) -> str:
         if self.p50_ms is None:
-            return "not timed"
+            return "not timed (interpreted)" if self.interpreted else "not timed"
         return f"{self.p50_ms:.4g}" + (" (interpreted)" if self.interpreted else "")
 
     @property

@@ -81,9 +81,12 @@ def build(ex: Experiment, page: Page, facts: Facts, findings: list[Finding]) -> 
         interpreted = "(interpreted)" in row.p50_ms
         if row.parity.startswith("FAIL"):
             blockers.append(f"{row.candidate} failed parity ({row.parity}): its prediction was not tested")
+        pred = predicted.get(row.candidate)
+        if not m and pred is not None and interpreted:
+            blockers.append(f"{row.candidate}: predicted {pred:g}x; not timed, because its kernel runs in an "
+                            "interpreter here, so the prediction was not tested: time it on the device")
         if m:
             est, low, high = (float(g) for g in m.groups())
-            pred = predicted.get(row.candidate)
             points.append(SpeedupPoint(row.candidate, est, low, high, interpreted, pred))
             if pred is not None and interpreted:  # a device prediction is never weighed against an interpreter
                 blockers.append(f"{row.candidate}: predicted {pred:g}x; its timings are interpreter timings "

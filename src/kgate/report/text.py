@@ -58,9 +58,26 @@ def render_report(report: Report, console: Console) -> None:
         for check in gate.checks:
             table.add_row(Text(name), Text(check.name), Text(check.status, _STYLE.get(check.status, "")), Text(check.detail))
     console.print(table)
+    _render_seconds(ctx, console)
     for advisory in report.advisories:
         console.print(Text(f"advisory: {advisory}", _STYLE["ADVISORY"]), soft_wrap=True)
     console.print(Text(f"next: {report.next_step}", "bold" if status != "PASS" else ""), soft_wrap=True)
+
+
+def _render_seconds(ctx: dict[str, Any], console: Console) -> None:
+    """Where the seconds went: one line per leg, its phases in the order they began."""
+    seconds = ctx.get("seconds")
+    if not isinstance(seconds, dict) or not seconds.get("legs"):
+        return
+    wall = seconds.get("wall_s", ctx.get("wall_s"))
+    console.print(Text("where the seconds went" + (f" ({_f(wall, '.1f')} s of wall time)" if wall is not None else "")
+                       + ":", "bold"))
+    for leg, phases in seconds["legs"].items():
+        total = sum(float(s) for _, s in phases)
+        parts = " · ".join(f"{name} {float(s):.1f}" for name, s in phases if float(s) >= 0.05)
+        console.print(f"  {leg}, {total:.1f} s: {parts}", soft_wrap=True, markup=False)
+    if "grading_s" in seconds:
+        console.print(f"  grading here: {float(seconds['grading_s']):.1f} s", markup=False)
 
 
 def _f(value: Any, spec: str) -> str:

@@ -30,7 +30,8 @@ from kgate.verify.measure import (
     collect,
     timing_gate,
 )
-from kgate.verify.outcome import Report
+from kgate.verify.spawn import beat, phase_seconds, phases_here
+from kgate.verify.outcome import NOT_TIMED, NOT_TIMED_NOTE, Report, not_timed_gates
 
 
 @dataclass(frozen=True)
@@ -45,26 +46,50 @@ class CalibrateRequest:
     per_round: int = 0
     sessions: int = 4
     order_seed: int | None = None
+    time_interpreted: bool = False  # time a reference that runs a kernel in an interpreter; default: skip
 
 
 def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], None] | None = None) -> Report:
     """Measure the rig: the reference against a separately loaded copy of itself (A/A),
     and the dispatch floor of one trivial op on the same buffers."""
+    with phases_here() as clock:
+        report = _calibrate(request, progress)
+    report.context["seconds"] = {"legs": {"this process": phase_seconds(clock)}}
+    return report
+
+
+def _calibrate(request: CalibrateRequest, progress: Callable[[int, float], None] | None) -> Report:
     started = time.perf_counter()
     clock = kclock.perf_counter_ns
     backend = get_backend("jax")
+    beat("phase importing the reference and its copy")
     with load_pair(request.reference, request.reference, overrides=request.overrides, entry=request.reference_entry,
                    reference_entry=request.reference_entry) as pair:
         backend.refuse_ineffective(pair.reference, request.dtype, pair.op_point, dict(request.overrides))
+        beat("phase making inputs")
         inputs, _ = backend.create_inputs(pair.reference, request.seed, request.dtype)
+        beat("phase tracing the reference for kernels")
+        interpreted = backend.interprets(pair.reference.entry, inputs, pair.reference.eager)
+        context = {
+            "reference": pair.reference.to_json(),
+            "op_point": pair.op_point.to_json(),
+            "seed": request.seed,
+            "device": backend.device().to_json(),
+            "interpreted": interpreted,
+        }
+        if interpreted and not request.time_interpreted:  # an interpreter's noise says nothing about the device
+            gates = {"calibration": GateResult("calibration", (), {}, "not calibrated: " + NOT_TIMED.split(": ", 1)[1]),
+                     **not_timed_gates(None)}
+            return Report("calibrate", gates, {**context, "wall_s": round(time.perf_counter() - started, 3)},
+                          (NOT_TIMED_NOTE,))
         flush, flush_text = backend.cache_flusher()
+        beat("phase compiling the reference and its copy")
         with compile_slot():
             copy = backend.compile_timed(pair.candidate.entry, inputs, clock, flush, eager=pair.reference.eager)
         copy.output()
         with compile_slot():
             ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush, eager=pair.reference.eager)
         ref.output()
-        interpreted = backend.interprets(pair.reference.entry, inputs, pair.reference.eager)
         budget = min(request.budget_s, CPU_BUDGET_S) if backend.interpreted else request.budget_s  # the CPU stand-in
         max_rounds = CPU_MAX_ROUNDS if backend.interpreted else 200
 
@@ -89,6 +114,7 @@ def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], No
             rng=random.Random(request.order_seed),
             progress=progress,
         )
+        beat("phase timing the dispatch floor")
         with compile_slot():
             probe = backend.compile_timed(backend.dispatch_probe(inputs), inputs, clock, flush)
         for _ in range(3):
@@ -143,12 +169,4 @@ def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], No
                 )
             )
         gates = {"calibration": GateResult("calibration", tuple(checks), calibration), "timing": timing}
-        context = {
-            "reference": pair.reference.to_json(),
-            "op_point": pair.op_point.to_json(),
-            "seed": request.seed,
-            "device": backend.device().to_json(),
-            "interpreted": interpreted,
-            "wall_s": round(time.perf_counter() - started, 3),
-        }
-        return Report("calibrate", gates, context)
+        return Report("calibrate", gates, {**context, "wall_s": round(time.perf_counter() - started, 3)})

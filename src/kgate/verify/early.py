@@ -159,6 +159,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
     ref, cand, arrays, seeds = run_probe_legs(
         request, use_tiny=use_tiny, with_firing=with_firing, env=env, workdir=workdir
     )
+    legs_done = time.perf_counter()
     notes: list[str] = []
     if ref.get("odd_note"):
         notes.append(str(ref["odd_note"]))
@@ -248,6 +249,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         "isolation": "reference and oracle in a process that never imported the candidate; the candidate in a "
         "process that never held an expected output; verdicts graded in a process that imported neither",
         "wall_s": round(time.perf_counter() - started, 3),
+        "seconds": _seconds(ref, cand, time.perf_counter() - legs_done),
     }
     if workdir is not None:  # verify hands the first probe's inputs to its measure leg
         context["handoff"] = _handoff(ref, workdir)
@@ -257,6 +259,14 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             "every seed sees the same inputs."
         )
     return Report(command, gates, context, tuple(notes))
+
+
+def _seconds(ref: Mapping[str, Any], cand: Mapping[str, Any], grading_s: float) -> dict[str, Any]:
+    """Where the wall time went: each leg's phases on this process's clock (the two legs run
+    at once), then the grading here."""
+    legs = {f"{role} leg": spawn.phase_seconds(leg["parent_clock"]) for role, leg in (("reference", ref), ("candidate", cand))
+            if isinstance(leg.get("parent_clock"), Mapping)}
+    return {"legs": legs, "grading_s": round(grading_s, 3)}
 
 
 def _marginal(spec: ParitySpec, gate: GateResult) -> str:
@@ -317,7 +327,7 @@ def _candidate_crashed(command: str, request: CheckRequest, ref: Mapping[str, An
     gates = {"parity": GateResult("parity", (crashed,), {"spec": request.parity_spec.describe()})}
     context = {"class": request.klass, "reference": ref["reference"], "candidate": {"path": str(request.candidate)},
                "op_point": ref["op_point"], "seeds": list(seeds), "random_seed": random_seed,
-               "device": ref["device"], "interpreted": ref["interpreted"]}
+               "device": ref["device"], "interpreted": ref["interpreted"], "seconds": _seconds(ref, cand, 0.0)}
     return Report(command, gates, context, tuple(notes))
 
 

@@ -59,6 +59,7 @@ def _measure(req: dict[str, Any]) -> dict[str, Any]:
         inputs_file=Path(req["inputs_in"]) if req.get("inputs_in") else None,
         inputs_sha256=req.get("inputs_sha256"),
         inputs_file_sha256=req.get("inputs_file_sha256"),
+        time_interpreted=req.get("time_interpreted", False),
     )
     return run_measure(request).to_json()
 

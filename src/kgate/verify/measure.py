@@ -32,8 +32,8 @@ from kgate.gates.parity import timed_agreement
 from kgate.problem import load_pair
 from kgate.verify.lock import compile_slot
 from kgate.verify import census
-from kgate.verify.outcome import EAGER_NOTE, Report
-from kgate.verify.spawn import beat, wait_tick
+from kgate.verify.outcome import EAGER_NOTE, NOT_TIMED_NOTE, Report, not_timed_gates
+from kgate.verify.spawn import beat, phase_seconds, phases_here, wait_tick
 from kgate.verify.streams import stdout_to_stderr
 from kgate.verify.watch import Watch
 
@@ -65,6 +65,7 @@ class MeasureRequest:
     inputs_sha256: str | None = None
     inputs_file_sha256: str | None = None
     order_seed: int | None = None
+    time_interpreted: bool = False  # time a kernel that runs in an interpreter (capped, labelled); default: skip
 
     def __post_init__(self) -> None:
         if self.sessions < 1:
@@ -314,8 +315,10 @@ def run_measure(request: MeasureRequest, progress: Callable[[int, float], None] 
     backend.warm_up()  # the framework's own threads exist before the census below
     watch = Watch(backend)  # before any candidate code exists in this process
     try:
-        with stdout_to_stderr():  # what the candidate prints never reaches kgate's stdout
-            return _measure(request, progress, backend, watch)
+        with stdout_to_stderr(), phases_here() as clock:  # what the candidate prints never reaches kgate's stdout
+            report = _measure(request, progress, backend, watch)
+        report.context["seconds"] = {"legs": {"this process": phase_seconds(clock)}}
+        return report
     finally:
         watch.restore()
         kclock.restore()
@@ -358,6 +361,15 @@ def _measure(
                 ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush, keep_outputs=False,
                                              eager=pair.reference.eager)
             ref.output()
+        beat("phase tracing the programs for kernels")
+        try:
+            interpreted = backend.interprets(pair.reference.entry, inputs, pair.reference.eager) or backend.interprets(
+                pair.candidate.entry, inputs)
+        except Exception as exc:
+            return _unmeasurable(request, pair, backend, describe(exc))
+        if interpreted and not request.time_interpreted:  # nothing spent on numbers that cannot count
+            watch.check("after tracing the candidate")
+            return _not_timed(request, pair, backend, watch, timer_changes_at_import, created, inputs, started)
         try:
             beat("phase compiling the candidate")
             with compile_slot():
@@ -375,7 +387,6 @@ def _measure(
                                              eager=pair.reference.eager)
             ref.output()
         watch.track("reference timed call", ref)
-        interpreted = backend.interprets(pair.reference.entry, inputs, pair.reference.eager) or backend.interprets(pair.candidate.entry, inputs)
         cpu = backend.interpreted  # the CPU stand-in (shared, few cores): timing is capped, compiled or not
         budget = min(request.budget_s, CPU_BUDGET_S) if cpu else request.budget_s
         max_rounds = min(request.max_rounds, CPU_MAX_ROUNDS) if cpu else request.max_rounds
@@ -419,6 +430,7 @@ def _measure(
             before_round=rounds.start,
             after_round=rounds.end,
         )
+        beat("phase checking the outputs and the process after timing")
         agreement.append(_agreement(legs, timed_seeds[-1]))
         last_out = cand.output()  # session 0's inputs again: the same answer as at first
         watch.check("at the end", "deep")
@@ -451,21 +463,45 @@ def _measure(
         if request.bar is not None:
             gates["bar"] = _bar_gate(request.bar, numbers, interpreted)
         context = {
-            "reference": pair.reference.to_json(),
-            "candidate": pair.candidate.to_json(),
-            "op_point": pair.op_point.to_json(),
-            "seed": request.seed,
-            "dtype": request.dtype,
-            "static_inputs": backend.static_inputs(inputs),
-            "device": backend.device().to_json(),
-            "interpreted": interpreted,
-            "input_sha256": created,
-            "input_dtypes": floating_dtypes(backend.to_host(inputs).leaves),
+            **_context(request, pair, backend, inputs, created, interpreted),
             "timed_seeds": timed_seeds,
             "first_leg": "reference" if request.reference_first else "candidate",
             "wall_s": round(time.perf_counter() - started, 3),
         }
         return Report("measure", gates, context, (EAGER_NOTE,) if pair.reference.eager else ())
+
+
+def _context(request: MeasureRequest, pair: Any, backend: Any, inputs: Any, created: str,
+             interpreted: bool) -> dict[str, Any]:
+    return {
+        "reference": pair.reference.to_json(),
+        "candidate": pair.candidate.to_json(),
+        "op_point": pair.op_point.to_json(),
+        "seed": request.seed,
+        "dtype": request.dtype,
+        "static_inputs": backend.static_inputs(inputs),
+        "device": backend.device().to_json(),
+        "interpreted": interpreted,
+        "input_sha256": created,
+        "input_dtypes": floating_dtypes(backend.to_host(inputs).leaves),
+    }
+
+
+def _not_timed(request: MeasureRequest, pair: Any, backend: Any, watch: Watch, timer_changes: list[str],
+               created: str, inputs: Any, started: float) -> Report:
+    """A run that found an interpreter and was not asked to time it: the integrity checks that
+    hold without timing, the timing gate SKIPPED with the reason (the bar UNDECIDED)."""
+    integrity = (
+        _process_check(watch.changes),
+        _tamper_check(pair.reference_changes),
+        _timer_check(sorted(set(timer_changes) | set(kclock.tampered()))),
+    )
+    gates = {"integrity": GateResult("integrity", integrity),
+             **not_timed_gates(request.bar.text if request.bar is not None else None)}
+    context = {**_context(request, pair, backend, inputs, created, True), "timing": "not timed (interpreted)",
+               "wall_s": round(time.perf_counter() - started, 3)}
+    notes = (NOT_TIMED_NOTE, *((EAGER_NOTE,) if pair.reference.eager else ()))
+    return Report("measure", gates, context, notes)
 
 
 def _bar_gate(bar: Bar, numbers: dict[str, Any], interpreted: bool) -> GateResult:
@@ -641,7 +677,7 @@ def _process_check(changes: list[str]) -> Check:
             "candidate code patched what the timing loop uses: " + "; ".join(changes[:12]),
             "the candidate must not rebind, wrap or monkeypatch kgate, jax or numpy.",
         )
-    return Check("process_untouched", "PASS", "kgate's modules and the array library's surface unchanged through timing")
+    return Check("process_untouched", "PASS", "kgate's modules and the array library's surface unchanged through the run")
 
 
 def _tamper_check(changes: tuple[str, ...]) -> Check:

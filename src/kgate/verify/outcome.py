@@ -53,6 +53,9 @@ class Report:
         if failed:
             name, check = failed[0]
             return f"fix {name}.{check.name}: {check.fix}"
+        if "timing" in self.gates and self.gates["timing"].details.get("not_timed"):
+            return ("not timed: here the kernel runs in an interpreter; its correctness is what this machine can "
+                    "check (`kgate gate`, `kgate parity`), its speed only the device can tell.")
         return {
             "gate": "early-kill gate passed: check parity at the full op-point with `kgate parity` next.",
             "parity": "parity passed: this candidate is correct on the probed seeds and op-point.",
@@ -74,3 +77,20 @@ class Report:
             "advisories": self.advisories,
             "next_step": self.next_step,
         }
+
+
+# Interpreter timings back no verdict: by default they are not taken at all.
+NOT_TIMED_NOTE = "timing skipped: interpreter timings back no verdict (--time-interpreted times them anyway)"
+NOT_TIMED = ("not timed: a kernel runs in an interpreter here (Pallas interpret mode), whose timings say nothing "
+             "about the device and can never back a verdict; the bar stays UNDECIDED. Pass --time-interpreted to "
+             "time it anyway (capped short, labelled interpreted), or time it on the device.")
+
+
+def not_timed_gates(bar: str | None) -> dict[str, GateResult]:
+    """The timing gate (and the bar's, when one is registered) of a run that did not time an
+    interpreter: SKIPPED with the reason, the bar's outcome UNDECIDED."""
+    gates = {"timing": GateResult("timing", (), {"not_timed": "interpreted"}, NOT_TIMED)}
+    if bar is not None:
+        gates["bar"] = GateResult("bar", (), {"bar": bar, "outcome": "UNDECIDED", "interpreted": True},
+                                  "not graded: no timings were taken (interpreted)")
+    return gates

@@ -176,13 +176,31 @@ def rederive_timing(timing: Mapping[str, Any], bar: Mapping[str, Any] | None) ->
     return problems
 
 
+def _not_timed_problems(receipt: Mapping[str, Any]) -> list[str]:
+    """Timing is skipped only for an interpreter, and then nothing may claim a timed outcome."""
+    gates = receipt.get("gates", {})
+    problems = []
+    if not receipt.get("interpreted", False):
+        problems.append("timing: SKIPPED, but the receipt says nothing ran in an interpreter (only interpreted "
+                        "runs go untimed)")
+    if "samples_ms" in gates["timing"] or "speedup" in gates["timing"]:
+        problems.append("timing: SKIPPED, yet it carries samples or a speedup")
+    bar = gates.get("bar")
+    if isinstance(bar, Mapping) and (bar.get("status") != "SKIPPED" or bar.get("outcome") != "UNDECIDED"):
+        problems.append(f"bar: recorded {bar.get('status')} {bar.get('outcome')} with no timings (only SKIPPED "
+                        "UNDECIDED follows)")
+    return problems
+
+
 def rederive(receipt: Mapping[str, Any]) -> list[str]:
     """Every inconsistency between the receipt's numbers and its statuses."""
     gates = receipt.get("gates", {})
     problems: list[str] = []
     if "parity" in gates:
         problems += rederive_parity(gates["parity"])
-    if "timing" in gates and gates["timing"].get("status") != "FAIL":
+    if gates.get("timing", {}).get("status") == "SKIPPED":
+        problems += _not_timed_problems(receipt)
+    elif "timing" in gates and gates["timing"].get("status") != "FAIL":
         problems += rederive_timing(gates["timing"], gates.get("bar"))
     for name, gate in gates.items():
         if name != "parity":

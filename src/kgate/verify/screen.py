@@ -18,6 +18,7 @@ import os
 import platform
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,7 @@ from kgate.verify import lock as chip_lock
 from kgate.verify import receipt as receipts
 from kgate.verify import spawn
 from kgate.verify.early import PHASE_BUDGET_S, check_phase_budget
-from kgate.verify.outcome import EAGER_NOTE, Report
+from kgate.verify.outcome import EAGER_NOTE, NOT_TIMED_NOTE, Report, not_timed_gates
 
 CACHE_ENV = "KGATE_VERIFIER_CACHE"
 
@@ -65,6 +66,7 @@ class VerifyRequest:
     author_claim_p50: float | None = None
     spec: str | None = None
     artifacts: Path | None = None
+    time_interpreted: bool = False  # time a kernel that runs in an interpreter (capped, labelled); default: skip
 
     def __post_init__(self) -> None:
         check_phase_budget(self.phase_budget_s)
@@ -191,16 +193,28 @@ def run_verify(request: VerifyRequest, say: Callable[[str], None] = lambda _: No
         "dtype": request.dtype,
         "overrides": dict(request.overrides),
     }
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kgate-verify-") as scratch:
         workdir = Path(scratch)
         checks_leg = _checks(request, say, workdir)
         handoff = checks_leg.pop("handoff")
-        timing: dict[str, Any] = {"bar": request.bar, "budget_s": request.budget_s, "sessions": request.sessions}
+        timing: dict[str, Any] = {"bar": request.bar, "budget_s": request.budget_s, "sessions": request.sessions,
+                                  "time_interpreted": request.time_interpreted}
         timing.update(
             inputs_in=handoff["path"], inputs_sha256=handoff["input_sha256"], inputs_file_sha256=handoff["file_sha256"]
         )
-        measure_leg = _run_leg("measure", {**common, **timing}, request, say, workdir)
-        return _finish(request, common, checks_leg, measure_leg, timing, say, workdir)
+        if checks_leg.get("interpreted", True) and not request.time_interpreted:
+            say("not timing: a kernel runs in an interpreter here (--time-interpreted times it anyway)")
+            measure_leg = _not_timed_leg(request)
+        else:
+            measure_leg = _run_leg("measure", {**common, **timing}, request, say, workdir)
+        return _finish(request, common, checks_leg, measure_leg, timing, say, workdir, started)
+
+
+def _not_timed_leg(request: VerifyRequest) -> dict[str, Any]:
+    """What stands for a measure leg that was not run: the checks found an interpreter."""
+    gates = not_timed_gates(request.bar)
+    return {"not_timed": True, "interpreted": True, "gates": {name: g.to_json() for name, g in gates.items()}}
 
 
 def _finish(
@@ -211,11 +225,13 @@ def _finish(
     timing: dict[str, Any],
     say: Callable[[str], None],
     workdir: Path,
+    started: float,
 ) -> tuple[Report, dict[str, Any]]:
     legs = [("checks", checks_leg), ("measure", measure_leg)]
     extra: dict[str, Any] = {}
     if request.mode == "full":
-        reverse = _run_leg("measure", {**common, **timing, "reference_first": True}, request, say, workdir / "reversed")
+        reverse = measure_leg if measure_leg.get("not_timed") else _run_leg(
+            "measure", {**common, **timing, "reference_first": True}, request, say, workdir / "reversed")
         legs.append(("reversed", reverse))
         if request.spec:
             legs.append(("coverage", _run_leg("coverage", {**common, "spec": request.spec}, request, say, workdir)))
@@ -236,7 +252,7 @@ def _finish(
             else:
                 gates[name] = _gate_from_json(name, data)
     for leg_name, leg in legs:
-        if leg_name in ("measure", "reversed") and "gates" in leg:
+        if leg_name in ("measure", "reversed") and "gates" in leg and not leg.get("not_timed"):
             integrity.append(_parent_clock_check(leg_name, leg))
     if request.mode == "full":
         integrity += _full_checks(request, measure_leg, dict(legs)["reversed"])
@@ -263,10 +279,26 @@ def _finish(
         "device": source.get("device", {}),
         "interpreted": bool(measure_leg.get("interpreted", True)),  # it qualifies the timings
         "chip": request.chip,
+        "seconds": _seconds(checks_leg, [*legs[1:], ("capture", extra.get("capture", {}))], time.monotonic() - started),
     }
-    report = Report("verify", gates, context, (EAGER_NOTE,) if context["reference"].get("eager") else ())
+    notes = ((NOT_TIMED_NOTE,) if measure_leg.get("not_timed") else ()) + (
+        (EAGER_NOTE,) if context["reference"].get("eager") else ())
+    report = Report("verify", gates, context, notes)
     receipt = receipts.seal(_receipt_body(request, report, checks_leg, measure_leg))
     return report, receipt
+
+
+def _seconds(checks_leg: Mapping[str, Any], legs: list[tuple[str, Mapping[str, Any]]], wall_s: float) -> dict[str, Any]:
+    """Where verify's wall time went: the checks' two legs (run at once) and their grading, then
+    each later leg's phases, on this process's clock; a leg that was not run is absent."""
+    checks = checks_leg.get("seconds", {})
+    out: dict[str, Any] = {"legs": {f"checks: {role}": phases for role, phases in checks.get("legs", {}).items()}}
+    out["grading_s"] = checks.get("grading_s", 0.0)
+    for name, leg in legs:
+        if isinstance(leg.get("parent_clock"), Mapping):
+            out["legs"][f"{name} leg"] = spawn.phase_seconds(leg["parent_clock"])
+    out["wall_s"] = round(wall_s, 3)
+    return out
 
 
 def _parent_clock_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
@@ -293,7 +325,9 @@ COLD_ORDERING_MARGIN = 1.25
 def _full_checks(request: VerifyRequest, first: Mapping[str, Any], reverse: Mapping[str, Any]) -> list[Check]:
     checks: list[Check] = []
     a, b = _speedup(first), _speedup(reverse)
-    if a is None or b is None:
+    if first.get("not_timed"):
+        checks.append(Check("full.cold_orderings", "SKIPPED", "not timed (interpreted): no cold orderings to compare"))
+    elif a is None or b is None:
         checks.append(Check("full.cold_orderings", "FAIL", "a cold-process measurement did not complete", "see the timing gate."))
     else:
         disjoint = float(a["high"]) < float(b["low"]) or float(b["high"]) < float(a["low"])
@@ -327,6 +361,9 @@ def _full_checks(request: VerifyRequest, first: Mapping[str, Any], reverse: Mapp
     measured = first.get("gates", {}).get("timing", {}).get("candidate", {}).get("p50_ms")
     if request.author_claim_p50 is None:
         checks.append(Check("full.reproduction", "SKIPPED", "not checked: no --author-claim-p50 was given"))
+    elif first.get("not_timed"):
+        checks.append(Check("full.reproduction", "SKIPPED", "not checked: nothing was timed (interpreted), and an "
+                            "interpreter's p50 would say nothing about the author's device number"))
     elif measured is None:
         checks.append(Check("full.reproduction", "FAIL", "no verified p50 to compare the claim with", "see the timing gate."))
     else:
@@ -376,6 +413,7 @@ def _receipt_body(
         "chip": request.chip,
         "device": data.get("device", {}),
         "interpreted": data.get("interpreted", True),
+        "seconds": data.get("seconds", {}),
         "modules": {
             "reference": {"path": str(ref), "sha256": file_sha256(ref)},
             "candidate": {"path": str(cand), "sha256": file_sha256(cand), "entry": request.entry},

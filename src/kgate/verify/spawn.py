@@ -24,7 +24,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -273,6 +274,41 @@ def _read_beats(fd: int, beats: list[tuple[int, str]], ticks: list[tuple[int, in
             os.close(tick_fd)
 
 
+STARTING = "starting (the interpreter, kgate and the array library)"
+
+
+def phase_seconds(clock: Mapping[str, Any]) -> list[list[Any]]:
+    """Where a leg's wall time went, from its `parent_clock`: [phase, seconds] in the order the
+    phases began, each phase's stretches summed (from its `phase NAME` beat to the next one),
+    the time before the first beat as STARTING. The stamps are the parent's, not the leg's."""
+    wall = int(clock.get("wall_ns", 0))
+    marks: list[tuple[int, str]] = [(0, STARTING)]
+    marks += [(int(ns), str(line)[6:]) for ns, line in clock.get("beats", []) if str(line).startswith("phase ")]
+    spent: dict[str, int] = {}
+    for (start, name), (end, _) in zip(marks, [*marks[1:], (max(wall, marks[-1][0]), "")]):
+        spent[name] = spent.get(name, 0) + max(0, end - start)
+    return [[name, round(ns / 1e9, 3)] for name, ns in spent.items() if ns or name != STARTING]
+
+
+# Filled in place, never rebound: the process watch flags a kgate global that changes identity.
+_RECORDING: list[list[tuple[int, str]]] = []
+
+
+@contextmanager
+def phases_here() -> Iterator[dict[str, Any]]:
+    """For a command that runs in this process (`kgate measure`, `kgate calibrate`): record its
+    own phase beats on its own clock; the dict is filled on exit in `parent_clock`'s shape.
+    Diagnostics only: nothing is graded on them."""
+    clock: dict[str, Any] = {}
+    started, beats = time.monotonic_ns(), []
+    _RECORDING.append(beats)
+    try:
+        yield clock
+    finally:
+        _RECORDING.remove(beats)
+        clock.update(wall_ns=time.monotonic_ns() - started, beats=[[ns - started, line] for ns, line in beats])
+
+
 def no_dumps() -> None:
     """Mark this process non-dumpable (Linux): another process of the same user, without
     ptrace rights, can no longer read its memory through /proc. No effect elsewhere."""
@@ -287,6 +323,8 @@ def no_dumps() -> None:
 def beat(text: str) -> None:
     """In a leg: one line on the beat channel, which the parent timestamps with its own clock
     (nothing when the process is not a leg)."""
+    if _RECORDING and text.startswith("phase "):
+        _RECORDING[-1].append((time.monotonic_ns(), text))
     fd = os.environ.get("KGATE_BEAT_FD")
     if fd:
         os.write(int(fd), text.encode() + b"\n")
