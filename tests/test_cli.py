@@ -80,7 +80,8 @@ def test_measure_json_and_human_output_label_interpreter_timings():
     assert proc.returncode in (0, 1, 2), proc.stderr
     data = json.loads(proc.stdout)
     assert data["command"] == "measure" and data["interpreted"] is True  # the Pallas kernel ran in interpret mode
-    assert data["gates"]["timing"]["speedup"]["low"] <= data["gates"]["timing"]["speedup"]["high"]
+    speedup = data["gates"]["timing"]["speedup"]  # a short budget may leave it [0, inf]: JSON spells that "inf"
+    assert float(speedup["low"]) <= float(speedup["estimate"]) <= float(speedup["high"])
     human = kgate(*args)
     assert "interpreter timings, NOT device timings" in human.stdout
     assert "95% CI" in human.stdout and "minimum detectable speedup" in human.stdout

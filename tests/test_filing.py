@@ -88,7 +88,7 @@ SCENARIOS = {
 def filed_supported(records, dst: Path) -> dict:
     rec = copy_record(records("in_progress"), dst)
     proc = kgate(rec["root"], "verdict", "cumsum", "v001", "--receipt", rec["receipt"], "--json")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     return {**rec, "verdict": json.loads(proc.stdout)}
 
 

@@ -161,7 +161,7 @@ def test_replayed_answers_disagree_on_timed_inputs_never_seen():
     report = _measure("bad_replay.py")
     agree = _check(report, "timed_outputs_agree")
     assert agree["status"] == "FAIL" and "never seen" in agree["detail"]
-    assert len(report["timed_seeds"]) == 2 and report["timed_seeds"][0] == 42
+    assert len(report["timed_seeds"]) >= 2 and report["timed_seeds"][0] == 42
 
 
 def test_an_honest_candidate_agrees_on_every_timed_session():

@@ -4,10 +4,16 @@ No test asserts a speed target: only directions and effects far outside the nois
 (a 16-pass slowdown, tampering, escaped work), and the report's shape.
 """
 
+import json
 import math
 
+import numpy as np
+import pytest
+
 from conftest import EXAMPLES
+from kgate.gates import stats
 from kgate.gates.bar import parse_bar
+from kgate.jsonio import clean
 from kgate.verify.calibrate import CalibrateRequest, run_calibrate
 from kgate.verify.measure import MeasureRequest, run_measure
 
@@ -91,6 +97,9 @@ def test_calibrate_reports_noise_floor_dispatch_floor_and_measurability():
     assert cal["dispatch_floor_ms"] > 0 and cal["noise_floor"] >= 0
     assert math.isfinite(cal["aa_speedup"]["estimate"])
     assert "1.0200" in cal["bar_measurable"]
+    # the power stated before any candidate is timed: as many sessions as the budget held
+    assert cal["power"]["sessions_in_budget"] == cal["power"]["sessions_seen"] >= 3
+    assert cal["bar_measurable"]["1.0200"] == (cal["detectable_speedup"] < 1.02)
     assert any(c.name == "aa_unbiased" for c in report.gates["calibration"].checks)
 
 
@@ -122,3 +131,118 @@ def test_time_interpreted_times_it_and_labels_the_timings_interpreted():
     assert data["interpreted"] is True
     assert any(c["name"] == "interpreted" for c in data["gates"]["timing"]["checks"])
     assert any(c["name"] == "interpreted" for c in data["gates"]["bar"]["checks"])
+
+
+# -- the sequential stop, and a receipt that re-derives it ------------------------------------
+
+
+def test_a_clear_win_stops_as_soon_as_the_bar_is_decided_and_records_every_look():
+    cumsum = EXAMPLES / "cumsum"
+    report = run_measure(MeasureRequest(reference=cumsum / "reference.py", candidate=cumsum / "xla_rewrite.py",
+                                        bar=parse_bar("speedup > 2x"), budget_s=20.0))
+    method = report.gates["timing"].details["method"]
+    assert report.gates["bar"].details["outcome"] == "MET", method["looks"]
+    assert method["stop_reason"].startswith("the bar was decided (MET)")
+    looks = method["looks"]
+    assert looks[-1]["decided"] == "MET" and not any(look["decided"] for look in looks[:-1])
+    assert looks[-1]["sessions"] == method["sessions"] >= 3  # never before the sessions asked for
+    assert method["interval_method"] == stats.CS_METHOD
+
+
+def _timed_receipt(bar_text, speedup=2.0, sessions=5, seed=0):
+    """A receipt's gates from kgate's own timing gate, on synthetic samples, as verify seals them."""
+    from kgate.gates.bar import interval_decision
+    from kgate.verify.measure import LegPair, Samples, _bar_gate, timing_gate
+
+    rng = np.random.default_rng(seed)
+    samples = Samples()
+    for s in range(sessions):
+        shift = np.exp(rng.normal(0, 0.01))
+        for _ in range(4):
+            samples.reference.append(list(2.0 * np.exp(rng.normal(0, 0.02, 5))))
+            samples.candidate.append(list(2.0 / speedup * shift * np.exp(rng.normal(0, 0.02, 5))))
+            samples.candidate_first.append([True, False, True, False, True])
+            samples.session.append(s)
+    bar = parse_bar(bar_text)
+    looks = []
+    for k in range(2, sessions + 1):  # the looks collect() would have made
+        rows = [i for i, s in enumerate(samples.session) if s < k]
+        r, c, _ = samples.arrays()
+        interval = stats.sequential_interval(r[rows], c[rows], [samples.session[i] for i in rows])
+        decided = interval_decision(bar, interval.low, interval.high) if k >= 3 and len(rows) >= 10 else None
+        looks.append({"sessions": k, "rounds": len(rows), **interval.to_json(),
+                      "relative_width": interval.relative_width, "decided": decided or ""})
+    timing, numbers = timing_gate(samples, "test", False, 3.0, LegPair("reference", "candidate"), 0.001, "none",
+                                  looks, 3, 10)
+    gates = {"timing": timing.to_json(), "bar": _bar_gate(bar, numbers, False).to_json()}
+    return json.loads(json.dumps(clean(gates)))
+
+
+def test_verify_receipt_re_derives_every_look_and_the_stop():
+    from kgate.verify import receipt as receipts
+
+    gates = _timed_receipt("speedup > 3x", speedup=2.0)  # MISSED at the first look allowed
+    looks = gates["timing"]["method"]["looks"]
+    first = next(i for i, look in enumerate(looks) if look["decided"])
+    assert looks[first]["decided"] == "MISSED"
+    gates["timing"]["method"]["looks"] = looks[: first + 1]  # as the run would have stopped
+    kept = [i for i, s in enumerate(gates["timing"]["samples_ms"]["session"]) if s < looks[first]["sessions"]]
+    for leg in ("reference", "candidate", "candidate_first", "session"):
+        gates["timing"]["samples_ms"][leg] = [gates["timing"]["samples_ms"][leg][i] for i in kept]
+    gates = _regraded(gates)
+    assert receipts.rederive_timing(gates["timing"], gates["bar"]) == []
+    went_on = _timed_receipt("speedup > 3x", speedup=2.0)  # the whole run: it went on past the decision
+    assert any("yet the run went on" in p for p in receipts.rederive_timing(went_on["timing"], went_on["bar"]))
+    forged = json.loads(json.dumps(gates))
+    forged["timing"]["method"]["looks"][-1]["decided"] = "MET"
+    assert any("records the bar MET" in p for p in receipts.rederive_timing(forged["timing"], forged["bar"]))
+    moved = json.loads(json.dumps(gates))
+    moved["timing"]["method"]["looks"][0]["estimate"] = 9.0
+    assert any("look 1's estimate" in p for p in receipts.rederive_timing(moved["timing"], moved["bar"]))
+
+
+def _regraded(gates):
+    """The timing and bar numbers recomputed from (trimmed) samples, as kgate would have written them."""
+    from kgate.gates.bar import evaluate_bar
+
+    t = gates["timing"]
+    r, c = np.array(t["samples_ms"]["reference"]), np.array(t["samples_ms"]["candidate"])
+    interval = stats.sequential_interval(r, c, t["samples_ms"]["session"])
+    t["speedup"] = interval.to_json()
+    t["reference"]["p50_ms"], t["candidate"]["p50_ms"] = float(np.median(r)), float(np.median(c))
+    t["sigma_ms"] = stats.run_to_run_sigma(r, c)
+    bar = evaluate_bar(parse_bar(gates["bar"]["bar"]), speedup=interval.estimate, low=interval.low, high=interval.high,
+                       p50_difference_ms=float(np.median(r) - np.median(c)), sigma_ms=t["sigma_ms"])
+    gates["bar"]["outcome"] = bar.outcome
+    return json.loads(json.dumps(clean(gates)))
+
+
+def test_a_receipt_from_before_the_sequential_stop_still_re_derives_and_an_unknown_method_is_not_tampering():
+    from kgate.verify import receipt as receipts
+
+    gates = _timed_receipt("speedup > 1.5x")
+    old = json.loads(json.dumps(gates))
+    del old["timing"]["method"]["interval_method"], old["timing"]["method"]["looks"]
+    r, c = np.array(old["timing"]["samples_ms"]["reference"]), np.array(old["timing"]["samples_ms"]["candidate"])
+    boot = stats.speedup_interval(r, c, sessions=old["timing"]["samples_ms"]["session"])
+    old["timing"]["speedup"] = boot.to_json()
+    old["bar"]["outcome"] = "MET" if boot.low > 1.5 else "MISSED" if boot.high < 1.5 else "UNDECIDED"
+    assert receipts.rederive_timing(old["timing"], old["bar"]) == []
+    future = json.loads(json.dumps(gates))
+    future["timing"]["method"]["interval_method"] = "kgate.cs.future.v9"
+    with pytest.raises(receipts.CannotRederive, match="kgate.cs.future.v9"):
+        receipts.rederive_timing(future["timing"], future["bar"])
+
+
+def test_an_undecided_bar_below_the_runs_power_says_what_would_resolve_it():
+    from kgate.gates.common import GateResult
+    from kgate.verify.measure import _power_short_of_bar
+
+    bar = parse_bar("speedup > 1.02x")
+    power = stats.power_at_budget([0.05, -0.04, 0.01, 0.0], elapsed_s=1.0, budget_s=3.0)  # 12 sessions
+    undecided = GateResult("bar", (), {"outcome": "UNDECIDED"}, "")
+    check = _power_short_of_bar(bar, undecided, power)
+    assert check is not None and check.status == "ADVISORY" and "1.02x" in check.detail and "--budget" in check.fix
+    assert f"{power['detectable_speedup']:.4f}x" in check.detail and "about 12 sessions" in check.detail
+    assert _power_short_of_bar(bar, GateResult("bar", (), {"outcome": "MET"}, ""), power) is None  # decided: said enough
+    assert _power_short_of_bar(parse_bar("speedup > 3x"), undecided, power) is None  # a bar above the power

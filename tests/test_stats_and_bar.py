@@ -137,3 +137,82 @@ def test_ordering_with_sessions_still_flags_a_large_asymmetry_only():
     assert a.disjoint(b)
     a, b = stats.ordering_intervals(np.where(first, ref * 1.03, ref), cand, first, sessions=labels, level=0.99)
     assert not a.disjoint(b)
+
+
+# -- the anytime-valid interval: looked at after every session --------------------------------
+
+
+def _ever_excludes(critical, truth, runs=4000, sessions=40, sd=0.02, seed=7):
+    """Of `runs` simulated sequences of session log ratios (true log speedup `truth`), the share
+    that ever had an interval excluding the truth, looking after every session from the second:
+    the interval after n sessions is mean +- critical(n) * sd / sqrt(n) in log space."""
+    x = np.random.default_rng(seed).normal(truth, sd, (runs, sessions))
+    n = np.arange(1, sessions + 1)
+    mean = np.cumsum(x, axis=1) / n
+    var = (np.cumsum(x * x, axis=1) - n * mean * mean) / np.maximum(n - 1, 1)
+    half = np.array([critical(k) for k in n[1:]]) * np.sqrt(np.maximum(var[:, 1:], 0) / n[1:])
+    return float(np.mean(np.any(np.abs(mean[:, 1:] - truth) > half, axis=1)))
+
+
+def test_looking_after_every_session_keeps_the_error_rate_and_a_fixed_interval_would_not():
+    rng = np.random.default_rng(1)
+    for n in (2, 3, 5, 12):  # the vectorized form below is the product's interval
+        x = rng.normal(0.1, 0.02, n)
+        cs = stats.confidence_sequence(x)
+        half = stats.cs_critical_t(n) * np.std(x, ddof=1) / math.sqrt(n)
+        assert cs.high == (math.inf if n == 2 else pytest.approx(math.exp(np.mean(x) + half)))
+    assert _ever_excludes(stats.cs_critical_t, 0.0) <= 0.05  # anytime-valid: at most alpha over all 40 looks
+    assert _ever_excludes(stats.cs_critical_t, math.log(1.3), seed=8) <= 0.05
+    fixed = {k: stats._student_t_quantile(0.975, k - 1) for k in range(2, 41)}
+    assert _ever_excludes(fixed.__getitem__, 0.0) > 0.15  # what peeking does to an interval not built for it
+
+
+def test_the_sequence_widens_for_few_sessions_and_narrows_with_more():
+    assert stats.cs_critical_t(2) == math.inf and stats.cs_critical_t(1) == math.inf
+    ts = [stats.cs_critical_t(n) for n in (3, 4, 6, 10, 40)]
+    assert ts == sorted(ts, reverse=True) and ts[-1] > 1.96
+    assert stats.confidence_sequence([0.1, 0.12]).high == math.inf  # two sessions: nothing excluded yet
+    big = stats.confidence_sequence([math.log(3.8) + e for e in (0.01, -0.02, 0.015)])
+    assert 2.0 < big.low < 3.8 < big.high < 6.0  # a clear 3.8x win clears a 2x bar after three sessions
+
+
+def test_sessions_are_the_unit_so_a_session_spread_widens_the_interval():
+    ref = rounds(2.0, 0.01, shape=(12, 5), seed=3)
+    cand = rounds(1.0, 0.01, shape=(12, 5), seed=4)
+    labels = [r // 3 for r in range(12)]
+    calm = stats.sequential_interval(ref, cand, labels)
+    shifted = cand * np.array([1.0, 1.08, 0.95, 1.04]).repeat(3)[:, None]  # one compile slower, one faster
+    spread = stats.sequential_interval(ref, shifted, labels)
+    assert calm.contains(2.0) and spread.contains(2.0)
+    assert spread.relative_width > 3 * calm.relative_width
+
+
+def test_the_bar_is_decided_by_its_thresholds_alone():
+    from kgate.gates.bar import interval_decision
+
+    both = parse_bar("speedup > 1.5x AND p50 beats naive by >2%")
+    assert interval_decision(both, 1.6, 2.0) == "MET"
+    assert interval_decision(both, 1.4, 2.0) is None
+    assert interval_decision(both, 0.9, 1.01) == "MISSED"  # below one threshold is enough
+    assert interval_decision(parse_bar("3σ"), 5.0, 6.0) is None  # a sigma clause is graded at the end only
+
+
+def test_the_stated_power_is_the_power_the_sequence_has():
+    # A true effect at the stated detectable speedup is put above 1.0 about 90% of the time
+    # (a little less: the scatter is estimated, not known); no effect almost never is.
+    sd, n = 0.05, 20
+    detectable = stats.detectable_speedup(sd, n)
+    rng = np.random.default_rng(7)
+    hit = np.mean([stats.confidence_sequence(rng.normal(math.log(detectable), sd, n)).low > 1.0 for _ in range(400)])
+    null = np.mean([stats.confidence_sequence(rng.normal(0.0, sd, n)).low > 1.0 for _ in range(400)])
+    assert 0.8 <= hit <= 0.97 and null <= 0.03, (hit, null)
+    assert stats.detectable_speedup(sd, 2) == math.inf  # two sessions can exclude nothing
+    assert stats.detectable_speedup(sd, 80) < stats.detectable_speedup(sd, 20) < stats.detectable_speedup(2 * sd, 20)
+
+
+def test_power_at_a_budget_counts_the_sessions_that_fit():
+    logs = [0.01, -0.02, 0.0, 0.015]
+    power = stats.power_at_budget(logs, elapsed_s=2.0, budget_s=10.0)  # 4 sessions in 2 s: 20 in 10 s
+    assert power["sessions_in_budget"] == 20 and power["power"] == 0.9
+    assert power["detectable_speedup"] == stats.detectable_speedup(float(np.std(logs, ddof=1)), 20)
+    assert stats.power_at_budget(logs, elapsed_s=2.0, budget_s=1.0)["sessions_in_budget"] == 4  # never fewer than seen

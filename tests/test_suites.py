@@ -143,9 +143,16 @@ def test_verify_of_a_candidate_stopped_at_its_phase_budget_is_a_fail_with_a_soun
     assert report["gates"]["integrity"]["status"] == "SKIPPED"
     details = {f"{g}.{c['name']}": c["detail"] for g, v in report["gates"].items() for c in v["checks"]}
     assert "in the phase 'tracing the candidate on probe p0'" in details["parity.candidate_ran"]
-    assert "in the phase 'compiling the candidate'" in details["measure.evaluated"]
+    # nothing is timed for a candidate that did not get through the checks, and nothing says it was interpreted
+    timing = report["gates"]["timing"]
+    assert timing["status"] == "SKIPPED" and "did not get through the checks" in timing["reason"]
+    assert "interpreter" not in timing["reason"] and not any("interpreter" in n for n in report.get("notes", []))
     checked = kgate(tmp_path, "verify-receipt", receipt)
     assert checked.returncode == 0 and "OK" in checked.stdout
+    forged = json.loads(receipt.read_text())  # a skipped timing claims the run FAILed: a PASS beside it is forged
+    forged["status"] = "PASS"
+    receipt.write_text(json.dumps(forged))
+    assert kgate(tmp_path, "verify-receipt", receipt).returncode == 2
 
 
 def test_a_candidate_declaring_itself_eager_is_compiled_and_timed_like_any_other():

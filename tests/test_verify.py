@@ -123,6 +123,15 @@ def test_editing_the_speedup_is_tampering(verified, tmp_path, reseal):
     assert result["status"] == "TAMPERED" and result["exit_code"] == 2
 
 
+def test_a_receipt_made_by_an_interval_method_this_kgate_does_not_know_is_unverifiable_not_tampered(verified, tmp_path):
+    _, receipt, _ = verified
+    assert json.loads(receipt.read_text())["gates"]["timing"]["method"]["looks"]  # every look is in the receipt
+    result = _edited(receipt, tmp_path, lambda d: d["gates"]["timing"]["method"].update(
+        interval_method="kgate.cs.future.v9"), True)
+    assert result["status"] == "UNVERIFIABLE" and result["exit_code"] == 2
+    assert result["findings"][0].startswith("cannot re-derive here: ") and "kgate.cs.future.v9" in result["findings"][0]
+
+
 @pytest.mark.parametrize("reseal", [False, True], ids=["edited", "edited-and-rehashed"])
 def test_editing_a_parity_number_is_tampering(verified, tmp_path, reseal):
     _, receipt, _ = verified

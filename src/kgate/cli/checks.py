@@ -145,7 +145,7 @@ TimeInterpretedOpt = Annotated[
     ),
 ]
 SessionsOpt = Annotated[
-    int, typer.Option("--sessions", help="Sessions, each with fresh compiles and fresh input values (a seed drawn after the candidate's import); the interval carries their spread.")
+    int, typer.Option("--sessions", help="At least this many sessions (each with fresh compiles and fresh input values, a seed drawn after the candidate's import) before the run may stop; the interval counts sessions, so it carries their spread.")
 ]
 
 
@@ -189,7 +189,7 @@ def measure(
     min_rounds: MinRoundsOpt = 10,
     max_rounds: MaxRoundsOpt = 200,
     per_round: PerRoundOpt = 0,
-    sessions: SessionsOpt = 4,
+    sessions: SessionsOpt = 3,
     time_interpreted: TimeInterpretedOpt = False,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
@@ -246,7 +246,7 @@ def calibrate(
     bar: BarOpt = None,
     budget: BudgetOpt = 10.0,
     per_round: PerRoundOpt = 0,
-    sessions: SessionsOpt = 4,
+    sessions: SessionsOpt = 3,
     time_interpreted: TimeInterpretedOpt = False,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
@@ -295,7 +295,7 @@ def verify(
     parity_spec: OptionalParityOpt = None,
     bar: BarOpt = None,
     budget: BudgetOpt = 20.0,
-    sessions: SessionsOpt = 4,
+    sessions: SessionsOpt = 3,
     time_interpreted: TimeInterpretedOpt = False,
     expect_hlo: ExpectHloOpt = None,
     forbid_hlo: ForbidHloOpt = None,
@@ -415,7 +415,7 @@ def verify_receipt(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check a receipt: OK, TAMPERED, MISMATCH, INCOMPLETE or ANOMALY (exit 0 only on OK).
+    """Check a receipt: OK, TAMPERED, MISMATCH, INCOMPLETE, ANOMALY or UNVERIFIABLE (exit 0 only on OK).
 
     Recomputes the self-hash, re-derives every status from the recorded numbers (a
     re-hashed forgery with inconsistent numbers is still TAMPERED), checks the module

@@ -147,7 +147,7 @@ EXIT_CODES = {
     "measure": _CHECK_CODES + " A bar that is not MET is a FAIL.",
     "calibrate": _CHECK_CODES + " A biased rig (the A/A interval excludes 1.0) is a FAIL.",
     "verify": _CHECK_CODES + " The receipt is written whatever the status, never on exit 2 for bad input.",
-    "verify-receipt": "Exit codes: 0 OK; 2 TAMPERED, MISMATCH, INCOMPLETE, ANOMALY, bad input, or could not evaluate.",
+    "verify-receipt": "Exit codes: 0 OK; 2 TAMPERED, MISMATCH, INCOMPLETE, ANOMALY, UNVERIFIABLE, bad input, or could not evaluate.",
     "lock": "Exit codes: the command's own exit code; 2 when the lock or the command could not be taken or started.",
     "brief": "Exit codes: 0 every item of the checklist is present; 2 items are missing (each named), or bad input.",
     "lint": "Exit codes: 0 CLEAN; 1 advisories only (0 with --advisories-ok); 2 findings that cap or invalidate "

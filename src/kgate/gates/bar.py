@@ -146,3 +146,17 @@ def evaluate_bar(
     outcomes = {r.outcome for r in results}
     overall: Outcome = "MISSED" if "MISSED" in outcomes else "MET" if outcomes == {"MET"} else "UNDECIDED"
     return BarResult(bar, overall, tuple(results))
+
+
+def interval_decision(bar: Bar, low: float, high: float) -> Outcome | None:
+    """What the bar's speedup thresholds say of an interval, for stopping early: MISSED when the
+    interval lies below one of them, MET when above all of them, None while any straddles (or
+    the bar has no threshold: sigma clauses are graded once, at the end)."""
+    thresholds = [c.value for c in bar.clauses if c.kind == "threshold"]
+    if not thresholds:
+        return None
+    if any(high < t for t in thresholds):
+        return "MISSED"
+    if all(low > t for t in thresholds):
+        return "MET"
+    return None

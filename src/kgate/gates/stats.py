@@ -1,13 +1,16 @@
 """Statistics over timing samples: pure functions of numpy arrays, no I/O, no framework.
 
 Samples are collected in rounds; each round times both legs the same number of times,
-interleaved. The speedup is the ratio of pooled medians (reference / candidate); its
-confidence interval comes from a bootstrap over whole rounds, which keeps the pairing of
-the two legs within a round (drift that hits both legs cancels instead of widening it).
+interleaved, and rounds are grouped in sessions (fresh compiles, fresh input values). The
+speedup's interval is an anytime-valid confidence sequence over the sessions' log ratios
+(`confidence_sequence`): a run may look after every session and stop whenever it likes.
+The bootstrap over whole rounds remains for the ordering and agreement checks and for
+receipts written before the sequence existed.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -314,3 +317,113 @@ def _clustered_median_interval(values: np.ndarray, labels: Sequence[int], level:
     logs = np.log(values)
     meds = np.median(logs[_cluster_picks(rng, groups, resamples, len(logs))], axis=1)
     return _widened(math.exp(float(np.median(logs))), meds, len(groups), level)
+
+
+# -- the anytime-valid interval: looked at after every session, valid whenever it stops -----
+
+CS_METHOD = "kgate.cs.haar-t-mixture.v1"  # recorded in every receipt; verify-receipt knows it by this id
+CS_MIXTURE = (1.0, 10.0, 100.0, 1000.0)  # prior variances of the standardized effect, equally weighted
+
+
+def session_log_ratios(reference_rounds: np.ndarray, candidate_rounds: np.ndarray,
+                       sessions: Sequence[int]) -> np.ndarray:
+    """One number per session (fresh compiles, fresh input values), in the order they ran:
+    log(reference p50 / candidate p50) over that session's rounds. Rounds pair the legs, so
+    what slows the whole machine cancels; a session's number carries its compile's share."""
+    ref = np.asarray(reference_rounds, dtype=np.float64)
+    cand = np.asarray(candidate_rounds, dtype=np.float64)
+    labels = np.asarray(sessions, dtype=int)
+    order = list(dict.fromkeys(labels.tolist()))
+    return np.array([math.log(float(np.median(ref[labels == s])) / float(np.median(cand[labels == s])))
+                     for s in order])
+
+
+def _log_mixture_bf(t: float, n: int) -> float:
+    """log of the Bayes factor for "mean != m" against "mean = m" given n Gaussian values whose
+    t statistic about m is t: the standardized effect has a N(0, g) prior, averaged over
+    CS_MIXTURE, and the unknown scale the right-Haar prior 1/sigma. For each g this is the
+    closed form of Rouder et al. (2009); with the Haar prior on the scale it is a
+    nonnegative martingale under the null in the scale-invariant filtration (Lai 1976;
+    Perez-Ortiz et al. 2024), so by Ville's inequality it ever reaches 1/alpha with
+    probability at most alpha, however often one looks."""
+    nu = n - 1
+    logs = [-0.5 * math.log1p(n * g) + (nu + 1) / 2.0 * (math.log1p(t * t / nu) - math.log1p(t * t / ((1.0 + n * g) * nu)))
+            for g in CS_MIXTURE]
+    top = max(logs)
+    return top + math.log(sum(math.exp(v - top) for v in logs) / len(logs))
+
+
+@functools.lru_cache(maxsize=1024)
+def cs_critical_t(n: int, level: float = 0.95) -> float:
+    """The |t| at which the mixture Bayes factor reaches 1/(1-level): the confidence
+    sequence's half-width in standard errors after n sessions (inf while no t can reach it)."""
+    if n < 2:
+        return math.inf
+    target = math.log(1.0 / (1.0 - level))
+    if _log_mixture_bf(1e12, n) < target:
+        return math.inf
+    lo, hi = 0.0, 1e12
+    for _ in range(200):  # bisection to the last bit: the same number on every machine
+        mid = (lo + hi) / 2.0
+        if _log_mixture_bf(mid, n) < target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def confidence_sequence(log_ratios: Sequence[float], level: float = 0.95) -> Interval:
+    """The speedup's anytime-valid interval from per-session log ratios (sessions are the unit:
+    the interval carries compile-to-compile spread). The estimate is the geometric mean of the
+    sessions' speedups. Before a third session, or while the data cannot exclude anything,
+    the interval is [0, inf]."""
+    x = np.asarray(log_ratios, dtype=np.float64)
+    n = int(x.size)
+    if n == 0:
+        raise ValueError("no sessions")
+    mean = float(np.mean(x))
+    estimate = math.exp(mean)
+    t = cs_critical_t(n, level)
+    if not math.isfinite(t):
+        return Interval(estimate, 0.0, math.inf, level)
+    half = t * float(np.std(x, ddof=1)) / math.sqrt(n)
+    return Interval(estimate, math.exp(mean - half), math.exp(mean + half), level)
+
+
+POWER = 0.90  # the power at which a run's detectable effect is stated
+
+
+def detectable_speedup(session_sd: float, sessions: int, level: float = 0.95, power: float = POWER) -> float:
+    """The smallest speedup (or slowdown, as its inverse) that `sessions` sessions whose log
+    ratios scatter by `session_sd` put outside 1.0 with probability `power`: the confidence
+    sequence's half-width after that many sessions plus the power's normal quantile, in
+    standard errors. It treats the scatter as known, so it is an estimate, best from many
+    sessions (`kgate calibrate` fills its budget with them). inf where no interval can close."""
+    from statistics import NormalDist
+
+    t = cs_critical_t(sessions, level) if sessions >= 2 else math.inf
+    if not math.isfinite(t) or not math.isfinite(session_sd):
+        return math.inf
+    return math.exp((t + NormalDist().inv_cdf(power)) * session_sd / math.sqrt(sessions))
+
+
+def power_at_budget(log_ratios: Sequence[float], elapsed_s: float, budget_s: float, level: float = 0.95) -> dict[str, Any]:
+    """What a run of `budget_s` seconds could detect, from the sessions seen so far: their scatter,
+    and how many sessions of the same cost (compiles included) fit in the budget."""
+    x = np.asarray(log_ratios, dtype=np.float64)
+    n = int(x.size)
+    sd = float(np.std(x, ddof=1)) if n >= 2 else math.inf
+    fit = max(n, int(budget_s * n / elapsed_s)) if elapsed_s > 0 and n else n
+    return {
+        "power": POWER,
+        "budget_s": budget_s,
+        "sessions_seen": n,
+        "session_sd_log": sd,
+        "sessions_in_budget": fit,
+        "detectable_speedup": detectable_speedup(sd, fit, level),
+    }
+
+
+def sequential_interval(reference_rounds: np.ndarray, candidate_rounds: np.ndarray, sessions: Sequence[int],
+                        level: float = 0.95) -> Interval:
+    return confidence_sequence(session_log_ratios(reference_rounds, candidate_rounds, sessions), level)

@@ -83,7 +83,8 @@ def _speedup(data: dict[str, Any]) -> str:
     sp = data.get("gates", {}).get("timing", {}).get("speedup")
     if not isinstance(sp, dict):
         return "not timed"
-    text = f"{sp['estimate']:.3f}x [{sp['low']:.3f}, {sp['high']:.3f}]"
+    low, estimate, high = (float(sp[k]) for k in ("low", "estimate", "high"))  # JSON spells an open end "inf"
+    text = f"{estimate:.3f}x [{low:.3f}, {high:.3f}]"
     return text + (" (interpreted)" if data.get("interpreted", True) else "")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from dataclasses import dataclass
 
@@ -13,7 +14,7 @@ from kgate.record.experiment import Experiment, resolved_ledger
 from kgate.record.lint import ADVISORY, Facts, Finding
 from kgate.record.page import LEDGER_COLUMNS, Ledger, Page
 
-_SPEEDUP_CELL = re.compile(r"^([0-9.]+)x \[([0-9.]+), ([0-9.]+)\]")
+_SPEEDUP_CELL = re.compile(r"^([0-9.]+)x \[([0-9.]+), ([0-9.]+|inf)\]")  # inf: too few sessions to bound it
 _PREDICTED = re.compile(r"predict\s+(?:p50\s+)?([0-9]*\.?[0-9]+)x", re.IGNORECASE)
 
 
@@ -165,9 +166,10 @@ def _speedup_svg(points: tuple[SpeedupPoint, ...]) -> str:
         return "<p>no candidate was timed</p>"
     width, row_h, left, right = 640, 28, 90, 30
     height = 40 + row_h * len(points)
-    values = [v for p in points for v in (p.low, p.high, 1.0, *(x for x in (p.predicted,) if x is not None))]
+    values = [v for p in points for v in (p.low, p.high, 1.0, *(x for x in (p.predicted,) if x is not None))
+              if v != math.inf]
     lo, hi = min(values) * 0.9, max(values) * 1.1
-    x = lambda v: left + (v - lo) / (hi - lo) * (width - left - right)  # noqa: E731
+    x = lambda v: left + (min(v, hi) - lo) / (hi - lo) * (width - left - right)  # noqa: E731  (an open end: the edge)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" data-plot="speedup" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-label="speedup per candidate">',
              f'<line x1="{x(1.0):.1f}" y1="10" x2="{x(1.0):.1f}" y2="{height - 20}" stroke="#888" stroke-dasharray="4 3"/>',

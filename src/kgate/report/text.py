@@ -104,7 +104,9 @@ def _render_timing(report: Report, console: Console) -> None:
     console.print(legs)
     sp = t["speedup"]
     console.print(
-        f"  speedup {_f(sp['estimate'], '.4f')}x  [95% CI {_f(sp['low'], '.4f')}, {_f(sp['high'], '.4f')}]  (reference p50 / candidate p50)",
+        f"  speedup {_f(sp['estimate'], '.4f')}x  [95% CI {_f(sp['low'], '.4f')}, {_f(sp['high'], '.4f')}]  "
+        + ("(reference p50 / candidate p50 per session, geometric mean; the interval is anytime-valid)"
+           if t.get("method", {}).get("interval_method") else "(reference p50 / candidate p50)"),
         soft_wrap=True, markup=False,
     )
     console.print(
@@ -112,11 +114,20 @@ def _render_timing(report: Report, console: Console) -> None:
         f"at {t['sigma_k']:g} sigma: {_f(t['minimum_detectable_speedup'], '.4f')}x",
         soft_wrap=True,
     )
+    if isinstance(t.get("power"), dict):
+        pw = t["power"]
+        console.print(
+            f"  power: a run of {_f(pw['budget_s'], 'g')} s holds about {pw['sessions_in_budget']} sessions here and "
+            f"detects a speedup of {_f(pw['detectable_speedup'], '.4f')}x (or the same slowdown) with "
+            f"{pw['power']:.0%} power (estimated from {pw['sessions_seen']} sessions' scatter)",
+            soft_wrap=True,
+        )
     m = t["method"]
     console.print(
         f"  method: {m['rounds']} rounds x {m['pairs_per_round']} interleaved pairs in {m.get('sessions', 1)} sessions "
         f"(fresh compile and fresh input values each), coin-flip order, synchronized calls, {m.get('cache', 'no cache flush')}; "
-        f"stopped: {m['stop_reason']}"
+        + (f"looked at {len(m['looks'])} times; " if isinstance(m.get("looks"), list) else "")
+        + f"stopped: {m['stop_reason']}"
         + (f"; the measurement took {report.context['wall_s']:.1f} s of wall time (loading, compiling and "
            "checking included)" if isinstance(report.context.get("wall_s"), (int, float)) else ""),
         soft_wrap=True,

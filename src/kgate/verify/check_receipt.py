@@ -7,6 +7,8 @@ MISMATCH   the receipt is intact but the modules or their inputs have changed si
 INCOMPLETE the receipt lacks required fields (not a kgate verify receipt, or truncated)
 ANOMALY    the receipt is intact, but in the run it records candidate code patched kgate, the
            array library or the reference: nothing that run reported holds
+UNVERIFIABLE the receipt was made by a method this kgate does not know (a newer kgate's):
+           "cannot re-derive here", never called tampered
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from kgate.verify import spawn
 # Integrity checks that say candidate code changed kgate, the array library or the reference.
 PATCH_CHECKS = frozenset({"process_untouched", "reference_untouched", "timer_untouched", "parent_clock"})
 
-ReceiptStatus = Literal["OK", "TAMPERED", "MISMATCH", "INCOMPLETE", "ANOMALY"]
+ReceiptStatus = Literal["OK", "TAMPERED", "MISMATCH", "INCOMPLETE", "ANOMALY", "UNVERIFIABLE"]
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,10 @@ def check_data(receipt: dict[str, Any], path: Path, *, regenerate: bool = True, 
     checked: dict[str, Any] = {"hash": True}
     if receipts.digest(receipt) != receipt[receipts.HASH_FIELD]:
         return ReceiptCheck(path, "TAMPERED", ("the self-hash does not match the contents: the receipt was edited",), checked)
-    problems = receipts.rederive(receipt)
+    try:
+        problems = receipts.rederive(receipt)
+    except receipts.CannotRederive as exc:
+        return ReceiptCheck(path, "UNVERIFIABLE", (f"cannot re-derive here: {exc}",), checked)
     checked["statuses"] = True
     if problems:
         return ReceiptCheck(path, "TAMPERED", tuple(problems), checked)

@@ -15,7 +15,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from kgate.backends import HostTree, get_backend
 from kgate.backends.base import floating_dtypes
 from kgate.errors import KgateError, describe
 from kgate.gates import stats
-from kgate.gates.bar import Bar, evaluate_bar
+from kgate.gates.bar import Bar, evaluate_bar, interval_decision
 from kgate.gates.common import Check, GateResult
 from kgate.gates.parity import timed_agreement
 from kgate.problem import load_pair
@@ -40,7 +40,7 @@ from kgate.verify.watch import Watch
 NOISY_IQR = 0.10  # IQR/median above this is called noisy, in plain words
 CPU_BUDGET_S = 6.0
 ORDERING_LEVEL = 0.99
-CPU_MAX_ROUNDS = 40
+CPU_MAX_ROUNDS = 200  # rounds are short (3..6 per session): the 6 s budget is what bounds a CPU run
 TIMED_AGREEMENT_FACTOR = 4.0  # a later session's error may be this many times the first's (or the resolution)
 
 
@@ -59,7 +59,7 @@ class MeasureRequest:
     min_rounds: int = 10
     max_rounds: int = 200
     per_round: int = 0  # pairs per round; 0 = sized from the warm-up
-    sessions: int = 4  # fresh compilations and buffers; the interval carries their spread
+    sessions: int = 3  # at least this many (fresh compiles and input values); the interval counts sessions
     reference_first: bool = False  # verify --mode full's second cold process: the other ordering
     inputs_file: Path | None = None  # verify: the checks leg's inputs, handed over (hash-checked)
     inputs_sha256: str | None = None
@@ -68,8 +68,9 @@ class MeasureRequest:
     time_interpreted: bool = False  # time a kernel that runs in an interpreter (capped, labelled); default: skip
 
     def __post_init__(self) -> None:
-        if self.sessions < 1:
-            raise KgateError("--sessions must be >= 1.", "use e.g. --sessions 4.")
+        if self.sessions < 2:
+            raise KgateError("--sessions must be >= 2: the interval counts sessions, and one has no spread.",
+                             "use e.g. --sessions 3.")
         if self.budget_s <= 0 or self.target_ci <= 0:
             raise KgateError("--budget and --target-ci must be positive.", "e.g. --budget 20 --target-ci 0.02.")
         if self.min_rounds < 2 or self.max_rounds < self.min_rounds:
@@ -98,6 +99,10 @@ class Samples:
 LegsFactory = Callable[[int], tuple[Callable[[], int], Callable[[], int]]]
 
 
+SESSION_TIMING_S = 0.1  # a session's timed rounds, about: many short sessions, each a fresh compile
+SESSION_ROUNDS = (3, 6)  # rounds per session, at least and at most
+
+
 def collect(
     make_legs: LegsFactory,
     *,
@@ -108,72 +113,90 @@ def collect(
     budget_s: float,
     target_ci: float,
     rng: random.Random,
+    decide: Callable[[stats.Interval], str | None] | None = None,
     threads: frozenset[int] = frozenset(),
     progress: Callable[[int, float], None] | None = None,
     before_round: Callable[[int], None] | None = None,
     after_round: Callable[[int], None] | None = None,
-) -> tuple[Samples, str, int, float]:
-    """Collect rounds of interleaved pairs, session by session.
+) -> tuple[Samples, str, int, float, list[dict[str, Any]]]:
+    """Collect rounds of interleaved pairs, session after session, and stop when the question
+    is answered.
 
-    Each session gets fresh compilations and fresh input buffers from `make_legs`, a
-    warm-up, and an equal share of the rounds and the budget. Only in the last session
-    may the run stop early, once the interval over everything is narrow enough.
-    Returns the samples, why it stopped, the pairs per round, and the warm-up per-call s.
+    Each session gets fresh compilations and fresh input values from `make_legs`, a warm-up,
+    and the same number of rounds. After every session from the second on, the run looks at
+    the anytime-valid interval over the sessions so far (stats.sequential_interval): from
+    `sessions` sessions and `min_rounds` rounds on, it stops as soon as `decide` says the bar
+    is MET or MISSED, or the interval's relative width is at most `target_ci`; otherwise when
+    `max_rounds` or the time budget (compiles included) is spent, but never before `sessions`
+    sessions: fewer cannot exclude anything. Returns the samples, why it
+    stopped, the pairs per round, the warm-up per-call seconds and every look.
     """
     samples = Samples()
-    per_session_max = max(2, -(-max_rounds // sessions))
-    per_session_min = max(2, -(-min_rounds // sessions))
-    per_session_budget = budget_s / sessions
-    reason = ""
-    per_call_s = 0.0
-    for session in range(sessions):
+    looks: list[dict[str, Any]] = []
+    started = time.monotonic()
+    per_call_s, rounds_each = 0.0, SESSION_ROUNDS[0]
+    session = 0
+    while True:
         beat(f"phase compiling session {session}")
         ref, cand = make_legs(session)
         beat(f"phase timing session {session}")  # bounded by the time budget and each round's tick
         n, warm = _per_round(ref, cand, per_round)
         if session == 0:
             per_round, per_call_s = n, warm
-        started = time.monotonic()
-        done = 0
-        while True:
-            r_row, c_row, f_row = [], [], []
-            if before_round is not None:
-                before_round(len(samples.reference))
-            for _ in range(per_round):
-                cand_first = rng.random() < 0.5
-                if cand_first:
-                    c_ns = cand()
-                    samples.extra_threads = max(samples.extra_threads, _new_threads(threads))
-                    r_ns = ref()
-                else:
-                    r_ns, c_ns = ref(), cand()
-                    samples.extra_threads = max(samples.extra_threads, _new_threads(threads))
-                r_row.append(r_ns / 1e6)
-                c_row.append(c_ns / 1e6)
-                f_row.append(cand_first)
-            samples.reference.append(r_row)
-            samples.candidate.append(c_row)
-            samples.candidate_first.append(f_row)
-            samples.session.append(session)
-            done += 1
-            if after_round is not None:
-                after_round(len(samples.reference) - 1)
-            width = math.inf
-            last = session == sessions - 1
-            if last and done >= per_session_min:  # the only place the run may stop early
-                r, c, _ = samples.arrays()
-                width = stats.speedup_interval(r, c, sessions=samples.session, resamples=300).relative_width
+            round_s = max(2 * per_round * per_call_s, 1e-6)
+            rounds_each = int(min(SESSION_ROUNDS[1], max(SESSION_ROUNDS[0], round(SESSION_TIMING_S / round_s))))
+            rounds_each = max(1, min(rounds_each, max_rounds // max(2, sessions)))  # room for the sessions asked
+        for _ in range(rounds_each):
+            _round(samples, ref, cand, per_round, session, rng, threads, before_round, after_round)
             if progress:
-                progress(len(samples.reference), width)
-            if last and done >= per_session_min and width <= target_ci:
-                return samples, f"confidence interval reached the target width ({width:.4f} <= {target_ci})", per_round, per_call_s
-            if done >= per_session_max:
-                reason = f"max rounds reached ({per_session_max} per session)"
-                break
-            if time.monotonic() - started >= per_session_budget and done >= per_session_min:
-                reason = f"time budget spent ({per_session_budget:.1f} s per session)"
-                break
-    return samples, reason, per_round, per_call_s
+                progress(len(samples.reference), looks[-1]["relative_width"] if looks else math.inf)
+        session += 1
+        rounds = len(samples.reference)
+        if session >= 2:
+            r, c, _ = samples.arrays()
+            interval = stats.sequential_interval(r, c, samples.session)
+            may_stop = session >= sessions and rounds >= min_rounds
+            decided = decide(interval) if decide is not None and may_stop else None
+            looks.append({"sessions": session, "rounds": rounds, "elapsed_s": round(time.monotonic() - started, 4),
+                          **interval.to_json(),
+                          "relative_width": interval.relative_width, "decided": decided or ""})
+            if decided:
+                return samples, f"the bar was decided ({decided}) after {session} sessions", per_round, per_call_s, looks
+            if may_stop and interval.relative_width <= target_ci:
+                return (samples, f"the interval reached the target width ({interval.relative_width:.4f} <= "
+                        f"{target_ci})", per_round, per_call_s, looks)
+            if rounds + rounds_each > max_rounds:
+                return samples, f"max rounds reached ({rounds} of {max_rounds})", per_round, per_call_s, looks
+            if session >= sessions and time.monotonic() - started >= budget_s:  # the sessions asked for always run
+                return (samples, f"time budget spent ({budget_s:.1f} s, compiles included): undecided",
+                        per_round, per_call_s, looks)
+
+
+def _round(samples: Samples, ref: Callable[[], int], cand: Callable[[], int], per_round: int, session: int,
+           rng: random.Random, threads: frozenset[int], before_round: Callable[[int], None] | None,
+           after_round: Callable[[int], None] | None) -> None:
+    """One round: `per_round` interleaved pairs in coin-flip order."""
+    r_row, c_row, f_row = [], [], []
+    if before_round is not None:
+        before_round(len(samples.reference))
+    for _ in range(per_round):
+        cand_first = rng.random() < 0.5
+        if cand_first:
+            c_ns = cand()
+            samples.extra_threads = max(samples.extra_threads, _new_threads(threads))
+            r_ns = ref()
+        else:
+            r_ns, c_ns = ref(), cand()
+            samples.extra_threads = max(samples.extra_threads, _new_threads(threads))
+        r_row.append(r_ns / 1e6)
+        c_row.append(c_ns / 1e6)
+        f_row.append(cand_first)
+    samples.reference.append(r_row)
+    samples.candidate.append(c_row)
+    samples.candidate_first.append(f_row)
+    samples.session.append(session)
+    if after_round is not None:
+        after_round(len(samples.reference) - 1)
 
 
 def python_threads() -> frozenset[int]:
@@ -217,10 +240,16 @@ def timing_gate(
     names: LegPair,
     per_call_s: float,
     flush_text: str,
+    looks: list[dict[str, Any]],
+    min_sessions: int,
+    min_rounds: int,
+    budget_s: float,
 ) -> tuple[GateResult, dict[str, Any]]:
     ref, cand, first = samples.arrays()
     ref_stats, cand_stats = stats.summarize(ref), stats.summarize(cand)
-    interval = stats.speedup_interval(ref, cand, sessions=samples.session)
+    log_ratios = stats.session_log_ratios(ref, cand, samples.session)
+    interval = stats.confidence_sequence(log_ratios)
+    power = stats.power_at_budget(log_ratios, looks[-1]["elapsed_s"] if looks else 0.0, budget_s)
     sigma = stats.run_to_run_sigma(ref, cand)
     diff = ref_stats.p50 - cand_stats.p50
     mde = stats.minimum_detectable_speedup(ref_stats.p50, sigma, k)
@@ -264,8 +293,15 @@ def timing_gate(
             "pairs_per_round": int(ref.shape[1]),
             "warmup_calls_per_leg": 3,
             "stop_reason": stop_reason,
-            "interval": "95% bootstrap of the pooled-median ratio: sessions, then blocks of rounds, resampled "
-            "(2000 times); log-space percentile interval widened by t(sessions-1)/z",
+            "interval_method": stats.CS_METHOD,
+            "interval": "95% anytime-valid confidence sequence over sessions (each a fresh compile and fresh input "
+            "values): per session log(reference p50 / candidate p50), a Gaussian-mean sequence with unknown "
+            "scale (Bayes factor with a N(0, g) prior on the standardized effect, g in {1, 10, 100, 1000}, and "
+            "the Haar prior on the scale; rejected where it reaches 20); looked at after every session, valid "
+            "wherever the run stopped; estimate = the geometric mean of the sessions' speedups",
+            "min_sessions": min_sessions,
+            "min_rounds": min_rounds,
+            "looks": looks,
         },
         "reference": ref_stats.to_json(),
         "candidate": cand_stats.to_json(),
@@ -274,6 +310,7 @@ def timing_gate(
         "sigma_ms": sigma,
         "sigma_k": k,
         "minimum_detectable_speedup": mde,
+        "power": power,  # what a run of this budget detects with 90% power, from these sessions' scatter
         "samples_ms": {
             "reference": ref.tolist(),
             "candidate": cand.tolist(),
@@ -390,7 +427,8 @@ def _measure(
         cpu = backend.interpreted  # the CPU stand-in (shared, few cores): timing is capped, compiled or not
         budget = min(request.budget_s, CPU_BUDGET_S) if cpu else request.budget_s
         max_rounds = min(request.max_rounds, CPU_MAX_ROUNDS) if cpu else request.max_rounds
-        buffers = [(inputs, created)]
+        buffers = [(inputs, created)]  # session 0's, and the running session's
+        changed: list[int] = []  # sessions whose inputs changed while they were timed
         legs = {"candidate": cand, "reference": ref}
         timed_seeds = [request.seed]
         agreement: list[dict[str, Any]] = []
@@ -401,6 +439,11 @@ def _measure(
             # Each later session times fresh input values, from a seed drawn now, after the
             # candidate's import: nothing it cached or precomputed can match them.
             agreement.append(_agreement(legs, timed_seeds[-1]))
+            if session >= 2:  # retire the session before: its inputs checked, its programs let go
+                watch.check(f"after session {session - 1}", "hot")
+                old, digest = buffers.pop()
+                changed.extend(() if backend.digest(old) == digest else (session - 1,))
+                watch.untrack(f"session {session - 1} candidate timed call", f"session {session - 1} reference timed call")
             seed = kclock.draw_seed(timed_seeds)
             timed_seeds.append(seed)
             fresh, _ = backend.create_inputs(pair.reference, seed, request.dtype)
@@ -416,7 +459,8 @@ def _measure(
             return new_ref, new_cand
 
         rounds = _RoundWatch(watch, threads_before_import)
-        samples, stop_reason, per_round, per_call_s = collect(
+        bar = request.bar
+        samples, stop_reason, per_round, per_call_s, looks = collect(
             make_legs,
             sessions=request.sessions,
             per_round=request.per_round,
@@ -425,6 +469,7 @@ def _measure(
             budget_s=budget,
             target_ci=request.target_ci,
             rng=random.Random(request.order_seed),
+            decide=(lambda i: interval_decision(bar, i.low, i.high)) if bar is not None else None,
             threads=threads,
             progress=progress,
             before_round=rounds.start,
@@ -434,7 +479,7 @@ def _measure(
         agreement.append(_agreement(legs, timed_seeds[-1]))
         last_out = cand.output()  # session 0's inputs again: the same answer as at first
         watch.check("at the end", "deep")
-        after = created if all(backend.digest(b) == h for b, h in buffers) else "changed"
+        after = created if not changed and all(backend.digest(b) == h for b, h in buffers) else "changed"
         timer_changes = sorted(set(timer_changes_at_import) | set(kclock.tampered()))
         integrity = [
             _process_check(watch.changes),
@@ -457,11 +502,15 @@ def _measure(
         ]
         k = request.bar.sigma_k if request.bar and request.bar.sigma_k else 3.0
         timing, numbers = timing_gate(
-            samples, stop_reason, interpreted, k, LegPair("reference", "candidate"), per_call_s, flush_text
+            samples, stop_reason, interpreted, k, LegPair("reference", "candidate"), per_call_s, flush_text, looks,
+            request.sessions, min(request.min_rounds, max_rounds), budget,
         )
         gates = {"integrity": GateResult("integrity", tuple(integrity)), "timing": timing}
         if request.bar is not None:
             gates["bar"] = _bar_gate(request.bar, numbers, interpreted)
+            unmeasurable = _power_short_of_bar(request.bar, gates["bar"], timing.details["power"])
+            if unmeasurable is not None:
+                gates["timing"] = replace(timing, checks=(*timing.checks, unmeasurable))
         context = {
             **_context(request, pair, backend, inputs, created, interpreted),
             "timed_seeds": timed_seeds,
@@ -469,6 +518,24 @@ def _measure(
             "wall_s": round(time.perf_counter() - started, 3),
         }
         return Report("measure", gates, context, (EAGER_NOTE,) if pair.reference.eager else ())
+
+
+def _power_short_of_bar(bar: Bar, bar_gate: GateResult, power: Mapping[str, Any]) -> Check | None:
+    """An undecided bar whose threshold lies inside what a run of this budget can resolve: say so,
+    with what would resolve it, instead of leaving the user to rerun the same budget."""
+    detectable = power["detectable_speedup"]
+    below = [c.value for c in bar.clauses if c.kind == "threshold" and c.value < detectable]
+    if bar_gate.details.get("outcome") != "UNDECIDED" or not below:
+        return None
+    return Check(
+        "bar_measurable", "ADVISORY",
+        f"the bar's threshold {min(below):g}x is below what a run of this budget resolves here: about "
+        f"{power['sessions_in_budget']} sessions in {power['budget_s']:g} s detect a speedup of "
+        f"{detectable:.4f}x (or the same slowdown) with {power['power']:.0%} power, so a candidate near the bar "
+        "stays undecided",
+        "raise --budget (power grows with the square root of the sessions), enlarge the op-point, or run "
+        "`kgate calibrate` to see the noise before registering a bar.",
+    )
 
 
 def _context(request: MeasureRequest, pair: Any, backend: Any, inputs: Any, created: str,

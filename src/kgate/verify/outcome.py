@@ -86,11 +86,17 @@ NOT_TIMED = ("not timed: a kernel runs in an interpreter here (Pallas interpret 
              "time it anyway (capped short, labelled interpreted), or time it on the device.")
 
 
-def not_timed_gates(bar: str | None) -> dict[str, GateResult]:
-    """The timing gate (and the bar's, when one is registered) of a run that did not time an
-    interpreter: SKIPPED with the reason, the bar's outcome UNDECIDED."""
-    gates = {"timing": GateResult("timing", (), {"not_timed": "interpreted"}, NOT_TIMED)}
+NOT_RUN = ("not timed: the candidate did not get through the checks (see the failing checks), so there is "
+           "nothing to time; the bar stays UNDECIDED and the run FAILs on the checks.")
+
+
+def not_timed_gates(bar: str | None, why: str = "interpreted") -> dict[str, GateResult]:
+    """The timing gate (and the bar's, when one is registered) of a run that timed nothing:
+    an interpreter it was not asked to time, or (`why="not run"`) a candidate that did not get
+    through the checks. SKIPPED with the reason, the bar's outcome UNDECIDED."""
+    reason = NOT_TIMED if why == "interpreted" else NOT_RUN
+    gates = {"timing": GateResult("timing", (), {"not_timed": why}, reason)}
     if bar is not None:
         gates["bar"] = GateResult("bar", (), {"bar": bar, "outcome": "UNDECIDED", "interpreted": True},
-                                  "not graded: no timings were taken (interpreted)")
+                                  f"not graded: no timings were taken ({why})")
     return gates

@@ -69,10 +69,15 @@ def write(path: Path, receipt: Mapping[str, Any]) -> None:
     write_atomic(path, text + "\n")
 
 
-def _close(a: float, b: float) -> bool:
-    if isinstance(a, str) or isinstance(b, str):
+def _close(a: Any, b: Any) -> bool:
+    """Equal within REL_TOL; JSON spells non-finite floats "inf", "-inf" and "nan"."""
+    try:
+        x, y = float(a), float(b)
+    except (TypeError, ValueError):
         return a == b
-    return math.isclose(float(a), float(b), rel_tol=REL_TOL, abs_tol=1e-12)
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return x == y or (math.isnan(x) and math.isnan(y))
+    return math.isclose(x, y, rel_tol=REL_TOL, abs_tol=1e-12)
 
 
 
@@ -154,7 +159,15 @@ def rederive_timing(timing: Mapping[str, Any], bar: Mapping[str, Any] | None) ->
     for leg, arr in (("reference", ref), ("candidate", cand)):
         if not _close(timing[leg]["p50_ms"], float(np.median(arr))):
             problems.append(f"timing: {leg} p50 {timing[leg]['p50_ms']} is not the median of its samples")
-    interval = stats.speedup_interval(ref, cand, sessions=samples.get("session"))
+    method = (timing.get("method") or {}).get("interval_method")
+    if method == stats.CS_METHOD:
+        interval = stats.sequential_interval(ref, cand, samples.get("session") or [0] * len(ref))
+        problems += _rederive_looks(timing, ref, cand, bar)
+    elif method is None:  # receipts from before the sequential interval: the session bootstrap
+        interval = stats.speedup_interval(ref, cand, sessions=samples.get("session"))
+    else:
+        raise CannotRederive(f"the timing's interval method {method!r} is not one this kgate knows "
+                             f"(it knows {stats.CS_METHOD!r} and the bootstrap before it)")
     sp = timing["speedup"]
     for key, value in (("estimate", interval.estimate), ("low", interval.low), ("high", interval.high)):
         if not _close(sp[key], value):
@@ -177,9 +190,13 @@ def rederive_timing(timing: Mapping[str, Any], bar: Mapping[str, Any] | None) ->
 
 
 def _not_timed_problems(receipt: Mapping[str, Any]) -> list[str]:
-    """Timing is skipped only for an interpreter, and then nothing may claim a timed outcome."""
+    """Timing is skipped only for an interpreter, or for a candidate that did not get through the
+    checks (then the run FAILed on them); and then nothing may claim a timed outcome."""
     gates = receipt.get("gates", {})
     problems = []
+    if gates["timing"].get("not_timed") == "not run" and receipt.get("status") != "FAIL":
+        problems.append(f"timing: SKIPPED because the candidate did not get through the checks, yet the run is "
+                        f"{receipt.get('status')} (only FAIL follows)")
     if not receipt.get("interpreted", False):
         problems.append("timing: SKIPPED, but the receipt says nothing ran in an interpreter (only interpreted "
                         "runs go untimed)")
@@ -189,6 +206,47 @@ def _not_timed_problems(receipt: Mapping[str, Any]) -> list[str]:
     if isinstance(bar, Mapping) and (bar.get("status") != "SKIPPED" or bar.get("outcome") != "UNDECIDED"):
         problems.append(f"bar: recorded {bar.get('status')} {bar.get('outcome')} with no timings (only SKIPPED "
                         "UNDECIDED follows)")
+    return problems
+
+
+class CannotRederive(Exception):
+    """The receipt was made by a method this kgate does not know: not tampering, just not checkable here."""
+
+
+def _rederive_looks(timing: Mapping[str, Any], ref: np.ndarray, cand: np.ndarray,
+                    bar: Mapping[str, Any] | None) -> list[str]:
+    """Every look the run recorded follows from the samples, and the run stopped at the first
+    look where the bar was decided (never ran on past it, never stopped on an undecided one)."""
+    from kgate.gates.bar import interval_decision
+
+    samples = timing["samples_ms"]
+    labels = list(samples.get("session") or [0] * len(ref))
+    method = timing.get("method") or {}
+    looks = method.get("looks")
+    if not isinstance(looks, list):
+        return ["timing: the sequential interval's looks are missing"]
+    order = list(dict.fromkeys(labels))
+    parsed = parse_bar(bar["bar"]) if isinstance(bar, Mapping) and "bar" in bar else None
+    min_sessions, min_rounds = int(method.get("min_sessions", 2)), int(method.get("min_rounds", 2))
+    problems = []
+    for i, look in enumerate(looks):
+        k = int(look.get("sessions", 0))
+        if not 2 <= k <= len(order) or (i and k <= int(looks[i - 1].get("sessions", 0))):
+            return [f"timing: look {i + 1} names {k} sessions, which the samples do not have in order"]
+        rows = [r for r, s in enumerate(labels) if s in order[:k]]
+        interval = stats.sequential_interval(ref[rows], cand[rows], [labels[r] for r in rows])
+        for key, value in (("estimate", interval.estimate), ("low", interval.low), ("high", interval.high)):
+            if not _close(look.get(key), value):
+                problems.append(f"timing: look {i + 1}'s {key} {look.get(key)} does not follow from the samples")
+        may_stop = k >= min_sessions and len(rows) >= min_rounds
+        decided = interval_decision(parsed, interval.low, interval.high) if parsed is not None and may_stop else None
+        if (look.get("decided") or None) != decided:
+            problems.append(f"timing: look {i + 1} records the bar {look.get('decided') or 'undecided'}, the samples "
+                            f"give {decided or 'undecided'}")
+        if decided and i != len(looks) - 1:
+            problems.append(f"timing: the bar was decided at look {i + 1}, yet the run went on")
+    if looks and int(looks[-1].get("sessions", 0)) != len(order):
+        problems.append("timing: the last look does not cover every session timed")
     return problems
 
 

@@ -57,7 +57,7 @@ class VerifyRequest:
     firing: FiringSpec = FiringSpec()
     bar: str | None = None
     budget_s: float = 20.0
-    sessions: int = 4
+    sessions: int = 3
     chip: int = 0
     lock_dir: Path | None = None
     receipt: Path | None = None
@@ -70,6 +70,9 @@ class VerifyRequest:
 
     def __post_init__(self) -> None:
         check_phase_budget(self.phase_budget_s)
+        if self.sessions < 2:
+            raise KgateError("--sessions must be >= 2: the interval counts sessions, and one has no spread.",
+                             "use e.g. --sessions 3.")
         if self.mode not in ("screen", "full"):
             raise KgateError(f"--mode {self.mode!r} is not a verify mode.", "use --mode screen or --mode full.")
         if self.mode == "screen" and (self.author_claim_p50 is not None or self.spec):
@@ -203,7 +206,10 @@ def run_verify(request: VerifyRequest, say: Callable[[str], None] = lambda _: No
         timing.update(
             inputs_in=handoff["path"], inputs_sha256=handoff["input_sha256"], inputs_file_sha256=handoff["file_sha256"]
         )
-        if checks_leg.get("interpreted", True) and not request.time_interpreted:
+        if not _got_through(checks_leg):  # the candidate did not get through the checks: the run FAILs on them
+            say("not timing: the candidate did not get through the checks")
+            measure_leg = _not_timed_leg(request, "not run")
+        elif checks_leg["interpreted"] and not request.time_interpreted:
             say("not timing: a kernel runs in an interpreter here (--time-interpreted times it anyway)")
             measure_leg = _not_timed_leg(request)
         else:
@@ -211,10 +217,20 @@ def run_verify(request: VerifyRequest, say: Callable[[str], None] = lambda _: No
         return _finish(request, common, checks_leg, measure_leg, timing, say, workdir, started)
 
 
-def _not_timed_leg(request: VerifyRequest) -> dict[str, Any]:
-    """What stands for a measure leg that was not run: the checks found an interpreter."""
-    gates = not_timed_gates(request.bar)
-    return {"not_timed": True, "interpreted": True, "gates": {name: g.to_json() for name, g in gates.items()}}
+def _got_through(checks_leg: Mapping[str, Any]) -> bool:
+    """Whether the candidate ran through the checks leg (its process finished, every probe ran)."""
+    gates = checks_leg.get("gates")
+    return isinstance(gates, Mapping) and not any(
+        str(c.get("name", "")).endswith("candidate_ran") and c.get("status") == "FAIL"
+        for g in gates.values() for c in g.get("checks", []))
+
+
+def _not_timed_leg(request: VerifyRequest, why: str = "interpreted") -> dict[str, Any]:
+    """What stands for a measure leg that was not run: the checks found an interpreter, or the
+    candidate did not get through them. `interpreted` stays true when unknown: nothing here
+    may back a verdict."""
+    gates = not_timed_gates(request.bar, why)
+    return {"not_timed": why, "interpreted": True, "gates": {name: g.to_json() for name, g in gates.items()}}
 
 
 def _finish(
@@ -281,7 +297,7 @@ def _finish(
         "chip": request.chip,
         "seconds": _seconds(checks_leg, [*legs[1:], ("capture", extra.get("capture", {}))], time.monotonic() - started),
     }
-    notes = ((NOT_TIMED_NOTE,) if measure_leg.get("not_timed") else ()) + (
+    notes = ((NOT_TIMED_NOTE,) if measure_leg.get("not_timed") == "interpreted" else ()) + (
         (EAGER_NOTE,) if context["reference"].get("eager") else ())
     report = Report("verify", gates, context, notes)
     receipt = receipts.seal(_receipt_body(request, report, checks_leg, measure_leg))
@@ -326,7 +342,8 @@ def _full_checks(request: VerifyRequest, first: Mapping[str, Any], reverse: Mapp
     checks: list[Check] = []
     a, b = _speedup(first), _speedup(reverse)
     if first.get("not_timed"):
-        checks.append(Check("full.cold_orderings", "SKIPPED", "not timed (interpreted): no cold orderings to compare"))
+        checks.append(Check("full.cold_orderings", "SKIPPED", f"not timed ({first['not_timed']}): no cold orderings "
+                            "to compare"))
     elif a is None or b is None:
         checks.append(Check("full.cold_orderings", "FAIL", "a cold-process measurement did not complete", "see the timing gate."))
     else:
@@ -362,8 +379,9 @@ def _full_checks(request: VerifyRequest, first: Mapping[str, Any], reverse: Mapp
     if request.author_claim_p50 is None:
         checks.append(Check("full.reproduction", "SKIPPED", "not checked: no --author-claim-p50 was given"))
     elif first.get("not_timed"):
-        checks.append(Check("full.reproduction", "SKIPPED", "not checked: nothing was timed (interpreted), and an "
-                            "interpreter's p50 would say nothing about the author's device number"))
+        checks.append(Check("full.reproduction", "SKIPPED", f"not checked: nothing was timed ({first['not_timed']})"
+                            + (", and an interpreter's p50 would say nothing about the author's device number"
+                               if first["not_timed"] == "interpreted" else "")))
     elif measured is None:
         checks.append(Check("full.reproduction", "FAIL", "no verified p50 to compare the claim with", "see the timing gate."))
     else:

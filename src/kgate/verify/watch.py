@@ -48,6 +48,11 @@ class Watch:
         values they had when kgate made it, `volatile` ones excepted."""
         self.tracked[label] = (obj, {k: id(v) for k, v in vars(obj).items() if k not in volatile})
 
+    def untrack(self, *labels: str) -> None:
+        """Stop watching objects kgate is done with (a retired session's timed calls)."""
+        for label in labels:
+            self.tracked.pop(label, None)
+
     def restore(self) -> None:
         """Undo whatever candidate code rebound (this process may go on after the run)."""
         for snapshot in self.snapshots.values():
