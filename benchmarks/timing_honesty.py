@@ -91,7 +91,7 @@ def main() -> int:
           f"(median speedup {median_speedup:.3f}); anomalies {anomalies}" + (f" {names}" if names else ""))
     print(f"  naive: p50 ratio < 1.0 in {naive_detected}/{args.runs}")
     kinds = {"interpreted" if r["interpreted"] else "compiled" for r in aa + sd}
-    print(f"  (timings: {', '.join(sorted(kinds))}; on the CPU, capped at 6 s and 40 rounds per run)")
+    print(f"  (timings: {', '.join(sorted(kinds))}; on the CPU, capped at 6 s per run, compiles included)")
     return 0
 
 

@@ -170,10 +170,10 @@ def _timed_receipt(bar_text, speedup=2.0, sessions=5, seed=0):
         r, c, _ = samples.arrays()
         interval = stats.sequential_interval(r[rows], c[rows], [samples.session[i] for i in rows])
         decided = interval_decision(bar, interval.low, interval.high) if k >= 3 and len(rows) >= 10 else None
-        looks.append({"sessions": k, "rounds": len(rows), **interval.to_json(),
+        looks.append({"sessions": k, "rounds": len(rows), "elapsed_s": 0.1 * k, **interval.to_json(),
                       "relative_width": interval.relative_width, "decided": decided or ""})
     timing, numbers = timing_gate(samples, "test", False, 3.0, LegPair("reference", "candidate"), 0.001, "none",
-                                  looks, 3, 10)
+                                  looks, 3, 10, 3.0, 200)
     gates = {"timing": timing.to_json(), "bar": _bar_gate(bar, numbers, False).to_json()}
     return json.loads(json.dumps(clean(gates)))
 
@@ -186,6 +186,7 @@ def test_verify_receipt_re_derives_every_look_and_the_stop():
     first = next(i for i, look in enumerate(looks) if look["decided"])
     assert looks[first]["decided"] == "MISSED"
     gates["timing"]["method"]["looks"] = looks[: first + 1]  # as the run would have stopped
+    gates["timing"]["method"]["stop_reason"] = f"the bar was decided (MISSED) after {first + 2} sessions"
     kept = [i for i, s in enumerate(gates["timing"]["samples_ms"]["session"]) if s < looks[first]["sessions"]]
     for leg in ("reference", "candidate", "candidate_first", "session"):
         gates["timing"]["samples_ms"][leg] = [gates["timing"]["samples_ms"][leg][i] for i in kept]
@@ -199,6 +200,41 @@ def test_verify_receipt_re_derives_every_look_and_the_stop():
     moved = json.loads(json.dumps(gates))
     moved["timing"]["method"]["looks"][0]["estimate"] = 9.0
     assert any("look 1's estimate" in p for p in receipts.rederive_timing(moved["timing"], moved["bar"]))
+    hidden = json.loads(json.dumps(gates))  # a look left out
+    del hidden["timing"]["method"]["looks"][0]
+    assert any("looks after every session" in p for p in receipts.rederive_timing(hidden["timing"], hidden["bar"]))
+    claimed = json.loads(json.dumps(gates))  # a stop reason the last look does not back
+    claimed["timing"]["method"]["stop_reason"] = "time budget spent (6.0 s, compiles included): undecided"
+    assert any("stop reason" in p for p in receipts.rederive_timing(claimed["timing"], claimed["bar"]))
+
+
+def test_a_session_cut_out_of_a_receipt_is_found():
+    from kgate.verify import receipt as receipts
+
+    gates = _timed_receipt("speedup > 1.5x", speedup=1.6, sessions=6)
+    t = gates["timing"]
+    t["method"]["looks"] = [look for look in t["method"]["looks"] if look["sessions"] < 6][:4]  # keep its shape
+    kept = [i for i, s in enumerate(t["samples_ms"]["session"]) if s != 2]  # the slow session 2 removed
+    for leg in ("reference", "candidate", "candidate_first", "session"):
+        t["samples_ms"][leg] = [t["samples_ms"][leg][i] for i in kept]
+    gates = _regraded(gates)
+    assert any("session labels are not 0, 1, 2" in p for p in receipts.rederive_timing(gates["timing"], gates["bar"]))
+
+
+def test_a_malformed_timing_is_tampered_never_a_crash():
+    from kgate.verify import receipt as receipts
+
+    for breaks in ({"session": [0, 1]}, {"candidate": "zeros"}, {"looks": "abc"}):
+        gates = _timed_receipt("speedup > 1.5x")
+        t = gates["timing"]
+        if "looks" in breaks:
+            t["method"]["looks"][0]["sessions"] = breaks["looks"]
+        elif breaks.get("candidate") == "zeros":
+            t["samples_ms"]["candidate"] = [[0.0] * len(row) for row in t["samples_ms"]["candidate"]]
+        else:
+            t["samples_ms"]["session"] = breaks["session"]
+        problems = receipts.rederive({"gates": gates, "kgate": {"version": "0.2.0"}})
+        assert problems, breaks
 
 
 def _regraded(gates):
@@ -228,6 +264,9 @@ def test_a_receipt_from_before_the_sequential_stop_still_re_derives_and_an_unkno
     old["timing"]["speedup"] = boot.to_json()
     old["bar"]["outcome"] = "MET" if boot.low > 1.5 else "MISSED" if boot.high < 1.5 else "UNDECIDED"
     assert receipts.rederive_timing(old["timing"], old["bar"]) == []
+    # ... but a receipt from a kgate that always records its method, stripped of it, is a downgrade
+    assert any("cannot be re-graded by the old bootstrap" in p
+               for p in receipts.rederive_timing(old["timing"], old["bar"], "0.2.0"))
     future = json.loads(json.dumps(gates))
     future["timing"]["method"]["interval_method"] = "kgate.cs.future.v9"
     with pytest.raises(receipts.CannotRederive, match="kgate.cs.future.v9"):

@@ -216,3 +216,17 @@ def test_power_at_a_budget_counts_the_sessions_that_fit():
     assert power["sessions_in_budget"] == 20 and power["power"] == 0.9
     assert power["detectable_speedup"] == stats.detectable_speedup(float(np.std(logs, ddof=1)), 20)
     assert stats.power_at_budget(logs, elapsed_s=2.0, budget_s=1.0)["sessions_in_budget"] == 4  # never fewer than seen
+
+
+def test_no_spread_or_an_unresolved_clock_leaves_the_interval_open():
+    assert stats.confidence_sequence([0.1, 0.1, 0.1, 0.1]).high == math.inf  # identical sessions: no scale known
+    assert stats.confidence_sequence([0.1, math.inf, 0.2, 0.1]).high == math.inf  # a 0 ms median
+    ref = np.full((6, 3), 1.0)
+    cand = np.zeros((6, 3))
+    assert stats.sequential_interval(ref, cand, [0, 0, 1, 1, 2, 2]).low == 0.0
+    assert stats.detectable_speedup(0.0, 20) == math.inf
+
+
+def test_a_bar_resolves_by_its_distance_from_one_either_way():
+    assert stats.resolves(1.2, 1.1) and stats.resolves(0.8, 1.1)  # a no-worse-than bar counts too
+    assert not stats.resolves(1.05, 1.1) and not stats.resolves(0.97, 1.1) and not stats.resolves(1.0, 1.1)

@@ -334,8 +334,8 @@ def session_log_ratios(reference_rounds: np.ndarray, candidate_rounds: np.ndarra
     cand = np.asarray(candidate_rounds, dtype=np.float64)
     labels = np.asarray(sessions, dtype=int)
     order = list(dict.fromkeys(labels.tolist()))
-    return np.array([math.log(float(np.median(ref[labels == s])) / float(np.median(cand[labels == s])))
-                     for s in order])
+    with np.errstate(divide="ignore", invalid="ignore"):  # a 0 ms median (a clock too coarse) gives +-inf
+        return np.array([np.log(np.median(ref[labels == s])) - np.log(np.median(cand[labels == s])) for s in order])
 
 
 def _log_mixture_bf(t: float, n: int) -> float:
@@ -381,16 +381,27 @@ def confidence_sequence(log_ratios: Sequence[float], level: float = 0.95) -> Int
     n = int(x.size)
     if n == 0:
         raise ValueError("no sessions")
-    mean = float(np.mean(x))
-    estimate = math.exp(mean)
+    with np.errstate(invalid="ignore"):
+        mean = float(np.mean(x))
+    estimate = math.exp(mean) if not math.isnan(mean) else math.nan
     t = cs_critical_t(n, level)
-    if not math.isfinite(t):
+    sd = float(np.std(x, ddof=1)) if n >= 2 and np.all(np.isfinite(x)) else math.nan
+    # open while no t can reach the boundary, while a session's time is 0 (a clock too coarse to
+    # resolve the call) and while the sessions do not differ at all (no spread: nothing to scale by)
+    if not math.isfinite(t) or not sd > 0.0:
         return Interval(estimate, 0.0, math.inf, level)
-    half = t * float(np.std(x, ddof=1)) / math.sqrt(n)
+    half = t * sd / math.sqrt(n)
     return Interval(estimate, math.exp(mean - half), math.exp(mean + half), level)
 
 
 POWER = 0.90  # the power at which a run's detectable effect is stated
+
+
+def resolves(threshold: float, detectable: float) -> bool:
+    """Whether a bar at `threshold` lies farther from 1.0 than the `detectable` effect (either way:
+    a speedup bar above 1, a no-worse-than bar below it); a bar closer than that stays undecided for
+    a candidate near it."""
+    return threshold > 0 and abs(math.log(threshold)) > math.log(detectable)
 
 
 def detectable_speedup(session_sd: float, sessions: int, level: float = 0.95, power: float = POWER) -> float:
@@ -402,18 +413,22 @@ def detectable_speedup(session_sd: float, sessions: int, level: float = 0.95, po
     from statistics import NormalDist
 
     t = cs_critical_t(sessions, level) if sessions >= 2 else math.inf
-    if not math.isfinite(t) or not math.isfinite(session_sd):
-        return math.inf
+    if not math.isfinite(t) or not math.isfinite(session_sd) or not session_sd > 0.0:
+        return math.inf  # no spread seen is no spread known: the sequence stays open
     return math.exp((t + NormalDist().inv_cdf(power)) * session_sd / math.sqrt(sessions))
 
 
-def power_at_budget(log_ratios: Sequence[float], elapsed_s: float, budget_s: float, level: float = 0.95) -> dict[str, Any]:
+def power_at_budget(log_ratios: Sequence[float], elapsed_s: float, budget_s: float, max_sessions: int | None = None,
+                    level: float = 0.95) -> dict[str, Any]:
     """What a run of `budget_s` seconds could detect, from the sessions seen so far: their scatter,
-    and how many sessions of the same cost (compiles included) fit in the budget."""
+    and how many sessions of the same cost (compiles included) fit in the budget, and under the
+    run's round cap (`max_sessions`)."""
     x = np.asarray(log_ratios, dtype=np.float64)
     n = int(x.size)
-    sd = float(np.std(x, ddof=1)) if n >= 2 else math.inf
+    sd = float(np.std(x, ddof=1)) if n >= 2 and np.all(np.isfinite(x)) else math.inf
     fit = max(n, int(budget_s * n / elapsed_s)) if elapsed_s > 0 and n else n
+    if max_sessions is not None:
+        fit = max(n, min(fit, max_sessions))
     return {
         "power": POWER,
         "budget_s": budget_s,

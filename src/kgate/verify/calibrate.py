@@ -19,6 +19,7 @@ import numpy as np
 
 from kgate import clock as kclock
 from kgate.backends import get_backend
+from kgate.gates import stats
 from kgate.gates.bar import Bar
 from kgate.gates.common import Check, GateResult
 from kgate.problem import load_pair
@@ -123,7 +124,7 @@ def _calibrate(request: CalibrateRequest, progress: Callable[[int, float], None]
         k = request.bar.sigma_k if request.bar and request.bar.sigma_k else 3.0
         timing, numbers = timing_gate(
             samples, stop_reason, interpreted, k, LegPair("reference", "reference copy"), per_call_s, flush_text,
-            looks, request.sessions, min(8, max_rounds), budget,
+            looks, request.sessions, min(8, max_rounds), budget, max_rounds,
         )
         interval = numbers["interval"]
         ref_p50 = timing.details["reference"]["p50_ms"]
@@ -163,7 +164,7 @@ def _calibrate(request: CalibrateRequest, progress: Callable[[int, float], None]
         power = calibration["power"]
         for t in thresholds:
             detectable = calibration["detectable_speedup"]
-            measurable = detectable < t
+            measurable = stats.resolves(t, detectable)
             calibration.setdefault("bar_measurable", {})[f"{t:.4f}"] = measurable
             checks.append(
                 Check(

@@ -73,6 +73,9 @@ class MeasureRequest:
                              "use e.g. --sessions 3.")
         if self.budget_s <= 0 or self.target_ci <= 0:
             raise KgateError("--budget and --target-ci must be positive.", "e.g. --budget 20 --target-ci 0.02.")
+        if self.sessions > self.max_rounds:
+            raise KgateError(f"--sessions {self.sessions} is more than --max-rounds {self.max_rounds}: every session "
+                             "times at least one round.", "ask for fewer sessions or more rounds.")
         if self.min_rounds < 2 or self.max_rounds < self.min_rounds:
             raise KgateError(
                 f"rounds must satisfy 2 <= min ({self.min_rounds}) <= max ({self.max_rounds}).",
@@ -244,12 +247,15 @@ def timing_gate(
     min_sessions: int,
     min_rounds: int,
     budget_s: float,
+    max_rounds: int,
 ) -> tuple[GateResult, dict[str, Any]]:
     ref, cand, first = samples.arrays()
     ref_stats, cand_stats = stats.summarize(ref), stats.summarize(cand)
     log_ratios = stats.session_log_ratios(ref, cand, samples.session)
     interval = stats.confidence_sequence(log_ratios)
-    power = stats.power_at_budget(log_ratios, looks[-1]["elapsed_s"] if looks else 0.0, budget_s)
+    per_session = ref.shape[0] / max(1, len(log_ratios))  # rounds per session: the round cap bounds the sessions too
+    power = stats.power_at_budget(log_ratios, looks[-1]["elapsed_s"] if looks else 0.0, budget_s,
+                                  int(max_rounds // per_session) if per_session else None)
     sigma = stats.run_to_run_sigma(ref, cand)
     diff = ref_stats.p50 - cand_stats.p50
     mde = stats.minimum_detectable_speedup(ref_stats.p50, sigma, k)
@@ -503,7 +509,7 @@ def _measure(
         k = request.bar.sigma_k if request.bar and request.bar.sigma_k else 3.0
         timing, numbers = timing_gate(
             samples, stop_reason, interpreted, k, LegPair("reference", "candidate"), per_call_s, flush_text, looks,
-            request.sessions, min(request.min_rounds, max_rounds), budget,
+            request.sessions, min(request.min_rounds, max_rounds), budget, max_rounds,
         )
         gates = {"integrity": GateResult("integrity", tuple(integrity)), "timing": timing}
         if request.bar is not None:
@@ -524,12 +530,12 @@ def _power_short_of_bar(bar: Bar, bar_gate: GateResult, power: Mapping[str, Any]
     """An undecided bar whose threshold lies inside what a run of this budget can resolve: say so,
     with what would resolve it, instead of leaving the user to rerun the same budget."""
     detectable = power["detectable_speedup"]
-    below = [c.value for c in bar.clauses if c.kind == "threshold" and c.value < detectable]
-    if bar_gate.details.get("outcome") != "UNDECIDED" or not below:
+    close = [c.value for c in bar.clauses if c.kind == "threshold" and not stats.resolves(c.value, detectable)]
+    if bar_gate.details.get("outcome") != "UNDECIDED" or not close:
         return None
     return Check(
         "bar_measurable", "ADVISORY",
-        f"the bar's threshold {min(below):g}x is below what a run of this budget resolves here: about "
+        f"the bar's threshold {close[0]:g}x is closer to 1.0 than what a run of this budget resolves here: about "
         f"{power['sessions_in_budget']} sessions in {power['budget_s']:g} s detect a speedup of "
         f"{detectable:.4f}x (or the same slowdown) with {power['power']:.0%} power, so a candidate near the bar "
         "stays undecided",

@@ -97,6 +97,6 @@ def not_timed_gates(bar: str | None, why: str = "interpreted") -> dict[str, Gate
     reason = NOT_TIMED if why == "interpreted" else NOT_RUN
     gates = {"timing": GateResult("timing", (), {"not_timed": why}, reason)}
     if bar is not None:
-        gates["bar"] = GateResult("bar", (), {"bar": bar, "outcome": "UNDECIDED", "interpreted": True},
+        gates["bar"] = GateResult("bar", (), {"bar": bar, "outcome": "UNDECIDED", "interpreted": why == "interpreted"},
                                   f"not graded: no timings were taken ({why})")
     return gates

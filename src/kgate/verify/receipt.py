@@ -149,8 +149,21 @@ def _gate_status_problems(name: str, gate: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def rederive_timing(timing: Mapping[str, Any], bar: Mapping[str, Any] | None) -> list[str]:
-    """Recompute the per-leg p50s, the speedup, its interval, sigma and the bar from the raw samples."""
+SEQUENTIAL_SINCE = (0, 2, 0)  # the first kgate version whose runs stop sequentially and record the method
+
+
+def _version(text: Any) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in str(text).split(".")[:3])
+    except ValueError:
+        return (0,)
+
+
+def rederive_timing(timing: Mapping[str, Any], bar: Mapping[str, Any] | None,
+                    made_by_sequential_kgate: str = "") -> list[str]:
+    """Recompute the per-leg p50s, the speedup, its interval, sigma and the bar from the raw samples.
+    `made_by_sequential_kgate`: the version of the kgate that wrote the receipt, when it is one that
+    always records its interval method (so a receipt without one was edited)."""
     problems: list[str] = []
     samples = timing.get("samples_ms")
     if not samples:
@@ -161,9 +174,16 @@ def rederive_timing(timing: Mapping[str, Any], bar: Mapping[str, Any] | None) ->
             problems.append(f"timing: {leg} p50 {timing[leg]['p50_ms']} is not the median of its samples")
     method = (timing.get("method") or {}).get("interval_method")
     if method == stats.CS_METHOD:
-        interval = stats.sequential_interval(ref, cand, samples.get("session") or [0] * len(ref))
-        problems += _rederive_looks(timing, ref, cand, bar)
+        labels = [int(x) for x in (samples.get("session") or [])]
+        if len(labels) != len(ref) or not labels or labels[0] != 0 or any(
+                b not in (a, a + 1) for a, b in zip(labels, labels[1:])):
+            return problems + ["timing: the rounds' session labels are not 0, 1, 2, ... in the order the sessions ran"]
+        interval = stats.sequential_interval(ref, cand, labels)
+        problems += _rederive_looks(timing, ref, cand, labels, bar)
     elif method is None:  # receipts from before the sequential interval: the session bootstrap
+        if made_by_sequential_kgate:
+            return problems + [f"timing: kgate {made_by_sequential_kgate} records its interval method, and this "
+                               "receipt has none (a sequential run cannot be re-graded by the old bootstrap)"]
         interval = stats.speedup_interval(ref, cand, sessions=samples.get("session"))
     else:
         raise CannotRederive(f"the timing's interval method {method!r} is not one this kgate knows "
@@ -194,10 +214,11 @@ def _not_timed_problems(receipt: Mapping[str, Any]) -> list[str]:
     checks (then the run FAILed on them); and then nothing may claim a timed outcome."""
     gates = receipt.get("gates", {})
     problems = []
-    if gates["timing"].get("not_timed") == "not run" and receipt.get("status") != "FAIL":
+    not_run = gates["timing"].get("not_timed") == "not run"
+    if not_run and receipt.get("status") != "FAIL":
         problems.append(f"timing: SKIPPED because the candidate did not get through the checks, yet the run is "
                         f"{receipt.get('status')} (only FAIL follows)")
-    if not receipt.get("interpreted", False):
+    if not not_run and not receipt.get("interpreted", False):
         problems.append("timing: SKIPPED, but the receipt says nothing ran in an interpreter (only interpreted "
                         "runs go untimed)")
     if "samples_ms" in gates["timing"] or "speedup" in gates["timing"]:
@@ -213,27 +234,28 @@ class CannotRederive(Exception):
     """The receipt was made by a method this kgate does not know: not tampering, just not checkable here."""
 
 
-def _rederive_looks(timing: Mapping[str, Any], ref: np.ndarray, cand: np.ndarray,
+def _rederive_looks(timing: Mapping[str, Any], ref: np.ndarray, cand: np.ndarray, labels: list[int],
                     bar: Mapping[str, Any] | None) -> list[str]:
-    """Every look the run recorded follows from the samples, and the run stopped at the first
-    look where the bar was decided (never ran on past it, never stopped on an undecided one)."""
+    """Every look the run made follows from the samples, and the run stopped at the first look
+    where the bar was decided (never ran on past it, never claimed a decision it did not have).
+    A run looks after every session from the second: the sessions are numbered 0, 1, 2, ... in
+    the order they ran, and there is one look per session count, none left out."""
     from kgate.gates.bar import interval_decision
 
-    samples = timing["samples_ms"]
-    labels = list(samples.get("session") or [0] * len(ref))
     method = timing.get("method") or {}
     looks = method.get("looks")
-    if not isinstance(looks, list):
-        return ["timing: the sequential interval's looks are missing"]
-    order = list(dict.fromkeys(labels))
+    sessions = labels[-1] + 1
+    if not isinstance(looks, list) or [int(look["sessions"]) for look in looks] != list(range(2, sessions + 1)):
+        return [f"timing: the run looks after every session from the second; {sessions} sessions need looks at "
+                f"2..{sessions}, the receipt records {[look.get('sessions') for look in looks] if isinstance(looks, list) else looks}"]
     parsed = parse_bar(bar["bar"]) if isinstance(bar, Mapping) and "bar" in bar else None
-    min_sessions, min_rounds = int(method.get("min_sessions", 2)), int(method.get("min_rounds", 2))
+    min_sessions, min_rounds = int(method["min_sessions"]), int(method["min_rounds"])
+    if min_sessions < 2 or min_rounds < 2:
+        return [f"timing: min_sessions {min_sessions} and min_rounds {min_rounds} must be at least 2"]
     problems = []
     for i, look in enumerate(looks):
-        k = int(look.get("sessions", 0))
-        if not 2 <= k <= len(order) or (i and k <= int(looks[i - 1].get("sessions", 0))):
-            return [f"timing: look {i + 1} names {k} sessions, which the samples do not have in order"]
-        rows = [r for r, s in enumerate(labels) if s in order[:k]]
+        k = i + 2
+        rows = [r for r, s in enumerate(labels) if s < k]
         interval = stats.sequential_interval(ref[rows], cand[rows], [labels[r] for r in rows])
         for key, value in (("estimate", interval.estimate), ("low", interval.low), ("high", interval.high)):
             if not _close(look.get(key), value):
@@ -245,8 +267,9 @@ def _rederive_looks(timing: Mapping[str, Any], ref: np.ndarray, cand: np.ndarray
                             f"give {decided or 'undecided'}")
         if decided and i != len(looks) - 1:
             problems.append(f"timing: the bar was decided at look {i + 1}, yet the run went on")
-    if looks and int(looks[-1].get("sessions", 0)) != len(order):
-        problems.append("timing: the last look does not cover every session timed")
+    said_decided = str(method.get("stop_reason", "")).startswith("the bar was decided")
+    if said_decided != bool(looks and looks[-1].get("decided")):
+        problems.append(f"timing: the stop reason {method.get('stop_reason')!r} does not match the last look")
     return problems
 
 
@@ -259,7 +282,12 @@ def rederive(receipt: Mapping[str, Any]) -> list[str]:
     if gates.get("timing", {}).get("status") == "SKIPPED":
         problems += _not_timed_problems(receipt)
     elif "timing" in gates and gates["timing"].get("status") != "FAIL":
-        problems += rederive_timing(gates["timing"], gates.get("bar"))
+        version = (receipt.get("kgate") or {}).get("version", "")
+        try:
+            problems += rederive_timing(gates["timing"], gates.get("bar"),
+                                        version if _version(version) >= SEQUENTIAL_SINCE else "")
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
+            problems.append(f"timing: malformed, its numbers cannot be re-derived ({type(exc).__name__}: {exc})")
     for name, gate in gates.items():
         if name != "parity":
             problems += _gate_status_problems(name, gate)

@@ -208,7 +208,7 @@ def run_verify(request: VerifyRequest, say: Callable[[str], None] = lambda _: No
         )
         if not _got_through(checks_leg):  # the candidate did not get through the checks: the run FAILs on them
             say("not timing: the candidate did not get through the checks")
-            measure_leg = _not_timed_leg(request, "not run")
+            measure_leg = _not_timed_leg(request, "not run", bool(checks_leg.get("interpreted", True)))
         elif checks_leg["interpreted"] and not request.time_interpreted:
             say("not timing: a kernel runs in an interpreter here (--time-interpreted times it anyway)")
             measure_leg = _not_timed_leg(request)
@@ -225,12 +225,12 @@ def _got_through(checks_leg: Mapping[str, Any]) -> bool:
         for g in gates.values() for c in g.get("checks", []))
 
 
-def _not_timed_leg(request: VerifyRequest, why: str = "interpreted") -> dict[str, Any]:
+def _not_timed_leg(request: VerifyRequest, why: str = "interpreted", interpreted: bool = True) -> dict[str, Any]:
     """What stands for a measure leg that was not run: the checks found an interpreter, or the
-    candidate did not get through them. `interpreted` stays true when unknown: nothing here
-    may back a verdict."""
+    candidate did not get through them (then `interpreted` is what the checks leg said of the
+    machine)."""
     gates = not_timed_gates(request.bar, why)
-    return {"not_timed": why, "interpreted": True, "gates": {name: g.to_json() for name, g in gates.items()}}
+    return {"not_timed": why, "interpreted": interpreted, "gates": {name: g.to_json() for name, g in gates.items()}}
 
 
 def _finish(
