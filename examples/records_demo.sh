@@ -39,7 +39,7 @@ cp "$EX/bad_nan_boundary.py" "$WT/ops/rmsnorm.py"
 (cd "$WT/ops" && quiet gate -r reference.py -c rmsnorm.py -o "$WORK/cand2.json")
 run 0 cand rmsnorm cand2 --receipt "$WORK/cand2.json"
 cp "$EX/pallas.py" "$WT/ops/rmsnorm.py"
-(cd "$WT/ops" && quiet measure -r reference.py -c rmsnorm.py --set seq_len=64 --budget 2 --sessions 2 -o "$WORK/cand3.json")
+(cd "$WT/ops" && quiet measure -r reference.py -c rmsnorm.py --set seq_len=64 -o "$WORK/cand3.json")
 run 0 cand rmsnorm cand3 --receipt "$WORK/cand3.json" --why "kept: correct and firing"
 echo
 echo "== The ledger and the branch history"

@@ -37,7 +37,7 @@ def record(root: Path, candidate: str, klass: str, bar: str, *, file: bool) -> d
     shutil.copy(CUMSUM / candidate, wt / "ops" / "cumsum.py")
     receipt = root.parent / f"{root.name}-receipt.json"
     subprocess.run([sys.executable, "-m", "kgate", "verify", "--mode", "full", "-r", "reference.py", "-c", "cumsum.py",
-                    "--class", klass, "--bar", bar, *OP_POINT, "--budget", "1.5", "--receipt", str(receipt),
+                    "--class", klass, "--bar", bar, *OP_POINT, "--budget", "4", "--receipt", str(receipt),
                     "--lock-dir", str(root.parent)], cwd=wt / "ops", capture_output=True, text=True)
     assert receipt.is_file()
     ok(kgate(root, "cand", "cumsum", "cand1", "--receipt", receipt, "--why", "kept: the final candidate"))
@@ -350,7 +350,7 @@ def test_verdict_can_run_the_verification_itself_under_the_registered_terms(reco
     rec = copy_record(records("in_progress"), tmp_path / "code")
     both = kgate(rec["root"], "verdict", "cumsum", "v001", "--receipt", rec["receipt"], "--verify")
     assert both.returncode == 2 and "exactly one of --receipt R and --verify" in both.stderr
-    proc = kgate(rec["root"], "verdict", "cumsum", "v001", "--verify", "--budget", "1.5", "--lock-dir", tmp_path, "--json")
+    proc = kgate(rec["root"], "verdict", "cumsum", "v001", "--verify", "--budget", "4", "--lock-dir", tmp_path, "--json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["verdict"] == "supported"
     filed = json.loads((page_of(rec["wt"]).parent / "receipts" / "v001-verify.json").read_text())

@@ -133,6 +133,8 @@ class ReportSummary:
         parts = []
         if self.p50_ms is not None:
             parts.append(f"p50 {self.p50_ms:.4g} ms{' (interpreted)' if self.interpreted else ''}")
+        elif self.command in ("measure", "verify") and self.interpreted:  # a kernel in an interpreter is not timed
+            parts.append("not timed (interpreted)")
         if self.speedup is not None:
             parts.append(f"{self.speedup[0]:.3f}x vs naive [{self.speedup[1]:.3f}, {self.speedup[2]:.3f}]")
         if self.parity is not None:

@@ -61,7 +61,7 @@ class Report:
             "parity": "parity passed: this candidate is correct on the probed seeds and op-point.",
             "measure": "measured: read the interval, not the point estimate; only device timings in a verify "
             "receipt can back a verdict.",
-            "calibrate": "calibrated: register a bar above the minimum detectable speedup, or it cannot be met here.",
+            "calibrate": "calibrated: register a bar farther from 1.0 than the speedup this budget detects with 90% power, or it cannot be decided here.",
             "verify": "verified: the receipt holds this run; anyone can check it with `kgate verify-receipt`.",
         }.get(self.command, "done.")
 
