@@ -128,7 +128,7 @@ BarOpt = Annotated[
     Optional[str],
     typer.Option("--bar", help='Falsification bar, e.g. "p50 beats naive by >2% AND 3σ" or "speedup > 1.5x".'),
 ]
-BudgetOpt = Annotated[float, typer.Option("--budget", help="Time budget in seconds for the timed rounds.")]
+BudgetOpt = Annotated[float, typer.Option("--budget", help="Time budget in seconds for timing, each session's compiles included (capped at 6 s on a CPU); the run stops earlier once the bar is decided, and never before --sessions sessions.")]
 TargetCiOpt = Annotated[
     float, typer.Option("--target-ci", help="Stop when the speedup CI's relative width (high-low)/speedup is at most this.")
 ]
