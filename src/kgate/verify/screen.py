@@ -209,7 +209,7 @@ def run_verify(request: VerifyRequest, say: Callable[[str], None] = lambda _: No
         if not _got_through(checks_leg):  # the candidate did not get through the checks: the run FAILs on them
             say("not timing: the candidate did not get through the checks")
             measure_leg = _not_timed_leg(request, "not run", bool(checks_leg.get("interpreted", True)))
-        elif checks_leg["interpreted"] and not request.time_interpreted:
+        elif checks_leg.get("interpreted", True) and not request.time_interpreted:
             say("not timing: a kernel runs in an interpreter here (--time-interpreted times it anyway)")
             measure_leg = _not_timed_leg(request)
         else:
