@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -116,12 +117,7 @@ def evaluate_bar(
     for clause in bar.clauses:
         if clause.kind == "threshold":
             t = clause.value
-            if low > t:
-                outcome: Outcome = "MET"
-            elif high < t:
-                outcome = "MISSED"
-            else:
-                outcome = "UNDECIDED"
+            outcome: Outcome = threshold_outcome(t, low, high)
             arithmetic = f"speedup {speedup:.4f} [95% CI {low:.4f}, {high:.4f}] vs threshold {t:.4f}: " + {
                 "MET": "the whole interval is above",
                 "MISSED": "the whole interval is below",
@@ -143,9 +139,18 @@ def evaluate_bar(
                     f"p50 difference {p50_difference_ms:.6g} ms vs {k:g} x sigma {sigma_ms:.6g} ms = {margin:.6g} ms"
                 )
         results.append(ClauseResult(clause, outcome, arithmetic))
-    outcomes = {r.outcome for r in results}
-    overall: Outcome = "MISSED" if "MISSED" in outcomes else "MET" if outcomes == {"MET"} else "UNDECIDED"
-    return BarResult(bar, overall, tuple(results))
+    return BarResult(bar, combined([r.outcome for r in results]), tuple(results))
+
+
+def threshold_outcome(threshold: float, low: float, high: float) -> Outcome:
+    """A speedup threshold against an interval: MET when the whole interval lies above it,
+    MISSED when below, UNDECIDED while the interval straddles it."""
+    return "MET" if low > threshold else "MISSED" if high < threshold else "UNDECIDED"
+
+
+def combined(outcomes: Sequence[Outcome]) -> Outcome:
+    """A bar's outcome from its clauses': MISSED when any is, MET when all are, else UNDECIDED."""
+    return "MISSED" if "MISSED" in outcomes else "MET" if outcomes and all(o == "MET" for o in outcomes) else "UNDECIDED"
 
 
 def interval_decision(bar: Bar, low: float, high: float) -> Outcome | None:
@@ -153,10 +158,5 @@ def interval_decision(bar: Bar, low: float, high: float) -> Outcome | None:
     interval lies below one of them, MET when above all of them, None while any straddles (or
     the bar has no threshold: sigma clauses are graded once, at the end)."""
     thresholds = [c.value for c in bar.clauses if c.kind == "threshold"]
-    if not thresholds:
-        return None
-    if any(high < t for t in thresholds):
-        return "MISSED"
-    if all(low > t for t in thresholds):
-        return "MET"
-    return None
+    outcome = combined([threshold_outcome(t, low, high) for t in thresholds])
+    return None if outcome == "UNDECIDED" else outcome

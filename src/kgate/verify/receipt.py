@@ -253,14 +253,15 @@ def _rederive_looks(timing: Mapping[str, Any], ref: np.ndarray, cand: np.ndarray
     if min_sessions < 2 or min_rounds < 2:
         return [f"timing: min_sessions {min_sessions} and min_rounds {min_rounds} must be at least 2"]
     problems = []
+    logs = stats.session_log_ratios(ref, cand, labels)  # one per session, in order: a look at k sees the first k
+    rounds_before = np.searchsorted(np.asarray(labels), np.arange(1, len(logs) + 1))  # rounds in the first k sessions
     for i, look in enumerate(looks):
         k = i + 2
-        rows = [r for r, s in enumerate(labels) if s < k]
-        interval = stats.sequential_interval(ref[rows], cand[rows], [labels[r] for r in rows])
+        interval = stats.confidence_sequence(logs[:k])
         for key, value in (("estimate", interval.estimate), ("low", interval.low), ("high", interval.high)):
             if not _close(look.get(key), value):
                 problems.append(f"timing: look {i + 1}'s {key} {look.get(key)} does not follow from the samples")
-        may_stop = k >= min_sessions and len(rows) >= min_rounds
+        may_stop = k >= min_sessions and int(rounds_before[k - 1]) >= min_rounds
         decided = interval_decision(parsed, interval.low, interval.high) if parsed is not None and may_stop else None
         if (look.get("decided") or None) != decided:
             problems.append(f"timing: look {i + 1} records the bar {look.get('decided') or 'undecided'}, the samples "
