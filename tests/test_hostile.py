@@ -271,3 +271,28 @@ def test_the_floor_is_never_finer_than_the_outputs_resolution():
     assert evaluate(ParitySpec.parse("floor"), [probe]).status == "PASS"
     far = Probe(42, tree(1.0, 2.0), tree(np.float32(truth)), oracle, "float64", tree(np.float32(truth + 1e-5)))
     assert evaluate(ParitySpec.parse("floor"), [far]).status == "FAIL"
+
+
+def test_a_program_planted_in_the_compilation_cache_is_never_loaded_and_turning_the_cache_on_is_named(
+        tmp_path, monkeypatch):
+    shared = tmp_path / "shared-xla-cache"  # the author's own cache, where the candidate plants its program
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(shared))
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_poisons_compile_cache.py", klass="xla-rewrite")
+    assert any(p.name.startswith("jit_workload-") for p in shared.iterdir())  # planted under the reference's key
+    assert report.status == "ANOMALY"
+    text = _integrity_text(report)
+    assert "the array library's setting jax_compilation_cache_dir changed" in text and "(at import)" in text
+    assert "parity.error" in failed(report)  # the reference's answers came from its own program
+    honest = gate("rmsnorm/reference.py", "rmsnorm/xla_rewrite.py", klass="xla-rewrite")  # the next run: not loaded either
+    assert honest.status in ("PASS", "PASS_WITH_ADVISORIES"), failed(honest)
+
+
+def test_a_setting_for_the_whole_process_changed_at_import_or_after_a_call_is_an_anomaly():
+    at_import = gate("rmsnorm/reference.py", "rmsnorm/bad_enables_x64.py", klass="xla-rewrite")
+    assert at_import.status == "ANOMALY"
+    assert "the array library's setting jax_enable_x64 changed from False to True (at import)" in _integrity_text(at_import)
+    later = gate("rmsnorm/reference.py", "rmsnorm/bad_disables_jit_after_first_call.py", klass="xla-rewrite")
+    assert later.status == "ANOMALY"
+    assert ("the array library's setting jax_disable_jit changed from False to True (after the candidate ran on "
+            "probe p0)") in _integrity_text(later)

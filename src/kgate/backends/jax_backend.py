@@ -576,6 +576,12 @@ class JaxBackend:
         return variants
 
     @staticmethod
+    def settings() -> dict[str, Any]:
+        """The array library's process-wide settings (jax.config): a change by candidate code
+        applies to every program compiled after it, the reference's included."""
+        return dict(jax.config.values)
+
+    @staticmethod
     def watched_modules(depth: str = "public") -> list[str]:
         """The array library's surface a candidate could patch, by depth: `hot`, what a timed
         call goes through (jit, the compiled call, synchronization, the clocks); `public`, the

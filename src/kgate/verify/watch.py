@@ -26,8 +26,8 @@ def _interpreter_state() -> dict[str, Any]:
 
 
 class Watch:
-    """kgate's modules and the array library's surface, snapshot before the candidate is
-    imported. Three depths, by cost: `hot` (kgate and what the timing loop calls: jit,
+    """kgate's modules, the array library's surface and its settings, snapshot before the
+    candidate is imported. Three depths, by cost: `hot` (kgate and what the timing loop calls: jit,
     the compiled call, synchronization) after every timed round; `public` (the array
     library's public modules too) after every candidate call outside timing; `deep`
     (every loaded module of the array library) at the end."""
@@ -40,6 +40,8 @@ class Watch:
             "deep": snapshot_surface(backend.watched_modules("deep")),
         }
         self.interpreter = _interpreter_state()
+        self.settings = backend.settings()
+        self._read_settings = backend.settings
         self.tracked: dict[str, tuple[Any, dict[str, int]]] = {}
         self.changes: list[str] = []
 
@@ -64,6 +66,9 @@ class Watch:
             found += self.snapshots["public"].diff()
         now = _interpreter_state()
         found += [f"{k} changed from {self.interpreter[k]!r} to {now[k]!r}" for k in now if now[k] != self.interpreter[k]]
+        settings = self._read_settings()
+        found += [f"the array library's setting {k} changed from {self.settings.get(k)!r} to {settings.get(k)!r}"
+                  for k in sorted(set(settings) | set(self.settings)) if settings.get(k) != self.settings.get(k)]
         for label, (obj, attrs) in self.tracked.items():
             found += [f"{label}.{k} was replaced" for k, ident in attrs.items() if id(vars(obj).get(k)) != ident]
         seen = {c.rsplit(" (", 1)[0] for c in self.changes}
