@@ -7,13 +7,17 @@ For each example it runs `kgate verify --json` in a fresh process and prints the
 and each leg's phases as kgate recorded them (the receipt's `seconds`), grouped by what the
 phase does. For the interpreted Pallas kernel it also runs `kgate gate` at the same op-point
 and prints the ratio (issue 14's target: verify of an interpreted kernel <= 1.5x the gate),
-and the same verify with --time-interpreted, side by side in one run.
+and the same verify with --time-interpreted, side by side in one run. Last, each example's
+verify with the measure leg started ahead (KGATE_START_AHEAD=1) and without (=0), alternated
+over --repeats runs, and the ratio of the medians.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,9 +45,9 @@ def group(phase: str) -> str:
     return next((name for prefix, name in GROUPS if phase.startswith(prefix)), "other")
 
 
-def run(cmd: list[str]) -> tuple[float, dict]:
+def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, dict]:
     started = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env={**os.environ, **(env or {})})
     wall = time.perf_counter() - started
     try:
         return wall, json.loads(proc.stdout)
@@ -51,10 +55,22 @@ def run(cmd: list[str]) -> tuple[float, dict]:
         sys.exit(f"{' '.join(cmd)} printed no JSON (exit {proc.returncode}): {proc.stderr[-800:]}")
 
 
-def verify(ref: str, cand: str, klass: str, budget: float, tmp: Path, *extra: str) -> tuple[float, dict]:
+def verify(ref: str, cand: str, klass: str, budget: float, tmp: Path, *extra: str,
+           env: dict[str, str] | None = None) -> tuple[float, dict]:
     return run([sys.executable, "-m", "kgate", "verify", "-r", str(EXAMPLES / ref), "-c", str(EXAMPLES / cand),
                 "--class", klass, "--budget", str(budget), "--lock-dir", str(tmp), "-o", str(tmp / "r.json"),
-                "--json", *extra])
+                "--json", *extra], env)
+
+
+def start_ahead(budget: float, repeats: int, tmp: Path) -> None:
+    print(f"\nthe measure leg started ahead, or not ({os.cpu_count()} cores; medians of {repeats} alternated runs):")
+    for label, ref, cand, klass in RUNS:
+        walls: dict[str, list[float]] = {"1": [], "0": []}
+        for _ in range(repeats):
+            for flag in walls:
+                walls[flag].append(verify(ref, cand, klass, budget, tmp, env={"KGATE_START_AHEAD": flag})[0])
+        ahead, after = statistics.median(walls["1"]), statistics.median(walls["0"])
+        print(f"  {label:42s} ahead {ahead:5.1f} s  after the checks {after:5.1f} s  ratio {ahead / after:.2f}")
 
 
 def show(label: str, wall: float, data: dict) -> None:
@@ -71,6 +87,7 @@ def show(label: str, wall: float, data: dict) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=float, default=20.0)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         tmp = Path(scratch)
@@ -86,6 +103,7 @@ def main() -> int:
         verify_wall, _ = verify("rmsnorm/reference.py", "rmsnorm/pallas.py", "kernel-authored", args.budget, tmp)
         timed_wall, _ = verify("rmsnorm/reference.py", "rmsnorm/pallas.py", "kernel-authored", args.budget, tmp,
                                "--time-interpreted")
+        start_ahead(args.budget, args.repeats, tmp)
     print(f"\ninterpreted Pallas rmsnorm at the bundled op-point ({config}):")
     print(f"  kgate gate at the op-point:            {gate_wall:.1f} s")
     print(f"  kgate verify (not timed, the default): {verify_wall:.1f} s  = {verify_wall / gate_wall:.2f}x the gate "

@@ -13,6 +13,7 @@ import pytest
 
 from conftest import EXAMPLES
 from kgate.verify import receipt as receipts
+from kgate.verify import spawn
 
 pytestmark = pytest.mark.slow
 RMS = EXAMPLES / "rmsnorm"
@@ -25,7 +26,7 @@ def kgate(*args, **kwargs):
 @pytest.fixture(scope="module")
 def verified(tmp_path_factory):
     """A problem folder copied to a temp dir, verified once (a compiled rewrite: timed on the
-    CPU); yields (folder, receipt path, process)."""
+    CPU), its measure leg started ahead while the checks ran; yields (folder, receipt path, process)."""
     folder = tmp_path_factory.mktemp("problem")
     for name in ("reference.py", "xla_rewrite.py", "pallas.py", "bad_ghost.py"):
         shutil.copy(RMS / name, folder / name)
@@ -33,7 +34,7 @@ def verified(tmp_path_factory):
     proc = kgate(
         "verify", "-r", folder / "reference.py", "-c", folder / "xla_rewrite.py", "--class", "xla-rewrite",
         "--set", "seq_len=16", "--budget", "2", "--lock-dir", folder, "-o", receipt, "--report", folder / "report.json",
-        "--json", "--advisories-ok",
+        "--json", "--advisories-ok", env={**os.environ, "KGATE_START_AHEAD": "1"},
     )
     return folder, receipt, proc
 
@@ -55,6 +56,8 @@ def test_screen_verify_passes_a_good_candidate_and_writes_a_sealed_receipt(verif
     legs = data["seconds"]["legs"]  # where the seconds went, in the receipt
     assert {"checks: reference leg", "checks: candidate leg", "measure leg"} <= set(legs)
     assert any(name.startswith("timing session") for name, _ in legs["measure leg"])
+    phases = [name for name, _ in legs["measure leg"]]  # started ahead: held, then released, then the problem's
+    assert phases[1:4] == [spawn.HELD, spawn.RELEASED, "importing the reference and the candidate"], phases
     assert 0 < sum(s for _, s in legs["measure leg"]) <= data["seconds"]["wall_s"]
 
 
@@ -351,3 +354,19 @@ def test_cold_processes_that_disagree_are_an_anomaly_unless_the_timings_were_int
     assert interpreted["full.cold_orderings"].status == "ADVISORY"
     agreeing = {c.name: c for c in _full_checks(request, leg(2.1, 2.3, False), leg(2.2, 2.4, False))}
     assert agreeing["full.cold_orderings"].status == "PASS"
+
+
+def test_a_leg_started_ahead_runs_nothing_until_released_and_one_not_needed_is_ended(tmp_path):
+    held = spawn.start("inputs", None, tmp_path / "a", beats=True, held=True)
+    assert held.wait_beat("phase " + spawn.HELD, timeout_s=120)
+    time.sleep(1.0)
+    assert held.overrun(0.5) is None  # held: no phase budget runs while it waits for its request
+    assert held.proc.poll() is None and not (tmp_path / "a" / "inputs-request.json").exists()
+    held.release({"reference": str(RMS / "reference.py"), "overrides": {"seq_len": 16}, "seeds": [42], "dtype": None})
+    result = held.wait_phased(60)
+    assert result["status"] == "PASS" and result["inputs"]["42"], result
+    phases = [line[6:] for _, line in result["parent_clock"]["beats"] if line.startswith("phase ")]
+    assert phases[:2] == [spawn.HELD, spawn.RELEASED]
+    unneeded = spawn.start("inputs", None, tmp_path / "b", held=True)
+    unneeded.discard()  # the run stopped before it was needed: ended and reaped, no result
+    assert unneeded.proc.returncode is not None and not (tmp_path / "b" / "inputs-result.json").exists()

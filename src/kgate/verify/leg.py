@@ -137,6 +137,13 @@ LEGS = {
 
 def main(argv: list[str]) -> int:
     kind, request_path = argv[1], argv[2]
+    if os.environ.pop("KGATE_HELD", ""):  # started ahead (spawn.HELD_ENV): load the library, then wait
+        import kgate.backends.jax_backend  # noqa: F401  (imports jax; opens no device)
+        from kgate.verify.spawn import HELD, beat
+
+        beat("phase " + HELD)
+        if sys.stdin.buffer.readline().strip() != b"go":
+            return 0  # the run stopped before it needed this leg
     req = json.loads(Path(request_path).read_text())
     # Nothing the modules print may reach kgate's channels: stdout joins stderr, and the
     # result goes to the file the parent named.

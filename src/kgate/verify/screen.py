@@ -39,7 +39,6 @@ from kgate.verify import spawn
 from kgate.verify.early import PHASE_BUDGET_S, check_phase_budget
 from kgate.verify.outcome import EAGER_NOTE, NOT_TIMED_NOTE, Report, not_timed_gates
 
-CACHE_ENV = "KGATE_VERIFIER_CACHE"
 
 
 @dataclass(frozen=True)
@@ -67,6 +66,9 @@ class VerifyRequest:
     spec: str | None = None
     artifacts: Path | None = None
     time_interpreted: bool = False  # time a kernel that runs in an interpreter (capped, labelled); default: skip
+    # start the measure leg's process while the checks run (see _start_ahead); None: where the
+    # machine has cores to spare beside the two checks legs
+    start_ahead: bool | None = None
 
     def __post_init__(self) -> None:
         check_phase_budget(self.phase_budget_s)
@@ -97,13 +99,6 @@ class VerifyRequest:
         chip_lock.lock_path(self.chip, self.lock_dir)  # validates chip and lock folder
 
 
-def verifier_cache() -> Path:
-    """The verifier's own compilation cache (never the author's)."""
-    base = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "kgate" / f"verifier-xla-{__version__}")
-    base.mkdir(parents=True, exist_ok=True)
-    return base
-
-
 def _git(path: Path) -> dict[str, Any]:
     """HEAD and dirtiness of the git repository holding `path`, if any."""
     folder = path if path.is_dir() else path.parent
@@ -124,19 +119,52 @@ def _git(path: Path) -> dict[str, Any]:
 def _leg_env(request: VerifyRequest) -> dict[str, str]:
     return {
         **chip_lock.visibility_env(request.chip),
-        "JAX_COMPILATION_CACHE_DIR": str(verifier_cache()),
         **({chip_lock.LOCK_DIR_ENV: str(request.lock_dir)} if request.lock_dir else {}),
     }
 
 
 def _run_leg(
-    kind: str, payload: Mapping[str, Any], request: VerifyRequest, say: Callable[[str], None], workdir: Path
+    kind: str, payload: Mapping[str, Any], request: VerifyRequest, say: Callable[[str], None], workdir: Path,
+    held: spawn.LegProcess | None = None,
 ) -> dict[str, Any]:
+    """Run one leg under the chip lock; `held`: the process started ahead for it (see `_start_ahead`)."""
     path = chip_lock.lock_path(request.chip, request.lock_dir)
     with chip_lock.hold(path, say=say, what=f"kgate verify {kind} leg"):
         say(f"running the {kind} leg in a fresh process")
+        budget = request.phase_budget_s if kind == "measure" else None  # only it beats phases
+        if held is not None:
+            held.release(payload)
+            return held.wait_phased(budget) if budget else held.wait()
         return spawn.run(kind, payload, workdir / kind, env=_leg_env(request), beats=kind == "measure",
-                         phase_budget_s=request.phase_budget_s if kind == "measure" else None)  # only it beats phases
+                         phase_budget_s=budget)
+
+
+def _start_ahead(request: VerifyRequest, workdir: Path) -> spawn.LegProcess:
+    """The measure leg's process, started while the checks run: its interpreter and array library
+    load meanwhile, and it waits, running nothing of the problem's, until it is handed its
+    request (or discarded when the run stops before timing). It opens no device until then."""
+    return spawn.start("measure", None, workdir / "measure", env=_leg_env(request), beats=True, held=True)
+
+
+SPARE_CORES = 4  # the two checks legs keep about two cores busy; a third process needs more to gain
+
+
+START_AHEAD_ENV = "KGATE_START_AHEAD"  # 1: always, 0: never; unset: by the machine's cores
+
+
+def _starts_ahead(request: VerifyRequest) -> bool:
+    """Whether to start the measure leg ahead: as the request or KGATE_START_AHEAD asks, or where
+    the machine has at least SPARE_CORES cores (on two, the early start slows the checks about as
+    much as it saves: benchmarks/verify_profile.py measures both side by side)."""
+    if request.start_ahead is not None:
+        return request.start_ahead
+    if os.environ.get(START_AHEAD_ENV) in ("0", "1"):
+        return os.environ[START_AHEAD_ENV] == "1"
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return cores >= SPARE_CORES
 
 
 def _checks(request: VerifyRequest, say: Callable[[str], None], workdir: Path) -> dict[str, Any]:
@@ -199,22 +227,34 @@ def run_verify(request: VerifyRequest, say: Callable[[str], None] = lambda _: No
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kgate-verify-") as scratch:
         workdir = Path(scratch)
-        checks_leg = _checks(request, say, workdir)
-        handoff = checks_leg.pop("handoff")
-        timing: dict[str, Any] = {"bar": request.bar, "budget_s": request.budget_s, "sessions": request.sessions,
-                                  "time_interpreted": request.time_interpreted}
-        timing.update(
-            inputs_in=handoff["path"], inputs_sha256=handoff["input_sha256"], inputs_file_sha256=handoff["file_sha256"]
-        )
-        if not _got_through(checks_leg):  # the candidate did not get through the checks: the run FAILs on them
-            say("not timing: the candidate did not get through the checks")
-            measure_leg = _not_timed_leg(request, "not run", bool(checks_leg.get("interpreted", True)))
-        elif checks_leg.get("interpreted", True) and not request.time_interpreted:
-            say("not timing: a kernel runs in an interpreter here (--time-interpreted times it anyway)")
-            measure_leg = _not_timed_leg(request)
-        else:
-            measure_leg = _run_leg("measure", {**common, **timing}, request, say, workdir)
-        return _finish(request, common, checks_leg, measure_leg, timing, say, workdir, started)
+        ahead = _start_ahead(request, workdir) if _starts_ahead(request) else None
+        try:
+            return _screen(request, common, say, workdir, started, ahead)
+        finally:
+            if ahead is not None:
+                ahead.discard()  # ended when it was not needed; reaped either way
+
+
+def _screen(request: VerifyRequest, common: dict[str, Any], say: Callable[[str], None], workdir: Path,
+            started: float, ahead: spawn.LegProcess | None) -> tuple[Report, dict[str, Any]]:
+    """The checks, then the timing in the process started ahead, when the candidate got through
+    them and its kernels are not interpreted (or --time-interpreted)."""
+    checks_leg = _checks(request, say, workdir)
+    handoff = checks_leg.pop("handoff")
+    timing: dict[str, Any] = {"bar": request.bar, "budget_s": request.budget_s, "sessions": request.sessions,
+                              "time_interpreted": request.time_interpreted}
+    timing.update(
+        inputs_in=handoff["path"], inputs_sha256=handoff["input_sha256"], inputs_file_sha256=handoff["file_sha256"]
+    )
+    if not _got_through(checks_leg):  # the candidate did not get through the checks: the run FAILs on them
+        say("not timing: the candidate did not get through the checks")
+        measure_leg = _not_timed_leg(request, "not run", bool(checks_leg.get("interpreted", True)))
+    elif checks_leg.get("interpreted", True) and not request.time_interpreted:
+        say("not timing: a kernel runs in an interpreter here (--time-interpreted times it anyway)")
+        measure_leg = _not_timed_leg(request)
+    else:
+        measure_leg = _run_leg("measure", {**common, **timing}, request, say, workdir, held=ahead)
+    return _finish(request, common, checks_leg, measure_leg, timing, say, workdir, started)
 
 
 def _got_through(checks_leg: Mapping[str, Any]) -> bool:

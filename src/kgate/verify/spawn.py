@@ -58,6 +58,26 @@ class LegProcess:
             pass  # the leg is gone; wait() reports it
         self.stdin = None
 
+    def release(self, payload: Mapping[str, Any]) -> None:
+        """Hand a leg started with `held=True` its request, and let it go on: it has loaded the
+        array library meanwhile and run nothing of the problem's. Its clock restarts here (the
+        held time is its own phase), so a phase budget counts from the release."""
+        request_path = self.result_path.with_name(f"{self.kind}-request.json")
+        request_path.write_text(json.dumps({**payload, "result": str(self.result_path)}))
+        self.beats.append((time.monotonic_ns(), "phase " + RELEASED))
+        self.go()
+
+    def discard(self) -> None:
+        """End a held leg that will not be needed (the run stopped before timing)."""
+        if self.proc.poll() is None:
+            self.kill_group()
+            self.proc.kill()
+        self.proc.wait()
+        if self.stdin is not None:
+            self.stdin.close()
+            self.stdin = None
+        self._join()
+
     def wait_beat(self, text: str, timeout_s: float = 600.0, budget_s: float | None = None) -> bool:
         """Block until the leg writes `text` on its beat channel; False if it exited first, or
         one of its phases ran past `budget_s` (the next wait says which)."""
@@ -82,8 +102,10 @@ class LegProcess:
                 stamp, name = ns, line[6:]
         if name.startswith("timing") and self.kind == "measure":
             return None  # the timed rounds answer to --budget, and each round to its tick
-        if name == "starting":  # kgate's own start (the interpreter, kgate, the array library): no module's fault
+        if name.startswith("starting"):  # kgate's own start (the interpreter, kgate, the array library, the device)
             budget_s = max(budget_s, STARTING_FLOOR_S)
+        if name == HELD:
+            return None  # held until its request comes: nothing of the problem's runs
         if name == "waiting":
             if self.went_ns is None:
                 return None
@@ -170,7 +192,7 @@ class LegProcess:
 
 def start(
     kind: str,
-    payload: Mapping[str, Any],
+    payload: Mapping[str, Any] | None,
     workdir: Path,
     *,
     env: Mapping[str, str] | None = None,
@@ -178,16 +200,22 @@ def start(
     beats: bool = False,
     data: bool = False,
     own_session: bool = False,
+    held: bool = False,
 ) -> LegProcess:
     """Start one leg; `waits`: it blocks until `go()`; `beats`: the parent timestamps its beat
     lines and answers round requests with ticks (see the module's docstring); `data`: it sends bytes on a pipe (KGATE_DATA_FD) that only this process reads, so
-    they never touch the disk."""
+    they never touch the disk. `held` (payload None): started ahead, it loads the array library
+    and waits, running nothing of the problem's, until `release(payload)`."""
     workdir.mkdir(parents=True, exist_ok=True)
     request_path = workdir / f"{kind}-request.json"
     result_path = workdir / f"{kind}-result.json"
     stderr_path = workdir / f"{kind}-stderr.txt"
     result_path.unlink(missing_ok=True)
-    request_path.write_text(json.dumps({**payload, "result": str(result_path)}))
+    request_path.unlink(missing_ok=True)
+    if held:
+        waits, env = True, {**(env or {}), HELD_ENV: "1"}
+    else:
+        request_path.write_text(json.dumps({**(payload or {}), "result": str(result_path)}))
     pipes: dict[str, tuple[int, int]] = {}
     for name, wanted in (("KGATE_BEAT_FD", beats), ("KGATE_DATA_FD", data)):
         if wanted:
@@ -196,7 +224,9 @@ def start(
     if beats:
         os.set_blocking(tick_w, False)  # a leg that never reads its ticks cannot stall the reader
     full_env = {k: v for k, v in os.environ.items() if k not in _CHANNELS}  # only the channels this leg asked for
-    full_env.update({**(env or {}), "PYTHONUNBUFFERED": "1"})
+    for name in CACHE_DIRS:  # no process reads what another (one that ran candidate code) could have written
+        full_env.pop(name, None)
+    full_env.update({**(env or {}), "PYTHONUNBUFFERED": "1", **CACHES_OFF})
     full_env.update({name: str(w) for name, (_, w) in pipes.items()})
     if beats:
         full_env["KGATE_TICK_FD"] = str(tick_r)
@@ -224,6 +254,11 @@ def start(
 
 
 _CHANNELS = ("KGATE_BEAT_FD", "KGATE_TICK_FD", "KGATE_DATA_FD")
+# Every leg runs candidate code or follows one that did: a compiled program or an autotuning
+# result left on disk by one would be loaded by the next in place of its own (the reference's
+# program swapped for a wrong or a slow one). Persistent caches are off in every leg.
+CACHE_DIRS = ("JAX_COMPILATION_CACHE_DIR",)
+CACHES_OFF = {"JAX_ENABLE_COMPILATION_CACHE": "false"}
 
 # What usually keeps a leg in a phase (by the phase name's first words), said when it overruns.
 PHASE_CAUSES = {
@@ -280,6 +315,9 @@ STARTING = "starting (the interpreter, kgate and the array library)"
 # Starting runs none of the problem's code, so a small --phase-budget meant for its modules
 # does not stop it; a start that takes longer than this is a broken machine.
 STARTING_FLOOR_S = 120.0
+HELD_ENV = "KGATE_HELD"  # a leg started ahead: it waits for its request (see `start`)
+HELD = "held (started ahead, waiting for its request)"
+RELEASED = "starting (released: reading its request, opening the device)"
 
 
 def phase_seconds(clock: Mapping[str, Any]) -> list[list[Any]]:
