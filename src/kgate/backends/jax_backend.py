@@ -178,6 +178,10 @@ class JaxBackend:
     name = "jax"
 
     def __init__(self) -> None:
+        # No program another process left on disk is loaded here (a candidate's run can plant
+        # one under the reference's key): the persistent cache is off in kgate's processes, as
+        # the legs' environment already says (kgate.verify.spawn.CACHES_OFF).
+        jax.config.update("jax_enable_compilation_cache", False)
         device = jax.devices()[0]
         self.platform = device.platform
         self.interpreted = self.platform == "cpu"
