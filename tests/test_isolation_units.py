@@ -223,3 +223,23 @@ def test_a_tick_requested_early_by_someone_else_is_refused_or_caught(monkeypatch
     reader.join(timeout=5)
     check = clock_bound("c", [1.0], beats, ticks)
     assert check.status == "FAIL" and "requested 2 times" in check.detail
+
+
+def test_a_leg_cannot_name_its_way_out_of_the_phase_budget(tmp_path):
+    import time
+
+    from kgate.verify import spawn
+
+    s, now = 10**9, time.monotonic_ns()
+    leg = spawn.LegProcess("candidate-probes", None, tmp_path / "r.json", tmp_path / "e.txt", now - 10 * s, None)
+    for forged in (spawn.HELD, spawn.RELEASED, "starting"):  # names only kgate's own phases carry
+        leg.beats[:] = [(now - 5 * s, "phase importing the candidate"), (now - 3 * s, "phase " + forged)]
+        assert leg.overrun(1.0) is not None, forged  # 3 s in a phase the leg named itself: over a 1 s budget
+    held = spawn.LegProcess("measure", None, tmp_path / "r.json", tmp_path / "e.txt", now - 10 * s, None, held=True)
+    held.beats[:] = [(now - 3 * s, "phase " + spawn.HELD)]
+    assert held.overrun(1.0) is None  # really held: not released yet, nothing of the problem's runs
+    held.released_ns = now - 2 * s
+    held.beats.append((held.released_ns, "phase " + spawn.RELEASED))
+    assert held.overrun(1.0) is None  # released 2 s ago by the parent: its own start answers to the floor
+    held.beats.append((now - int(1.5 * s), "phase " + spawn.HELD))  # the leg claims to be held again
+    assert held.overrun(1.0) is not None

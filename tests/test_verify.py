@@ -367,6 +367,7 @@ def test_a_leg_started_ahead_runs_nothing_until_released_and_one_not_needed_is_e
     assert result["status"] == "PASS" and result["inputs"]["42"], result
     phases = [line[6:] for _, line in result["parent_clock"]["beats"] if line.startswith("phase ")]
     assert phases[:2] == [spawn.HELD, spawn.RELEASED]
+    assert not (tmp_path / "a" / "inputs-request.json").exists()  # the request came on its stdin, never a file
     unneeded = spawn.start("inputs", None, tmp_path / "b", held=True)
     unneeded.discard()  # the run stopped before it was needed: ended and reaped, no result
     assert unneeded.proc.returncode is not None and not (tmp_path / "b" / "inputs-result.json").exists()

@@ -35,6 +35,10 @@ from kgate.errors import KgateError, describe
 from kgate.problem.module import ProblemModule, config_set
 from kgate.problem.oppoint import refuse_ineffective
 
+# Settings jax keeps outside jax.config (context states a public function can set for good).
+_CONTEXT_STATES = ("abstract_mesh_context_manager", "compute_on_context_manager", "device_context",
+                   "mesh_context_manager", "pallas_tpu_interpret_mode_context_manager", "xla_metadata_context_manager")
+
 # What a timed call goes through, bound when kgate is imported (before any candidate code):
 # a candidate that rebinds jax.block_until_ready later changes nothing kgate times.
 _SYNC = jax.block_until_ready
@@ -581,9 +585,30 @@ class JaxBackend:
 
     @staticmethod
     def settings() -> dict[str, Any]:
-        """The array library's process-wide settings (jax.config): a change by candidate code
-        applies to every program compiled after it, the reference's included."""
-        return dict(jax.config.values)
+        """The array library's process-wide settings: every jax.config flag, the context states
+        set outside it (interpret mode, meshes, default device, compute placement) and whether
+        a persistent compilation cache is open. A change by candidate code applies to every
+        program compiled after it, the reference's included."""
+        from jax._src import compilation_cache
+        from jax._src import config as states
+
+        found: dict[str, Any] = dict(jax.config.values)
+        for name in _CONTEXT_STATES:
+            state = getattr(states, name, None)
+            if state is not None:
+                found[name] = state.value
+        found["a persistent compilation cache open"] = getattr(compilation_cache, "_cache", None) is not None
+        return found
+
+    @staticmethod
+    def restore_settings(before: dict[str, Any]) -> None:
+        """Put back the jax.config flags that differ from `before` (best effort)."""
+        for name, value in before.items():
+            if name in jax.config.values and jax.config.values[name] is not value:
+                try:
+                    jax.config.update(name, value)
+                except Exception:
+                    pass
 
     @staticmethod
     def watched_modules(depth: str = "public") -> list[str]:

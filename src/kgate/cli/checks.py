@@ -331,7 +331,7 @@ def verify(
 
     --mode screen: integrity + multi-seed parity + firing audit at the op-point, then
     co-measured timing (+ the bar), each leg in a fresh process holding the chip lock,
-    with a verifier-owned compilation cache; a kernel the checks found running in an
+    with no persistent compilation cache; a kernel the checks found running in an
     interpreter is not timed (--time-interpreted times it anyway). --mode full adds a second cold process in
     the other ordering, the reproduction check against --author-claim-p50 (over 2x apart
     is an anomaly), the coverage battery for --spec, and a profiler capture whose timing

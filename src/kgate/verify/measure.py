@@ -456,7 +456,8 @@ def _measure(
             buffers.append((fresh, backend.digest(fresh)))
             with compile_slot():
                 new_cand = backend.compile_timed(pair.candidate.entry, fresh, clock, flush)  # candidate first
-            with compile_slot():
+            watch.check_settings(f"before the reference was compiled for session {session}")  # a setting changed
+            with compile_slot():  # while the candidate was traced, and put back while it runs, applies here
                 new_ref = backend.compile_timed(pair.reference.entry, fresh, clock, flush, keep_outputs=False,
                                                 eager=pair.reference.eager)
             legs.update(candidate=new_cand, reference=new_ref)

@@ -6,7 +6,7 @@ reproduction check against the author's claimed p50, the coverage battery when a
 given, and a capture run under the profiler whose timing is discarded.
 
 This module never imports a framework. It validates the request, takes the chip lock,
-runs each leg (`python -m kgate.verify.leg`) with a verifier-owned compilation cache and
+runs each leg (`python -m kgate.verify.leg`) with no persistent compilation cache and
 only the chosen chip visible, combines the legs' gates, and writes a sealed receipt
 atomically at the very end (an interrupted verify leaves no receipt).
 """

@@ -44,6 +44,8 @@ class LegProcess:
     ticks: list[tuple[int, int]] = field(default_factory=list)  # (parent clock ns when sent, round)
     data: bytearray = field(default_factory=bytearray)  # what the leg sent on its data pipe
     went_ns: int | None = None  # when go() was sent: from then on, "waiting" is a phase like any other
+    held: bool = False  # started ahead: no budget runs until release()
+    released_ns: int | None = None  # when release() handed it its request (this process's own stamp)
     _readers: list[threading.Thread] = field(default_factory=list)
 
     def go(self) -> None:
@@ -59,13 +61,21 @@ class LegProcess:
         self.stdin = None
 
     def release(self, payload: Mapping[str, Any]) -> None:
-        """Hand a leg started with `held=True` its request, and let it go on: it has loaded the
-        array library meanwhile and run nothing of the problem's. Its clock restarts here (the
-        held time is its own phase), so a phase budget counts from the release."""
-        request_path = self.result_path.with_name(f"{self.kind}-request.json")
-        request_path.write_text(json.dumps({**payload, "result": str(self.result_path)}))
-        self.beats.append((time.monotonic_ns(), "phase " + RELEASED))
-        self.go()
+        """Hand a leg started with `held=True` its request, as one line on its stdin (never a
+        file another process could plant first), and let it go on: it has loaded the array
+        library meanwhile and run nothing of the problem's. Its held time stays its own phase;
+        the phase budget counts from here, with the release stamped by this process."""
+        self.wait_beat("phase " + HELD, timeout_s=STARTING_FLOOR_S)  # its phases in order (it may have died: wait says)
+        line = json.dumps({**payload, "result": str(self.result_path)}).encode() + b"\n"
+        self.released_ns = self.went_ns = time.monotonic_ns()
+        self.beats.append((self.released_ns, "phase " + RELEASED))
+        if self.stdin is not None:
+            try:
+                self.stdin.write(line)
+                self.stdin.close()
+            except (BrokenPipeError, OSError):
+                pass  # the leg is gone; wait() reports it
+            self.stdin = None
 
     def discard(self) -> None:
         """End a held leg that will not be needed (the run stopped before timing)."""
@@ -96,16 +106,18 @@ class LegProcess:
     def overrun(self, budget_s: float) -> tuple[str, float] | None:
         """(phase, seconds in it) when the leg has been in its current phase (its last `phase
         NAME` beat) for longer than `budget_s`; waiting for the parent's go does not count."""
-        stamp, name = self.started_ns, "starting"
+        if self.held and self.released_ns is None:
+            return None  # held until its request comes: nothing of the problem's runs
+        stamp, name, beaten = self.started_ns, "starting", False
         for ns, line in list(self.beats):
             if line.startswith("phase "):
-                stamp, name = ns, line[6:]
+                stamp, name, beaten = ns, line[6:], True
         if name.startswith("timing") and self.kind == "measure":
             return None  # the timed rounds answer to --budget, and each round to its tick
-        if name.startswith("starting"):  # kgate's own start (the interpreter, kgate, the array library, the device)
+        if not beaten or (stamp == self.released_ns and name == RELEASED):
+            # kgate's own start (the interpreter, kgate, the array library, the device), as this
+            # process saw it: a leg that names a phase "starting" itself gets no floor
             budget_s = max(budget_s, STARTING_FLOOR_S)
-        if name == HELD:
-            return None  # held until its request comes: nothing of the problem's runs
         if name == "waiting":
             if self.went_ns is None:
                 return None
@@ -212,7 +224,7 @@ def start(
     stderr_path = workdir / f"{kind}-stderr.txt"
     result_path.unlink(missing_ok=True)
     request_path.unlink(missing_ok=True)
-    if held:
+    if held:  # its request comes on stdin at release()
         waits, env = True, {**(env or {}), HELD_ENV: "1"}
     else:
         request_path.write_text(json.dumps({**(payload or {}), "result": str(result_path)}))
@@ -240,7 +252,8 @@ def start(
             pass_fds=tuple(w for _, w in pipes.values()) + ((tick_r,) if beats else ()),
             start_new_session=own_session,
         )
-    leg = LegProcess(kind, proc, result_path, stderr_path, time.monotonic_ns(), proc.stdin if waits else None)
+    leg = LegProcess(kind, proc, result_path, stderr_path, time.monotonic_ns(), proc.stdin if waits else None,
+                     held=held)
     if beats:
         os.close(tick_r)
     for name, (r, w) in pipes.items():

@@ -42,6 +42,7 @@ class Watch:
         self.interpreter = _interpreter_state()
         self.settings = backend.settings()
         self._read_settings = backend.settings
+        self._restore_settings = backend.restore_settings
         self.tracked: dict[str, tuple[Any, dict[str, int]]] = {}
         self.changes: list[str] = []
 
@@ -56,9 +57,22 @@ class Watch:
             self.tracked.pop(label, None)
 
     def restore(self) -> None:
-        """Undo whatever candidate code rebound (this process may go on after the run)."""
+        """Undo whatever candidate code rebound or set (this process may go on after the run)."""
         for snapshot in self.snapshots.values():
             snapshot.restore()
+        self._restore_settings(self.settings)
+
+    def settings_changed(self) -> list[str]:
+        """The array library's settings that are not the very objects they were (identity: a
+        value that claims equality with the old one is still a change)."""
+        now = self._read_settings()
+        return [f"the array library's setting {k} changed from {self.settings.get(k)!r} to {now.get(k)!r}"
+                for k in sorted(set(now) | set(self.settings)) if now.get(k) is not self.settings.get(k)]
+
+    def check_settings(self, when: str) -> None:
+        """Only the settings (cheap): before kgate compiles the reference in a process that ran candidate code."""
+        seen = {c.rsplit(" (", 1)[0] for c in self.changes}
+        self.changes.extend(f"{c} ({when})" for c in self.settings_changed() if c not in seen)
 
     def check(self, when: str, depth: str = "public") -> None:
         found = self.snapshots[depth].diff()
@@ -66,9 +80,7 @@ class Watch:
             found += self.snapshots["public"].diff()
         now = _interpreter_state()
         found += [f"{k} changed from {self.interpreter[k]!r} to {now[k]!r}" for k in now if now[k] != self.interpreter[k]]
-        settings = self._read_settings()
-        found += [f"the array library's setting {k} changed from {self.settings.get(k)!r} to {settings.get(k)!r}"
-                  for k in sorted(set(settings) | set(self.settings)) if settings.get(k) != self.settings.get(k)]
+        found += self.settings_changed()
         for label, (obj, attrs) in self.tracked.items():
             found += [f"{label}.{k} was replaced" for k, ident in attrs.items() if id(vars(obj).get(k)) != ident]
         seen = {c.rsplit(" (", 1)[0] for c in self.changes}
