@@ -48,7 +48,8 @@ def _plant() -> None:
 
     with load_reference(req["reference"], overrides=req.get("overrides", {}), use_tiny=req.get("use_tiny", False),
                         entry=req.get("reference_entry", "workload")) as (reference, _):
-        inputs, _ = backend.create_inputs(reference, (req.get("seeds") or [0])[0], req.get("dtype"))  # shapes are what count
+        seed = (req.get("seeds") or [0])[0]  # the shapes are what count
+        inputs, _ = backend.create_inputs(reference, seed, req.get("dtype"))
         compilation_cache.get_cache_key = record
         try:
             jax.config.update("jax_persistent_cache_min_compile_time_secs", 1e9)  # the right program: not stored

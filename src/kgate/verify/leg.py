@@ -137,9 +137,10 @@ LEGS = {
 
 def main(argv: list[str]) -> int:
     kind, request_path = argv[1], argv[2]
-    if os.environ.pop("KGATE_HELD", ""):  # started ahead (spawn.HELD_ENV): load the library, then wait
+    from kgate.verify.spawn import HELD, HELD_ENV, beat
+
+    if os.environ.pop(HELD_ENV, ""):  # started ahead: load the library, then wait for the request
         import kgate.backends.jax_backend  # noqa: F401  (imports jax; opens no device)
-        from kgate.verify.spawn import HELD, beat
 
         beat("phase " + HELD)
         line = sys.stdin.buffer.readline()  # its request, one line, from the parent alone

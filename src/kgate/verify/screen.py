@@ -134,7 +134,7 @@ def _run_leg(
         budget = request.phase_budget_s if kind == "measure" else None  # only it beats phases
         if held is not None:
             held.release(payload)
-            return held.wait_phased(budget) if budget else held.wait()
+            return held.wait_phased(budget)
         return spawn.run(kind, payload, workdir / kind, env=_leg_env(request), beats=kind == "measure",
                          phase_budget_s=budget)
 
@@ -147,8 +147,6 @@ def _start_ahead(request: VerifyRequest, workdir: Path) -> spawn.LegProcess:
 
 
 SPARE_CORES = 4  # the two checks legs keep about two cores busy; a third process needs more to gain
-
-
 START_AHEAD_ENV = "KGATE_START_AHEAD"  # 1: always, 0: never; unset: by the machine's cores
 
 

@@ -40,9 +40,8 @@ class Watch:
             "deep": snapshot_surface(backend.watched_modules("deep")),
         }
         self.interpreter = _interpreter_state()
+        self.backend = backend
         self.settings = backend.settings()
-        self._read_settings = backend.settings
-        self._restore_settings = backend.restore_settings
         self.tracked: dict[str, tuple[Any, dict[str, int]]] = {}
         self.changes: list[str] = []
 
@@ -60,19 +59,18 @@ class Watch:
         """Undo whatever candidate code rebound or set (this process may go on after the run)."""
         for snapshot in self.snapshots.values():
             snapshot.restore()
-        self._restore_settings(self.settings)
+        self.backend.restore_settings(self.settings)
 
     def settings_changed(self) -> list[str]:
         """The array library's settings that are not the very objects they were (identity: a
         value that claims equality with the old one is still a change)."""
-        now = self._read_settings()
+        now = self.backend.settings()
         return [f"the array library's setting {k} changed from {self.settings.get(k)!r} to {now.get(k)!r}"
                 for k in sorted(set(now) | set(self.settings)) if now.get(k) is not self.settings.get(k)]
 
     def check_settings(self, when: str) -> None:
         """Only the settings (cheap): before kgate compiles the reference in a process that ran candidate code."""
-        seen = {c.rsplit(" (", 1)[0] for c in self.changes}
-        self.changes.extend(f"{c} ({when})" for c in self.settings_changed() if c not in seen)
+        self._record(self.settings_changed(), when)
 
     def check(self, when: str, depth: str = "public") -> None:
         found = self.snapshots[depth].diff()
@@ -83,5 +81,9 @@ class Watch:
         found += self.settings_changed()
         for label, (obj, attrs) in self.tracked.items():
             found += [f"{label}.{k} was replaced" for k, ident in attrs.items() if id(vars(obj).get(k)) != ident]
+        self._record(found, when)
+
+    def _record(self, found: list[str], when: str) -> None:
+        """Each change once, with when it was first seen."""
         seen = {c.rsplit(" (", 1)[0] for c in self.changes}
         self.changes.extend(f"{c} ({when})" for c in found if c not in seen)
