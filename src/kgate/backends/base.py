@@ -167,6 +167,116 @@ class ProgramFacts:
 
 
 @dataclass(frozen=True)
+class LoweredKernel:
+    """One kernel custom call in a program lowered for a device platform."""
+
+    target: str  # the custom call's target, e.g. "tpu_custom_call"
+    name: str  # the kernel's name (the `kernel_name` attribute), or "" where there is none
+    location: str  # `file.py:LINE` of the kernel's pallas_call, where the lowering says it
+    reaches_output: bool
+    exact: bool  # False when decided conservatively (inside a loop or a branch)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target, "name": self.name, "location": self.location,
+                "reaches_output": self.reaches_output, "exact": self.exact}
+
+
+@dataclass(frozen=True)
+class OutputCoverage:
+    """One kernel output's blocks and how many of them its grid writes (from the index maps,
+    at one op-point's shapes), or why that could not be told statically."""
+
+    kernel: str
+    output: int
+    shape: tuple[int, ...]
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    blocks_total: int
+    blocks_written: int
+    first_unwritten: tuple[int, ...] | None = None  # the first element of the first block no step writes
+    not_evaluated: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "output": self.output, "shape": list(self.shape), "grid": list(self.grid),
+                "block": list(self.block), "blocks_total": self.blocks_total, "blocks_written": self.blocks_written,
+                "first_unwritten": None if self.first_unwritten is None else list(self.first_unwritten),
+                "not_evaluated": self.not_evaluated}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> OutputCoverage:
+        first = data["first_unwritten"]
+        return OutputCoverage(
+            str(data["kernel"]), int(data["output"]), tuple(int(d) for d in data["shape"]),
+            tuple(int(d) for d in data["grid"]), tuple(int(d) for d in data["block"]), int(data["blocks_total"]),
+            int(data["blocks_written"]), None if first is None else tuple(int(d) for d in first),
+            str(data["not_evaluated"]),
+        )
+
+
+@dataclass(frozen=True)
+class KernelVmem:
+    """A kernel's VMEM working set, estimated from its grid mapping at one op-point's shapes:
+    every VMEM block times its buffers, and its VMEM scratch, each padded to whole tiles."""
+
+    kernel: str
+    total: int  # bytes
+    parts: tuple[tuple[str, int], ...]  # (what, bytes), e.g. ("in 0 block [8, 1024] bfloat16 x2", 32768)
+    declared_limit: int | None = None  # the kernel's own vmem_limit_bytes, when it sets one
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "total": self.total, "parts": [[what, n] for what, n in self.parts],
+                "declared_limit": self.declared_limit}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> KernelVmem:
+        limit = data["declared_limit"]
+        return KernelVmem(str(data["kernel"]), int(data["total"]), tuple((str(w), int(n)) for w, n in data["parts"]),
+                          None if limit is None else int(limit))
+
+
+@dataclass(frozen=True)
+class LoweredProgram:
+    """The workload lowered for a device platform from abstract shapes (no device needed, no
+    memory spent): the kernel custom calls it holds, or the lowering's error, or why it
+    could not be tried here (`unavailable`)."""
+
+    platform: str  # "tpu", "cuda"
+    op_point: str  # "TINY", "op-point": which shapes were lowered
+    shapes: str  # the inputs' shapes and dtypes, as lowered
+    kernels: tuple[LoweredKernel, ...] = ()
+    error: str = ""  # the lowering failed: its message
+    where: str = ""  # the candidate's own source line the error points at, if any
+    unavailable: str = ""  # lowering for this platform cannot be tried on this machine
+    kernel_sites: int = 0  # pallas_call sites in the traced program at these shapes
+    coverage: tuple[OutputCoverage, ...] = ()  # what each kernel output's grid writes at these shapes
+    vmem: tuple[KernelVmem, ...] = ()  # each kernel's VMEM working set at these shapes
+    chip: str = ""  # the TPU generation the VMEM estimate is compared with ("" when none is known)
+    chip_vmem: int | None = None  # that chip's VMEM per TensorCore, bytes (from jax's own TPU table)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"platform": self.platform, "op_point": self.op_point, "shapes": self.shapes,
+                "kernels": [k.to_json() for k in self.kernels], "error": self.error, "where": self.where,
+                "unavailable": self.unavailable, "kernel_sites": self.kernel_sites,
+                "coverage": [c.to_json() for c in self.coverage], "vmem": [v.to_json() for v in self.vmem],
+                "chip": self.chip, "chip_vmem": self.chip_vmem}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> LoweredProgram:
+        """Rebuild what a leg reported (plain JSON types only, checked as they are read)."""
+        return LoweredProgram(
+            platform=str(data["platform"]), op_point=str(data["op_point"]), shapes=str(data["shapes"]),
+            kernels=tuple(LoweredKernel(str(k["target"]), str(k["name"]), str(k["location"]), bool(k["reaches_output"]),
+                                        bool(k["exact"])) for k in data["kernels"]),
+            error=str(data["error"]), where=str(data["where"]), unavailable=str(data["unavailable"]),
+            kernel_sites=int(data["kernel_sites"]),
+            coverage=tuple(OutputCoverage.from_json(c) for c in data.get("coverage", [])),
+            vmem=tuple(KernelVmem.from_json(v) for v in data.get("vmem", [])),
+            chip=str(data.get("chip", "")),
+            chip_vmem=None if data.get("chip_vmem") is None else int(data["chip_vmem"]),
+        )
+
+
+@dataclass(frozen=True)
 class Footprint:
     """What one probe of an op-point holds, from shapes alone (nothing allocated): the
     inputs, the reference's outputs, and the oracle's (outputs recomputed in float32 or

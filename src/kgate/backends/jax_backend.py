@@ -19,13 +19,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental.pallas import tpu as pltpu
 
-from kgate.backends import jaxpr_flow
+from kgate.backends import jaxpr_flow, pallas_grid, stablehlo_flow
 from kgate.backends.base import (
     Ablation,
     DeviceInfo,
     Footprint,
     HostTree,
     KernelFailure,
+    LoweredProgram,
+    OutputCoverage,
     ProgramFacts,
     count_moved,
     leaves_sha256,
@@ -260,6 +262,10 @@ class JaxBackend:
             outputs=sum(_nbytes(x) for x in out_leaves),
             oracle=sum(wide(x) for x in in_leaves) + sum(wide(x) for x in out_leaves),
         )
+
+    def input_shapes(self, problem: ProblemModule, dtype: str | None) -> tuple[Any, ...]:
+        """The op-point's inputs as shapes (nothing allocated): what the lowering gate lowers for."""
+        return self._traced_inputs(problem, dtype)[1]
 
     def _traced_inputs(self, problem: ProblemModule, dtype: str | None) -> tuple[Any, tuple[Any, ...]]:
         """create_inputs traced, nothing allocated: its closed jaxpr, and the inputs with each
@@ -763,6 +769,69 @@ class JaxBackend:
         with self._mode():
             return jax.jit(fn).lower(*inputs).compile().as_text() or ""
 
+    # -- lowering for a device platform, from shapes alone ----------------------------------
+    def kernel_platform(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str | None:
+        """The device platform `fn`'s kernels are written for ("tpu" or "cuda"): from their
+        compiler parameters (Mosaic TPU; Triton or Mosaic GPU), else this machine's accelerator,
+        else "tpu"; None when the program holds no kernel."""
+        fn, inputs = bind_static(fn, inputs)
+        closed = jax.make_jaxpr(fn)(*_abstract(inputs))
+        kinds = jaxpr_flow.kernel_compiler_params(closed)
+        if kinds is None:
+            return None
+        if any("gpu" in k or "triton" in k for k in kinds):
+            return "cuda"
+        if any("mosaic" in k for k in kinds):
+            return "tpu"
+        return "cuda" if self.platform == "gpu" else "tpu"
+
+    def chip_vmem(self, chip: str | None) -> tuple[str, int | None]:
+        """The TPU generation to compare VMEM estimates with, and its VMEM per TensorCore from
+        jax's own table (`pltpu.get_tpu_info_for_chip`): `chip` when given (v4, v5e, v5p, v6e,
+        7x, ...), else this machine's TPU, else ("", None)."""
+        if chip:
+            try:
+                version = pltpu.ChipVersion(chip)
+            except ValueError:
+                known = ", ".join(v.value for v in pltpu.ChipVersion)
+                raise KgateError(f"--chip-kind {chip!r} is not a TPU generation jax {jax.__version__} knows.",
+                                 f"use one of: {known}.") from None
+            return chip, int(pltpu.get_tpu_info_for_chip(version, 1).vmem_capacity_bytes)
+        if self.platform == "tpu":
+            info = pltpu.get_tpu_info()
+            return str(info.chip_version), int(info.vmem_capacity_bytes)
+        return "", None
+
+    def lower_for(self, fn: Callable[..., Any], inputs: Sequence[Any], platform: str, op_point: str,
+                  chip: str | None = None) -> LoweredProgram:
+        """`fn` lowered for `platform` as a host of that device would lower it, from the
+        inputs' shapes alone (the real Pallas-to-Mosaic or -Triton lowering runs here, on any
+        machine, and raises the errors the device's host would). Never under interpret mode."""
+        fn, inputs = bind_static(fn, inputs)
+        shapes = _abstract(inputs)
+        shown = ", ".join(f"{jnp.dtype(x.dtype).name}{list(x.shape)}" for x in jax.tree_util.tree_leaves(shapes))
+        closed = jax.make_jaxpr(fn)(*shapes)
+        sites = len(jaxpr_flow.program_sites(closed)[0])
+        try:
+            covered = tuple(pallas_grid.coverage(closed))
+        except Exception as exc:  # an index map kgate cannot evaluate: said, never passed
+            covered = (OutputCoverage("pallas_call", 0, (), (), (), 0, 0, None,
+                                      f"the index maps could not be evaluated ({describe(exc)})"),)
+        chip_name, capacity = self.chip_vmem(chip) if platform == "tpu" else ("", None)
+        fit = dict(vmem=tuple(pallas_grid.vmem(closed)), chip=chip_name, chip_vmem=capacity) if platform == "tpu" else {}
+        try:
+            lowered = jax.jit(fn).trace(*shapes).lower(lowering_platforms=(platform,))
+        except Exception as exc:
+            text = str(exc)
+            if _NO_LOWERING.search(text):
+                return LoweredProgram(platform, op_point, shown, unavailable=text.strip().splitlines()[0][:300],
+                                      kernel_sites=sites, coverage=covered, **fit)
+            message = " ".join(line.strip() for line in text.strip().splitlines()[:3] if line.strip())
+            return LoweredProgram(platform, op_point, shown, error=f"{type(exc).__name__}: {message}"[:900],
+                                  where=_user_frame(exc), kernel_sites=sites, coverage=covered, **fit)
+        kernels = stablehlo_flow.kernel_calls(lowered.compiler_ir("stablehlo"), _LOWERED_TARGETS[platform])
+        return LoweredProgram(platform, op_point, shown, tuple(kernels), kernel_sites=sites, coverage=covered, **fit)
+
     def _ablate(self, closed: Any, inputs: Sequence[Any], moved_above: float) -> Ablation:
         try:
             base, perturbed, _ = jaxpr_flow.kernel_experiments(closed, jax.tree_util.tree_leaves(tuple(inputs)))
@@ -917,6 +986,19 @@ def _user_frame(exc: BaseException) -> str:
             return found
         current = current.__cause__ or current.__context__
     return found
+
+
+# The kernel custom calls a lowering for each platform emits (XLA's own fusions are never among them).
+_LOWERED_TARGETS = {"tpu": frozenset({"tpu_custom_call"}),
+                    "cuda": frozenset({"__gpu$xla.gpu.triton", "mosaic_gpu_v2", "mosaic_gpu"})}
+# jaxlib has no lowering for the platform on this machine (the CUDA plugin is not installed).
+_NO_LOWERING = re.compile(r"Cannot lower pallas_call on platform|Unknown backend|no lowering rule for platform|"
+                          r"Unrecognized lowering platform", re.IGNORECASE)
+
+
+def _abstract(inputs: Sequence[Any]) -> tuple[Any, ...]:
+    """Each array input as a ShapeDtypeStruct (abstract inputs stay as they are)."""
+    return tuple(jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), x) for x in inputs)
 
 
 def _nbytes(leaf: Any) -> int:

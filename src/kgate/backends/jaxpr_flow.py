@@ -57,7 +57,7 @@ def _call_body(eqn: Any) -> Any | None:
     return None
 
 
-def _kernel_name(eqn: Any) -> str:
+def kernel_name(eqn: Any) -> str:
     """`kernel_fn (file.py:line)` from the kernel body's debug info, when jax recorded it."""
     explicit = eqn.params.get("name")
     debug = getattr(eqn.params.get("jaxpr"), "debug_info", None)
@@ -75,6 +75,26 @@ def contains_kernel(j: Any) -> bool:
         if any(contains_kernel(sub) for sub in jcore.jaxprs_in_params(eqn.params)):
             return True
     return False
+
+
+def kernel_compiler_params(j: Any) -> list[str] | None:
+    """For every kernel call in the program, where its compiler parameters come from (the
+    module of their class, e.g. `jax._src.pallas.mosaic.core`; "" for none); None when the
+    program calls no kernel."""
+    found: list[str] = []
+
+    def walk(sub: Any) -> None:
+        body, _ = _open(sub)
+        for eqn in body.eqns:
+            if eqn.primitive.name in KERNEL_PRIMITIVES:
+                params = eqn.params.get("compiler_params")
+                values = params.values() if isinstance(params, dict) else [params]
+                found.append(" ".join(type(v).__module__ for v in values if v is not None))
+            for inner in jcore.jaxprs_in_params(eqn.params):
+                walk(inner)
+
+    walk(j)
+    return found or None
 
 
 def _callback_name(eqn: Any) -> str:
@@ -111,7 +131,7 @@ class _Reach:
         union = frozenset().union(*ins) if ins else _EMPTY
         n_out = len(eqn.outvars)
         if name in KERNEL_PRIMITIVES:
-            self.sites[site] = (_kernel_name(eqn), exact)
+            self.sites[site] = (kernel_name(eqn), exact)
             return [union | {site}] * n_out
         if name in HOST_CALLBACK_PRIMITIVES:
             self.callbacks[site] = (_callback_name(eqn), exact)

@@ -1,4 +1,4 @@
-"""The checking commands: gate, parity, measure, calibrate, verify, verify-receipt, lock."""
+"""The checking commands: gate, lower, parity, measure, calibrate, verify, verify-receipt, lock."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ from kgate.cli.common import (
     JsonOpt,
     KernelCallsOpt,
     KernelShareOpt,
+    LowerForOpt,
+    ChipKindOpt,
     OutOpt,
     ParityOpt,
     ReferenceOpt,
@@ -62,6 +64,8 @@ def gate(
     kernel_calls: KernelCallsOpt = None,
     forbid_shape: ForbidShapeOpt = None,
     kernel_share: KernelShareOpt = None,
+    lower_for: LowerForOpt = "auto",
+    chip_kind: ChipKindOpt = None,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -71,6 +75,9 @@ def gate(
     Runs the candidate in interpret mode on the CPU at the module's TINY op-point (or the
     --set overrides), checks it against the reference on the given seeds plus one drawn at
     random for this run, and audits that the authored kernel is what ran and does the work.
+    A kernel-authored candidate is also lowered for its device (TPU by default) from
+    abstract shapes, at TINY and at the op-point: what the device's host would reject FAILs
+    here, on any machine (--lower-for).
     The reference runs in a process that never imports the candidate, the candidate in one
     that never holds an expected answer, and the verdicts are computed in a third.
     """
@@ -82,7 +89,47 @@ def gate(
         return run_gate(problem_request(
             got["reference"], got["candidate"], entry, got["klass"], parse_overrides(overrides or []), seed, got["dtype"],
             got["parity"], expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share, reference_entry,
-            phase_budget,
+            phase_budget, lower_for, chip_kind,
+        ))
+
+    run_report(as_json, output, produce, advisories_ok)
+
+
+@app.command()
+def lower(
+    reference: FamilyReferenceOpt = None,
+    candidate: FamilyCandidateOpt = None,
+    family: FamilyOpt = None,
+    entry: EntryOpt = "workload",
+    reference_entry: RefEntryOpt = "workload",
+    phase_budget: PhaseBudgetOpt = PHASE_BUDGET_S,
+    overrides: SetOpt = None,
+    dtype: DtypeOpt = None,
+    lower_for: LowerForOpt = "auto",
+    chip_kind: ChipKindOpt = None,
+    advisories_ok: AdvisoriesOkOpt = False,
+    as_json: JsonOpt = False,
+    output: OutOpt = None,
+) -> None:
+    """The lowering gate alone: lower the candidate for its device (TPU by default), on any machine.
+
+    From the inputs' shapes only (nothing is allocated, no kernel runs), at TINY and at the
+    op-point (with --set applied): the device's real Pallas lowering runs here and FAILs
+    what the device's host would reject (a block shape off the (8, 128) tiling, a primitive
+    Mosaic cannot lower), with the error, the kernel's line and the fix. The lowered module
+    must hold a kernel custom call for every traced kernel, each reaching the outputs.
+    Lowering for GPU needs jaxlib's CUDA plugin: without it nothing is lowered, which FAILs
+    here (in `kgate gate` that gate is SKIPPED with the reason). The candidate runs in a fresh
+    process; the verdict is graded here.
+    """
+    from kgate.verify.early import run_lower
+
+    def produce():  # -> Report
+        got = settings(family, reference=reference, candidate=candidate, dtype=dtype)
+        return run_lower(problem_request(
+            got["reference"], got["candidate"], entry, "kernel-authored", parse_overrides(overrides or []), None,
+            got["dtype"], "floor", reference_entry=reference_entry, phase_budget=phase_budget, lower_for=lower_for,
+            chip_kind=chip_kind,
         ))
 
     run_report(as_json, output, produce, advisories_ok)
@@ -302,6 +349,8 @@ def verify(
     kernel_calls: KernelCallsOpt = None,
     forbid_shape: ForbidShapeOpt = None,
     kernel_share: KernelShareOpt = None,
+    lower_for: LowerForOpt = "auto",
+    chip_kind: ChipKindOpt = None,
     chip: Annotated[int, typer.Option("--chip", help="Chip to run on and lock.")] = 0,
     lock_dir: Annotated[Optional[Path], typer.Option("--lock-dir", help="Folder of the chip lock files.")] = None,
     receipt: Annotated[
@@ -375,7 +424,7 @@ def verify(
             dtype=got["dtype"],
             overrides=got["overrides"],
             parity=got["parity"],
-            firing=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share),
+            firing=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share, lower_for, chip_kind),
             bar=got["bar"],
             budget_s=budget,
             sessions=sessions,

@@ -130,6 +130,24 @@ KernelShareOpt = Annotated[
         "on purpose elsewhere; without it, any output element the kernels do not move FAILs firing.",
     ),
 ]
+LowerForOpt = Annotated[
+    str,
+    typer.Option(
+        "--lower-for",
+        metavar="auto|tpu|cuda|none",
+        help="Kernel-authored: lower the workload for this device platform from abstract shapes, at TINY and "
+        "at the op-point, on any machine (the lowering gate). auto: the platform the kernels are written for.",
+    ),
+]
+ChipKindOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--chip-kind",
+        metavar="v4|v5e|v5p|v6e|7x|...",
+        help="The TPU generation the lowering gate compares each kernel's VMEM estimate with (its VMEM per core, "
+        "from jax's own table); default: this machine's TPU, else only the kernel's own vmem_limit_bytes.",
+    ),
+]
 ForbidShapeOpt = Annotated[
     Optional[list[str]], typer.Option("--forbid-shape", help="HLO shape that must never be materialized, e.g. f32[8,128,128].")
 ]
@@ -143,6 +161,7 @@ _CHECK_CODES = (
 _RECORD_CODES = "Exit codes: 0 done; 2 bad input, refused, interrupted or could not finish (nothing was written)."
 EXIT_CODES = {
     "gate": _CHECK_CODES,
+    "lower": _CHECK_CODES + " Nothing lowered (a platform this machine cannot lower for) is a FAIL.",
     "parity": _CHECK_CODES,
     "measure": _CHECK_CODES + " A bar that is not MET is a FAIL.",
     "calibrate": _CHECK_CODES + " A biased rig (the A/A interval excludes 1.0) is a FAIL.",
@@ -246,6 +265,8 @@ def problem_request(
     kernel_share: float | None = None,
     reference_entry: str = "workload",
     phase_budget: float = PHASE_BUDGET_S,
+    lower_for: str = "auto",
+    chip_kind: str | None = None,
 ):  # -> CheckRequest
     from kgate.gates.parity import ParitySpec
     from kgate.verify import CheckRequest
@@ -261,7 +282,7 @@ def problem_request(
         dtype=dtype,
         overrides=dict(overrides),
         parity_spec=ParitySpec.parse(parity_spec),
-        firing_spec=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share),
+        firing_spec=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share, lower_for, chip_kind),
     )
 
 
@@ -271,6 +292,8 @@ def firing_spec(
     kernel_calls: int | None,
     forbid_shape: list[str] | None,
     kernel_share: float | None = None,
+    lower_for: str = "auto",
+    chip_kind: str | None = None,
 ):  # -> FiringSpec
     from kgate.gates.firing import FiringSpec
 
@@ -280,6 +303,8 @@ def firing_spec(
         kernel_calls=kernel_calls,
         forbid_shapes=tuple(forbid_shape or ()),
         kernel_share=kernel_share,
+        lower_for=lower_for,
+        chip_kind=chip_kind,
     )
 
 

@@ -28,6 +28,11 @@ KERNEL_TARGETS: dict[str, frozenset[str]] = {
     "gpu": frozenset({"__gpu$xla.gpu.triton", "mosaic_gpu_v2", "mosaic_gpu"}),
 }
 
+# What the lowering gate lowers a kernel-authored candidate for: auto (the platform the
+# kernels' compiler parameters name, else this machine's accelerator, else TPU), a platform,
+# or none (not lowered; said in the report).
+LOWER_FOR: tuple[str, ...] = ("auto", "tpu", "cuda", "none")
+
 _SHAPE = re.compile(r"^(?:([a-z]+[0-9]*)\s*)?\[\s*(\d+(?:\s*,\s*\d+)*)?\s*\]$")
 
 
@@ -40,8 +45,13 @@ class FiringSpec:
     kernel_calls: int | None = None
     forbid_shapes: tuple[str, ...] = ()
     kernel_share: float | None = None  # declared: the kernels own at least this share of the output
+    lower_for: str = "auto"  # the device platform the lowering gate lowers for ("auto": the kernels' own)
+    chip_kind: str | None = None  # the TPU generation VMEM estimates are compared with (v5e, v6e, ...)
 
     def __post_init__(self) -> None:
+        if self.lower_for not in LOWER_FOR:
+            raise KgateError(f"--lower-for {self.lower_for!r} is not a lowering target.",
+                             f"use one of: {', '.join(LOWER_FOR)} (auto: the platform the kernels are written for).")
         for pattern in (*self.expect_hlo, *self.forbid_hlo):
             try:
                 re.compile(pattern)
@@ -71,6 +81,8 @@ class FiringSpec:
             "kernel_calls": self.kernel_calls,
             "forbid_shapes": list(self.forbid_shapes),
             "kernel_share": self.kernel_share,
+            "lower_for": self.lower_for,
+            "chip_kind": self.chip_kind,
         }
 
 

@@ -42,9 +42,13 @@ def render_report(report: Report, console: Console) -> None:
     klass = f"  [{ctx['class']}]" if ctx.get("class") else ""
     if "candidate" in ctx:
         console.print(f"  candidate  {_shown(ctx['candidate'].get('path'))}{klass}", markup=False)
-    seeds = f"seeds {ctx['seeds']}" if "seeds" in ctx else f"seed {ctx.get('seed')}"
-    console.print(f"  op-point   {_op_point(ctx)}   {seeds}", markup=False)
-    console.print(f"  device     {device.get('platform')} ({device.get('kind')}), {mode}", markup=False)
+    seeds = f"   seeds {ctx['seeds']}" if "seeds" in ctx else f"   seed {ctx['seed']}" if "seed" in ctx else ""
+    console.print(f"  op-point   {_op_point(ctx)}{seeds}", markup=False)
+    if device:
+        console.print(f"  device     {device.get('platform')} ({device.get('kind')}), {mode}", markup=False)
+    if "lowering" in report.gates and report.command == "lower":
+        platform = report.gates["lowering"].details.get("platform", ctx.get("lower_for"))
+        console.print(f"  lowered    for {platform}, from shapes alone (nothing allocated, no kernel run)", markup=False)
     if "timing" in report.gates and "speedup" in report.gates["timing"].details:
         _render_timing(report, console)
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)

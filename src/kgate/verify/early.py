@@ -23,11 +23,11 @@ from typing import Any
 from kgate.backends import ProgramFacts, wire
 from kgate.backends.base import floating_dtypes
 from kgate.problem.oppoint import shown
-from kgate.backends.base import Ablation, count_moved
+from kgate.backends.base import Ablation, LoweredProgram, count_moved
 from kgate.clock import draw_seed
 from kgate.errors import KgateError
-from kgate.gates import firing, integrity, parity
-from kgate.gates.common import Check, GateResult
+from kgate.gates import firing, integrity, lowering, parity
+from kgate.gates.common import Check, GateResult, skipped
 from kgate.gates.firing import FiringSpec
 from kgate.gates.parity import ParitySpec, Probe
 from kgate.verify import spawn
@@ -95,7 +95,9 @@ def run_probe_legs(
         ref_req = {**common, "seeds": list(seeds), "workdir": str(ref_dir), "edges": True, "odd": use_tiny,
                    "reference_compiled": with_firing and request.klass != "kernel-authored"}
         cand_req = {**common, "workdir": str(cand_dir), "with_firing": with_firing,
-                    "probes_file": str(cand_dir / "probes.json")}
+                    "probes_file": str(cand_dir / "probes.json"),
+                    "lower_for": request.firing_spec.lower_for if _lowers(request, with_firing) else "none",
+                    "chip_kind": request.firing_spec.chip_kind}
         reference_leg = spawn.start("reference-probes", ref_req, ref_dir, env=env, waits=True, data=True, beats=True)
         candidate = spawn.start("candidate-probes", cand_req, cand_dir, env=env, waits=True, beats=True,
                                 own_session=True)
@@ -226,6 +228,8 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             trace_error=cand.get("trace_error", "the candidate leg ran no probe"),
             bypass=_bypass(request.parity_spec, probes[0], arrays, cand),
         )
+    if _lowers(request, with_firing):
+        gates["lowering"] = _lowering(cand, request.firing_spec.lower_for)
     seed_probes = [p for p in ref["probes"] if not p.get("label")]
     seeding = {str(p["seed"]): p["seeding"] for p in seed_probes}
     context = {
@@ -259,6 +263,76 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             "every seed sees the same inputs."
         )
     return Report(command, gates, context, tuple(notes))
+
+
+def run_lower(request: CheckRequest) -> Report:
+    """`kgate lower`: the lowering gate alone, from shapes (no inputs made, no kernel run), with
+    the candidate in a fresh process and the grading here."""
+    started = time.perf_counter()
+    lower_for = request.firing_spec.lower_for
+    if lower_for == "none":
+        raise KgateError("`kgate lower --lower-for none` would lower nothing.",
+                         "give the platform to lower for (tpu, cuda), or auto for the kernels' own.")
+    with tempfile.TemporaryDirectory(prefix="kgate-lower-") as folder:
+        result = spawn.run("lower", {
+            "reference": str(Path(request.reference).resolve()), "candidate": str(Path(request.candidate).resolve()),
+            "entry": request.entry, "reference_entry": request.reference_entry, "overrides": dict(request.overrides),
+            "use_tiny": True, "dtype": request.dtype, "lower_for": lower_for, "chip_kind": request.firing_spec.chip_kind,
+        }, Path(folder), beats=True, phase_budget_s=request.phase_budget_s)
+    if result.get("status") == "ERROR":
+        raise _leg_error("candidate", result)
+    gates: dict[str, GateResult] = {}
+    if result.get("status") == "DONE":
+        gates["integrity"] = integrity.evaluate(tuple(result.get("reference_changes", [])), (), (),
+                                                process_changes=tuple(result.get("changes", [])))
+        gates["lowering"] = _lowering(result, lower_for) if result.get("lowering") else GateResult("lowering", (Check(
+            "kernel_present", "FAIL", "the candidate's program calls no kernel: there is nothing to lower for a device",
+            "`kgate lower` checks a kernel-authored candidate; an xla-rewrite or flag candidate is checked by `kgate gate`.",
+        ),))
+        if gates["lowering"].status == "SKIPPED":  # lowering is all this command does: nothing lowered is no pass
+            gates["lowering"] = GateResult("lowering", (Check(
+                "lowering_evaluated", "FAIL", f"nothing could be lowered here: {gates['lowering'].skipped_reason}",
+                "run where jaxlib can lower for that platform (for GPU: the CUDA plugin installed), or choose another "
+                "with --lower-for.",
+            ),), gates["lowering"].details)
+    else:
+        error = result.get("error", {})
+        gates["lowering"] = GateResult("lowering", (Check(
+            "lowering_evaluated", "FAIL",
+            f"the candidate's process did not finish: {error.get('problem', result.get('status'))}",
+            str(error.get("fix") or "run the candidate module by hand to see the full error."),
+        ),))
+    context = {
+        "class": request.klass,
+        "reference": {"path": str(request.reference)},
+        "candidate": result.get("candidate", {"path": str(request.candidate)}),
+        "op_point": result.get("op_point", {}),
+        "dtype": request.dtype,
+        "lower_for": lower_for,
+        "wall_s": round(time.perf_counter() - started, 3),
+    }
+    if isinstance(result.get("parent_clock"), Mapping):
+        context["seconds"] = {"legs": {"candidate leg": spawn.phase_seconds(result["parent_clock"])}}
+    return Report("lower", gates, context)
+
+
+def _lowers(request: CheckRequest, with_firing: bool) -> bool:
+    """The lowering gate runs with the firing audit, for a kernel-authored candidate."""
+    return with_firing and request.klass == "kernel-authored"
+
+
+def _lowering(cand: Mapping[str, Any], lower_for: str) -> GateResult:
+    """The lowering gate, graded from what the candidate leg lowered."""
+    if lower_for == "none":
+        return skipped("lowering", "not lowered for a device (--lower-for none)")
+    if cand.get("lowering_error"):
+        return GateResult("lowering", (Check(
+            "lowering_evaluated", "FAIL", f"the candidate could not be lowered: {cand['lowering_error']}",
+            "fix the error; a kernel kgate cannot lower for its device cannot pass the lowering gate.",
+        ),))
+    programs = [LoweredProgram.from_json(p) for p in cand.get("lowering", [])]
+    return lowering.evaluate(programs, "the candidate's program calls no kernel: nothing to lower"
+                             if "lowering" in cand else "the candidate leg ran no probe")
 
 
 def _seconds(ref: Mapping[str, Any], cand: Mapping[str, Any], grading_s: float) -> dict[str, Any]:

@@ -129,9 +129,48 @@ def _capture(req: dict[str, Any]) -> dict[str, Any]:
     return {"status": "CAPTURED", "folder": str(folder), "files": files}
 
 
+def _lower(req: dict[str, Any]) -> dict[str, Any]:
+    from kgate.backends import get_backend
+    from kgate.problem import load_pair
+    from kgate.errors import describe
+    from kgate.verify.probes import lowered_programs
+    from kgate.verify.spawn import beat
+    from kgate.verify.watch import Watch
+
+    beat("phase importing the candidate")
+    backend = get_backend("jax")
+    watch = Watch(backend)
+    with load_pair(req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"],
+                   use_tiny=req["use_tiny"], reference_entry=req.get("reference_entry", "workload")) as pair:
+        watch.check("at import")
+        beat("phase lowering the candidate for its device")
+        try:
+            shapes = backend.input_shapes(pair.reference, req["dtype"])
+        except KgateError:
+            raise
+        except Exception as exc:
+            raise KgateError(
+                f"{Path(req['reference']).name}'s create_inputs cannot be traced from shapes alone: {describe(exc)}",
+                "run `kgate gate`, which makes the inputs and lowers the candidate on their shapes.",
+            ) from exc
+        programs = lowered_programs(backend, pair, shapes, req)
+        watch.check("after the lowering", "deep")
+        return {"status": "DONE", "lowering": programs, "changes": watch.changes,
+                "reference_changes": list(pair.reference_changes), "candidate": pair.candidate.to_json(),
+                "op_point": _full_op_point(pair.op_point, req["overrides"])}
+
+
+def _full_op_point(op_point: Any, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The op-point without TINY (what `lower` lowers beside TINY), in OpPoint's JSON shape."""
+    restored = {k: v for k, v in op_point.replaced.items() if k not in overrides}
+    return {"source": "--set" if overrides else "CONFIG", "values": {**op_point.values, **restored},
+            "overrides": dict(overrides), "tiny": dict(op_point.values) if "TINY" in op_point.source else None}
+
+
 LEGS = {
     "reference-probes": _reference_probes,
     "candidate-probes": _candidate_probes,
+    "lower": _lower,
     "measure": _measure, "inputs": _inputs, "coverage": _coverage, "capture": _capture}
 
 

@@ -269,6 +269,13 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
             except Exception as exc:
                 result["trace_error"] = describe(exc)
             watch.check("after the firing audit")
+        if req.get("lower_for", "none") != "none" and first is not None:
+            beat("phase lowering the candidate for its device")
+            try:
+                result["lowering"] = lowered_programs(backend, pair, first, req)
+            except Exception as exc:
+                result["lowering_error"] = describe(exc)
+            watch.check("after the lowering")
         watch.check("at the end", "deep")
         wire.write_trees(folder / "candidate.npz", outputs)
         result.update(
@@ -279,3 +286,29 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
             candidate=pair.candidate.to_json(),
         )
         return result
+
+
+def lowered_programs(backend: Any, pair: Any, first: Any, req: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The candidate lowered for its device from shapes alone: on `first`'s shapes (TINY, when
+    the run is at TINY) and at the op-point the run would use without TINY. [] when its
+    program calls no kernel."""
+    entry = pair.candidate.entry
+    platform = req["lower_for"] if req["lower_for"] != "auto" else backend.kernel_platform(entry, first)
+    if platform is None:
+        return []
+    at_tiny = "TINY" in pair.op_point.source
+    chip = req.get("chip_kind")
+    programs = [backend.lower_for(entry, first, platform, "TINY" if at_tiny else "op-point", chip)]
+    if at_tiny:  # the TINY keys put back as the op-point has them (--set still applies)
+        full = {k: v for k, v in pair.op_point.replaced.items() if k not in req["overrides"]}
+        with config_set(full, pair.reference.config, pair.candidate.config):
+            try:
+                shapes = backend.input_shapes(pair.reference, req["dtype"])
+            except Exception as exc:
+                from kgate.backends.base import LoweredProgram
+
+                programs.append(LoweredProgram(platform, "op-point", "", unavailable=(
+                    f"the op-point's input shapes could not be found without making the inputs ({describe(exc)})")))
+            else:
+                programs.append(backend.lower_for(entry, shapes, platform, "op-point", chip))
+    return [p.to_json() for p in programs]

@@ -1,0 +1,164 @@
+"""The lowering gate: does the candidate's kernel survive the device's own lowering?
+
+A Pallas kernel can pass interpret-mode parity on a CPU and still be rejected the moment a
+TPU host lowers it (a block shape off the (8, 128) tiling, a primitive Mosaic has no rule
+for). The workload is lowered for the device platform from abstract shapes, at TINY and at
+the op-point, on any machine; the lowered module must hold a kernel custom call for every
+traced kernel, and each one's result must reach the outputs. From the same shapes: the
+grid must write every block of every kernel output, and each kernel's VMEM working set must
+fit its own limit and the chip's VMEM.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from kgate.backends.base import LoweredProgram
+from kgate.gates.common import Check, GateResult, skipped
+
+# What to do about the lowering errors authors meet most: (pattern on the error, fix).
+# The first match wins; the last entry is the general advice.
+GOTCHAS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"divisible by 8 and 128"),
+     "make the last two dimensions of every block multiples of 8 and 128, or equal to the array's own dimensions "
+     "(pad the array to whole tiles if needed); narrower types pack more rows per tile, so 16 rows (bfloat16) or "
+     "32 (8-bit types) fill one."),
+    (re.compile(r"Unimplemented primitive in Pallas TPU lowering for \w+: (\w+)"),
+     "Mosaic has no lowering for this primitive inside a kernel: express it with ops the TPU lowering supports "
+     "(elementwise, reductions, dot, broadcasts, slices with pl.ds), or do it outside the pallas_call."),
+    (re.compile(r"(?i)vmem|scoped memory|exceeds.*memory"),
+     "the kernel's blocks and scratch do not fit in VMEM: use smaller blocks, or raise vmem_limit_bytes in "
+     "pltpu.CompilerParams up to the chip's physical VMEM."),
+    (re.compile(r"(?i)64-bit|float64|int64|x64"),
+     "TPU kernels compute in 32 bits or less: keep float64/int64 out of the kernel (and out of jax_enable_x64)."),
+    (re.compile(r"(?i)not implemented|unsupported|not supported"),
+     "the TPU lowering does not support what the kernel does here: rewrite that part of the kernel with "
+     "supported operations (see the Pallas TPU documentation's list), or move it outside the kernel."),
+)
+GENERAL_FIX = ("fix the kernel so the device's lowering accepts it: the error above is what the device's host "
+               "raises at compile time; interpret-mode parity alone does not show it.")
+
+PLATFORM_NAMES = {"tpu": "TPU", "cuda": "GPU (CUDA)"}
+
+
+def fix_for(error: str) -> str:
+    """The fix for a lowering error, from the gotcha table."""
+    return next((fix for pattern, fix in GOTCHAS if pattern.search(error)), GENERAL_FIX)
+
+
+def _coverage_check(program: LoweredProgram) -> Check | None:
+    """Every block of every kernel output written by some grid step, at this op-point's shapes."""
+    if not program.coverage:
+        return None
+    name = f"{program.op_point}.output_covered"
+    gaps = [c for c in program.coverage if not c.not_evaluated and c.blocks_written < c.blocks_total]
+    if gaps:
+        return Check(name, "FAIL", "; ".join(
+            f"output {c.output} of {c.kernel}, shape {list(c.shape)}: the grid {list(c.grid)} writes "
+            f"{c.blocks_written} of its {c.blocks_total} blocks of {list(c.block)}, and no step writes element "
+            f"{list(c.first_unwritten or ())} (on a device it holds whatever the memory held)" for c in gaps),
+            "make the grid cover every block (pl.cdiv(size, block), not size // block, masking the partial last "
+            "block in the kernel), or choose blocks that divide the shape.")
+    unknown = [c for c in program.coverage if c.not_evaluated]
+    if len(unknown) == len(program.coverage):
+        return Check(name, "SKIPPED", "what the grid writes could not be told from shapes: "
+                     + "; ".join(f"output {c.output} of {c.kernel}: {c.not_evaluated}" for c in unknown))
+    told = len(program.coverage) - len(unknown)
+    rest = ("; not told for " + "; ".join(f"output {c.output} of {c.kernel} ({c.not_evaluated})" for c in unknown)
+            if unknown else "")
+    return Check(name, "PASS", f"the grid writes every block of {told} kernel output(s) at {program.op_point}{rest}")
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.3g} MiB" if n >= 2**20 else f"{n / 2**10:.3g} KiB"
+
+
+def _vmem_check(program: LoweredProgram) -> Check | None:
+    """Each kernel's estimated VMEM working set against its own vmem_limit_bytes and the
+    chip's VMEM per core. Nothing to compare with is said, never passed."""
+    if not program.vmem:
+        return None
+    name = f"{program.op_point}.vmem_fits"
+    over: list[str] = []
+    told: list[str] = []
+    for k in program.vmem:
+        parts = ", ".join(f"{what} {_mib(n)}" for what, n in k.parts)
+        estimate = f"{k.kernel} needs about {_mib(k.total)} ({parts})"
+        if k.declared_limit is not None and k.total > k.declared_limit:
+            over.append(f"{estimate}, over its own vmem_limit_bytes of {_mib(k.declared_limit)}")
+        elif program.chip_vmem is not None and k.total > program.chip_vmem:
+            over.append(f"{estimate}, over the {program.chip_vmem // 2**20} MiB of VMEM per core of a TPU {program.chip}")
+        elif k.declared_limit is not None and program.chip_vmem is not None and k.declared_limit > program.chip_vmem:
+            over.append(f"{k.kernel} sets vmem_limit_bytes to {_mib(k.declared_limit)}, more than the "
+                        f"{program.chip_vmem // 2**20} MiB a TPU {program.chip} has per core")
+        else:
+            told.append(estimate + (f" (its vmem_limit_bytes: {_mib(k.declared_limit)})"
+                                    if k.declared_limit is not None else ""))
+    if over:
+        cap = f" (a TPU {program.chip} has {program.chip_vmem // 2**20} MiB per core)" if program.chip_vmem else ""
+        return Check(name, "FAIL", "the kernel's blocks and scratch do not fit in VMEM: " + "; ".join(over),
+                     f"use smaller blocks (or fewer buffers), or raise vmem_limit_bytes in pltpu.CompilerParams up to the "
+                     f"chip's VMEM{cap}.")
+    limits = []
+    if program.chip_vmem is not None:
+        limits.append(f"a TPU {program.chip}'s {program.chip_vmem // 2**20} MiB per core")
+    if any(k.declared_limit is not None for k in program.vmem):
+        limits.append("the kernel's own vmem_limit_bytes")
+    if not limits:
+        return Check(name, "SKIPPED", "; ".join(told) + ": no chip named (--chip-kind) and no vmem_limit_bytes "
+                     "declared, so nothing to compare with")
+    return Check(name, "PASS", "; ".join(told) + ": within " + " and ".join(limits))
+
+
+def _checks(program: LoweredProgram) -> list[Check]:
+    device = PLATFORM_NAMES.get(program.platform, program.platform)
+    at = f"{program.op_point} ({program.shapes})"
+    prefix = f"{program.op_point}."
+    covered = [c for c in (_coverage_check(program), _vmem_check(program)) if c is not None]
+    if program.unavailable:
+        return [Check(prefix + "lowers", "SKIPPED", f"lowering for {device} cannot be tried on this machine: "
+                      f"{program.unavailable}"), *covered]
+    if program.error:
+        where = f" (at {program.where})" if program.where else ""
+        return [Check(prefix + "lowers", "FAIL", f"the {device} lowering rejects the candidate at {at}: "
+                      f"{program.error}{where}", fix_for(program.error)), *covered]
+    checks = [Check(prefix + "lowers", "PASS", f"lowered for {device} at {at}: {len(program.kernels)} kernel "
+                    "custom call(s)")]
+    if len(program.kernels) < program.kernel_sites:
+        checks.append(Check(
+            prefix + "custom_calls", "FAIL",
+            f"the traced program calls {program.kernel_sites} kernel(s) but the {device} lowering holds "
+            f"{len(program.kernels)} kernel custom call(s): the rest were dropped as dead code (a kernel whose result "
+            "is discarded never reaches the device).",
+            "return the kernel's result (or something computed from it); a discarded kernel proves nothing.",
+        ))
+    else:
+        names = ", ".join(sorted({k.name or k.target for k in program.kernels}))
+        checks.append(Check(prefix + "custom_calls", "PASS",
+                            f"{len(program.kernels)} custom call(s) for {program.kernel_sites} traced kernel(s): {names}"))
+    ghosts = [k for k in program.kernels if not k.reaches_output]
+    if ghosts:
+        checks.append(Check(
+            prefix + "reaches_output", "FAIL",
+            "ghost kernel in the lowered program: the result of "
+            + ", ".join(f"{k.name or k.target} ({k.location})" for k in ghosts) + " never reaches the outputs.",
+            "return the kernel's result (or something computed from it); a discarded kernel proves nothing.",
+        ))
+    elif program.kernels:
+        inexact = any(not k.exact for k in program.kernels)
+        note = " (conservatively, inside a loop or a branch)" if inexact else ""
+        checks.append(Check(prefix + "reaches_output", "PASS",
+                            f"every kernel custom call's result reaches the outputs{note}"))
+    return checks + covered
+
+
+def evaluate(programs: Sequence[LoweredProgram], not_run: str = "") -> GateResult:
+    """Grade the lowered programs (one per op-point). `not_run`: why no lowering was tried."""
+    if not programs:
+        return skipped("lowering", not_run or "no lowering was run")
+    checks = [check for program in programs for check in _checks(program)]
+    details = {"platform": programs[0].platform, "programs": [p.to_json() for p in programs]}
+    if all(c.status == "SKIPPED" for c in checks):
+        return GateResult("lowering", tuple(checks), details, skipped_reason=checks[0].detail)
+    return GateResult("lowering", tuple(checks), details)
