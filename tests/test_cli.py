@@ -26,7 +26,7 @@ def test_gate_json_on_good_candidate_prints_only_json_and_writes_the_same_file(t
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)  # stdout is exactly one JSON document
     assert data["status"] == "PASS" and data["exit_code"] == 0
-    assert set(data["gates"]) == {"integrity", "parity", "firing"}
+    assert set(data["gates"]) == {"integrity", "parity", "firing", "lowering"}
     assert json.loads(out.read_text()) == data
 
 

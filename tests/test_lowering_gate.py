@@ -29,7 +29,10 @@ def test_a_pallas_kernel_lowers_for_tpu_at_tiny_and_at_the_op_point_with_its_cus
     assert report.status == "PASS", failed(report)
     checks = _lowering_checks(report)
     assert {name: c.status for name, c in checks.items()} == {
-        f"{at}.{what}": "PASS" for at in ("TINY", "op-point") for what in ("lowers", "custom_calls", "reaches_output")}
+        **{f"{at}.{what}": "PASS" for at in ("TINY", "op-point")
+           for what in ("lowers", "custom_calls", "reaches_output", "output_covered")},
+        **{f"{at}.vmem_fits": "SKIPPED" for at in ("TINY", "op-point")}}  # no chip named here, no limit declared
+    assert "--chip-kind" in checks["op-point.vmem_fits"].detail and "192 KiB" in checks["op-point.vmem_fits"].detail
     programs = report.gates["lowering"].details["programs"]
     assert [p["shapes"] for p in programs] == ["bfloat16[1, 16, 256], bfloat16[256]", "bfloat16[4, 512, 1024], bfloat16[1024]"]
     assert programs[1]["kernels"][0]["name"] == "rmsnorm_kernel"
@@ -91,7 +94,11 @@ def test_lowering_for_a_platform_this_machine_cannot_lower_for_is_skipped_with_t
     result = report.gates["lowering"]
     assert result.status == "SKIPPED"
     assert "cannot be tried on this machine" in result.skipped_reason and "GPU" in result.skipped_reason
-    assert all(c.status == "SKIPPED" for c in result.checks)
+    assert [c.status for c in result.checks if c.name.endswith(".lowers")] == ["SKIPPED", "SKIPPED"]
+    # what the grid writes does not depend on the platform: told all the same
+    assert [c.status for c in result.checks if c.name.endswith(".output_covered")] == ["PASS", "PASS"]
+    proc, alone = _lower("-r", "rmsnorm/reference.py", "-c", "rmsnorm/pallas.py", "--lower-for", "cuda")
+    assert proc.returncode == 2 and alone["gates"]["lowering"]["checks"][0]["name"] == "lowering_evaluated"
 
 
 # -- jax's own TPU kernels, lowered on this CPU (abstract shapes: no memory spent) ----------------
@@ -196,8 +203,9 @@ def test_kgate_lower_passes_a_good_kernel_and_fails_one_the_tpu_rejects_at_the_o
     assert proc.returncode == 2 and bad["status"] == "FAIL"
     failed_names = [c["name"] for c in bad["gates"]["lowering"]["checks"] if c["status"] == "FAIL"]
     assert failed_names == ["op-point.lowers"]
-    lowered = bad["gates"]["lowering"]["checks"]
-    assert "bfloat16[1, 16, 512]" in lowered[0]["detail"] and "bfloat16[4, 512, 512]" in lowered[3]["detail"]  # --set: both
+    lowered = {c["name"]: c for c in bad["gates"]["lowering"]["checks"]}
+    assert "bfloat16[1, 16, 512]" in lowered["TINY.lowers"]["detail"]  # --set applies at TINY and at the op-point
+    assert "bfloat16[4, 512, 512]" in lowered["op-point.lowers"]["detail"]
 
 
 def test_kgate_lower_fails_what_it_cannot_lower_and_refuses_bad_input_with_exit_2():
@@ -345,3 +353,17 @@ def test_an_unknown_chip_kind_is_refused_naming_the_generations_jax_knows():
     proc, report = _lower("-r", "rmsnorm/reference.py", "-c", "rmsnorm/pallas.py", "--chip-kind", "v9")
     assert proc.returncode == 2 and report["status"] == "ERROR"
     assert "v5e" in report["error"]["fix"]
+
+
+def test_the_chip_is_a_generation_or_a_device_kind_and_a_familys_tpu_variant_names_it_unless_one_is_given():
+    from pathlib import Path
+
+    from kgate.record.terms import Terms, resolve
+
+    backend = JaxBackend()
+    assert backend.chip_vmem("TPU v5 lite") == backend.chip_vmem("v5e") == ("v5e", 128 * 2**20)
+    assert backend.chip_vmem(None) == ("", None)  # a CPU, no chip named: nothing to compare with
+    terms = Terms("rms", Path("r.py"), Path("c.py"), {}, "bfloat16", "floor", "kernel-authored", None, "rms v001",
+                  "TPU v5 lite")
+    assert resolve(terms, chip_kind=None)["chip_kind"] == "TPU v5 lite"
+    assert resolve(terms, chip_kind="v4")["chip_kind"] == "v4"

@@ -17,8 +17,8 @@ if flow is not None and backend is not None:
     def kernel_calls(*args, **kwargs):
         return [LoweredKernel("tpu_custom_call", "rmsnorm_kernel", "pallas.py:23", True, True)]
 
-    def lower_for(self, fn, inputs, platform, op_point, _original=backend.JaxBackend.lower_for):
-        result = _original(self, fn, inputs, platform, op_point)
+    def lower_for(self, fn, inputs, platform, op_point, *args, _original=backend.JaxBackend.lower_for, **kwargs):
+        result = _original(self, fn, inputs, platform, op_point, *args, **kwargs)
         return LoweredProgram(platform, op_point, result.shapes, kernels=tuple(kernel_calls()),
                               kernel_sites=result.kernel_sites)
 

@@ -790,13 +790,12 @@ class JaxBackend:
         jax's own table (`pltpu.get_tpu_info_for_chip`): `chip` when given (v4, v5e, v5p, v6e,
         7x, ...), else this machine's TPU, else ("", None)."""
         if chip:
-            try:
-                version = pltpu.ChipVersion(chip)
-            except ValueError:
+            version = _chip_version(chip)
+            if version is None:
                 known = ", ".join(v.value for v in pltpu.ChipVersion)
                 raise KgateError(f"--chip-kind {chip!r} is not a TPU generation jax {jax.__version__} knows.",
-                                 f"use one of: {known}.") from None
-            return chip, int(pltpu.get_tpu_info_for_chip(version, 1).vmem_capacity_bytes)
+                                 f"use one of: {known} (or a TPU's device kind, e.g. 'TPU v5 lite').")
+            return str(version), int(pltpu.get_tpu_info_for_chip(version, 1).vmem_capacity_bytes)
         if self.platform == "tpu":
             info = pltpu.get_tpu_info()
             return str(info.chip_version), int(info.vmem_capacity_bytes)
@@ -994,6 +993,23 @@ _LOWERED_TARGETS = {"tpu": frozenset({"tpu_custom_call"}),
 # jaxlib has no lowering for the platform on this machine (the CUDA plugin is not installed).
 _NO_LOWERING = re.compile(r"Cannot lower pallas_call on platform|Unknown backend|no lowering rule for platform|"
                           r"Unrecognized lowering platform", re.IGNORECASE)
+
+
+def _chip_version(chip: str) -> Any:
+    """A TPU generation from its short name (v5e) or from the device kind a TPU reports (TPU v5
+    lite, the form a stub's variant records); None when jax knows neither."""
+    try:
+        return pltpu.ChipVersion(chip)
+    except ValueError:
+        pass
+    try:
+        from jax._src.pallas.mosaic.tpu_info import chip_version_from_device_kind
+    except ImportError:
+        return None
+    try:
+        return chip_version_from_device_kind(chip)
+    except Exception:
+        return None
 
 
 def _abstract(inputs: Sequence[Any]) -> tuple[Any, ...]:

@@ -85,11 +85,12 @@ def gate(
 
     def produce():  # -> Report
         # the gate runs at TINY: the family's op-point is not applied, its other terms are
-        got = settings(family, reference=reference, candidate=candidate, klass=klass, dtype=dtype, parity=parity_spec)
+        got = settings(family, reference=reference, candidate=candidate, klass=klass, dtype=dtype, parity=parity_spec,
+                       chip_kind=chip_kind)
         return run_gate(problem_request(
             got["reference"], got["candidate"], entry, got["klass"], parse_overrides(overrides or []), seed, got["dtype"],
             got["parity"], expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share, reference_entry,
-            phase_budget, lower_for, chip_kind,
+            phase_budget, lower_for, got["chip_kind"],
         ))
 
     run_report(as_json, output, produce, advisories_ok)
@@ -125,11 +126,11 @@ def lower(
     from kgate.verify.early import run_lower
 
     def produce():  # -> Report
-        got = settings(family, reference=reference, candidate=candidate, dtype=dtype)
+        got = settings(family, reference=reference, candidate=candidate, dtype=dtype, chip_kind=chip_kind)
         return run_lower(problem_request(
             got["reference"], got["candidate"], entry, "kernel-authored", parse_overrides(overrides or []), None,
             got["dtype"], "floor", reference_entry=reference_entry, phase_budget=phase_budget, lower_for=lower_for,
-            chip_kind=chip_kind,
+            chip_kind=got["chip_kind"],
         ))
 
     run_report(as_json, output, produce, advisories_ok)
@@ -402,7 +403,8 @@ def verify(
 
     def produce():  # -> Report
         got = settings(family, reference=reference, candidate=candidate, klass=klass,
-                       overrides=parse_overrides(overrides or []), dtype=dtype, parity=parity_spec, bar=bar)
+                       overrides=parse_overrides(overrides or []), dtype=dtype, parity=parity_spec, bar=bar,
+                       chip_kind=chip_kind)
         path = receipt or default_receipt_path(got["candidate"])
         if output is not None and output.resolve() == path.resolve():
             raise KgateError(f"-o and --report name the same file {output}.",
@@ -424,7 +426,8 @@ def verify(
             dtype=got["dtype"],
             overrides=got["overrides"],
             parity=got["parity"],
-            firing=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share, lower_for, chip_kind),
+            firing=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share, lower_for,
+                               got["chip_kind"]),
             bar=got["bar"],
             budget_s=budget,
             sessions=sessions,

@@ -144,8 +144,9 @@ ChipKindOpt = Annotated[
     typer.Option(
         "--chip-kind",
         metavar="v4|v5e|v5p|v6e|7x|...",
-        help="The TPU generation the lowering gate compares each kernel's VMEM estimate with (its VMEM per core, "
-        "from jax's own table); default: this machine's TPU, else only the kernel's own vmem_limit_bytes.",
+        help="The TPU the lowering gate compares each kernel's VMEM estimate with (its VMEM per core, from jax's "
+        "own table): a generation (v5e) or a device kind ('TPU v5 lite'); default: the family's TPU variant, "
+        "this machine's TPU, else only the kernel's own vmem_limit_bytes.",
     ),
 ]
 ForbidShapeOpt = Annotated[

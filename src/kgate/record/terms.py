@@ -27,6 +27,7 @@ class Terms:
     klass: str | None  # None while no experiment is open
     bar: str | None
     experiment: str | None  # "<slug> vNNN", or None
+    chip: str | None = None  # the TPU device kind of the experiment's variant ("tpu:TPU v5 lite"), or None
 
 
 def families_around(start: Path) -> list[tuple[str, Path]]:
@@ -55,7 +56,7 @@ def family_at(start: Path) -> str | None:
 def registered(ws: Workspace, slug: str) -> Terms:
     family = load_family(ws, slug)
     wt = family.worktree
-    klass = bar = tag = None
+    klass = bar = tag = chip = None
     parity = family.parity
     try:
         ex = experiment.current(ws, slug)
@@ -64,8 +65,10 @@ def registered(ws: Workspace, slug: str) -> Terms:
     if ex is not None:
         front = Page.load(ex.page_path).front
         klass, bar, parity, tag = str(front.get("intervention_class")), str(front.get("bar")), str(front.get("parity")), ex.tag()
+        platform, _, kind = str(front.get("variant", "")).partition(":")
+        chip = kind if platform == "tpu" and kind else None
     return Terms(slug, wt / family.reference, wt / family.target, dict(family.op_point), family.graded_dtype, parity,
-                 klass, bar, tag)
+                 klass, bar, tag, chip)
 
 
 def resolve(terms: Terms, **given: Any) -> dict[str, Any]:
@@ -94,6 +97,8 @@ def resolve(terms: Terms, **given: Any) -> dict[str, Any]:
             raise KgateError(f"{flag} {_shown(flag, typed, bare=True)} contradicts the {where} registered {shown}.",
                              f"drop {flag}: --family {terms.slug} supplies it (other terms need a new experiment).")
         out[name] = value if value is not None else typed
+    if "chip_kind" in given:  # the chip VMEM is compared with: as given, else the experiment's TPU variant
+        out["chip_kind"] = given["chip_kind"] or terms.chip
     return out
 
 

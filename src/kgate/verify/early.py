@@ -289,12 +289,13 @@ def run_lower(request: CheckRequest) -> Report:
             "kernel_present", "FAIL", "the candidate's program calls no kernel: there is nothing to lower for a device",
             "`kgate lower` checks a kernel-authored candidate; an xla-rewrite or flag candidate is checked by `kgate gate`.",
         ),))
-        if gates["lowering"].status == "SKIPPED":  # lowering is all this command does: nothing lowered is no pass
+        unavailable = [str(p.get("unavailable")) for p in result.get("lowering", []) if p.get("unavailable")]
+        if unavailable and len(unavailable) == len(result["lowering"]):  # lowering is all this command does
             gates["lowering"] = GateResult("lowering", (Check(
-                "lowering_evaluated", "FAIL", f"nothing could be lowered here: {gates['lowering'].skipped_reason}",
+                "lowering_evaluated", "FAIL", f"nothing could be lowered here: {unavailable[0]}",
                 "run where jaxlib can lower for that platform (for GPU: the CUDA plugin installed), or choose another "
                 "with --lower-for.",
-            ),), gates["lowering"].details)
+            ), *gates["lowering"].checks), gates["lowering"].details)
     else:
         error = result.get("error", {})
         gates["lowering"] = GateResult("lowering", (Check(
