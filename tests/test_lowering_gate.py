@@ -168,6 +168,20 @@ def test_grading_passes_a_lowered_live_kernel_and_fails_each_way_a_lowering_goes
     assert "k.py:9" in broken.failures[0].detail and broken.failures[0].fix == lowering.GENERAL_FIX
 
 
+def test_a_candidate_that_cannot_be_traced_at_an_op_point_fails_lowering_there_with_the_error():
+    def asks_the_device(x):
+        from jax.experimental.pallas import tpu as pltpu
+
+        pltpu.get_tpu_info()  # raises off a TPU
+        return x
+
+    program = JaxBackend().lower_for(asks_the_device, (S((8, 128), jnp.float32),), "tpu", "op-point")
+    result = lowering.evaluate([program])
+    assert [c.name for c in result.failures] == ["op-point.lowers"]
+    assert "Unsupported TPU device kind" in result.failures[0].detail
+    assert "chip's values" in result.failures[0].fix
+
+
 def test_grading_a_gate_with_nothing_lowered_never_passes():
     assert lowering.evaluate([], "no kernel").status == "SKIPPED"
     unavailable = lowering.evaluate([_program(kernels=(), unavailable="no GPU lowering here")])
@@ -181,6 +195,7 @@ def test_grading_a_gate_with_nothing_lowered_never_passes():
      "by 8 and 128 respectively", "multiples of 8 and 128"),
     ("NotImplementedError: Unimplemented primitive in Pallas TPU lowering for tc: sort.", "outside the pallas_call"),
     ("RESOURCE_EXHAUSTED: scoped vmem limit exceeded", "vmem_limit_bytes"),
+    ("ValueError: Unsupported TPU device kind: cpu", "take the chip's values as parameters"),
 ])
 def test_each_common_lowering_error_gets_its_own_fix(error, words):
     assert words in lowering.fix_for(error)

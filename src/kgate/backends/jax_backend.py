@@ -809,7 +809,10 @@ class JaxBackend:
         fn, inputs = bind_static(fn, inputs)
         shapes = _abstract(inputs)
         shown = ", ".join(f"{jnp.dtype(x.dtype).name}{list(x.shape)}" for x in jax.tree_util.tree_leaves(shapes))
-        closed = jax.make_jaxpr(fn)(*shapes)
+        try:
+            closed = jax.make_jaxpr(fn)(*shapes)
+        except Exception as exc:  # the candidate cannot even be traced at these shapes: said per op-point
+            return LoweredProgram(platform, op_point, shown, error=_lowering_error(exc), where=_user_frame(exc))
         sites = len(jaxpr_flow.program_sites(closed)[0])
         try:
             covered = tuple(pallas_grid.coverage(closed))
@@ -825,8 +828,7 @@ class JaxBackend:
             if _NO_LOWERING.search(text):
                 return LoweredProgram(platform, op_point, shown, unavailable=text.strip().splitlines()[0][:300],
                                       kernel_sites=sites, coverage=covered, **fit)
-            message = " ".join(line.strip() for line in text.strip().splitlines()[:3] if line.strip())
-            return LoweredProgram(platform, op_point, shown, error=f"{type(exc).__name__}: {message}"[:900],
+            return LoweredProgram(platform, op_point, shown, error=_lowering_error(exc),
                                   where=_user_frame(exc), kernel_sites=sites, coverage=covered, **fit)
         kernels = stablehlo_flow.kernel_calls(lowered.compiler_ir("stablehlo"), _LOWERED_TARGETS[platform])
         return LoweredProgram(platform, op_point, shown, tuple(kernels), kernel_sites=sites, coverage=covered, **fit)
@@ -993,6 +995,12 @@ _LOWERED_TARGETS = {"tpu": frozenset({"tpu_custom_call"}),
 # jaxlib has no lowering for the platform on this machine (the CUDA plugin is not installed).
 _NO_LOWERING = re.compile(r"Cannot lower pallas_call on platform|Unknown backend|no lowering rule for platform|"
                           r"Unrecognized lowering platform", re.IGNORECASE)
+
+
+def _lowering_error(exc: BaseException) -> str:
+    """`Type: message`, the message's first lines joined, bounded."""
+    message = " ".join(line.strip() for line in str(exc).strip().splitlines()[:3] if line.strip())
+    return f"{type(exc).__name__}: {message}"[:900]
 
 
 def _chip_version(chip: str) -> Any:

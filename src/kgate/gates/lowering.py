@@ -27,6 +27,9 @@ GOTCHAS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Unimplemented primitive in Pallas TPU lowering for \w+: (\w+)"),
      "Mosaic has no lowering for this primitive inside a kernel: express it with ops the TPU lowering supports "
      "(elementwise, reductions, dot, broadcasts, slices with pl.ds), or do it outside the pallas_call."),
+    (re.compile(r"(?i)unsupported TPU device kind|device_kind|not a TPU"),
+     "the kernel asks the device what it is while it is traced, and this machine is not that device: take the "
+     "chip's values as parameters (or from pltpu.get_tpu_info_for_chip), or lower it on the device's host."),
     (re.compile(r"(?i)vmem|scoped memory|exceeds.*memory"),
      "the kernel's blocks and scratch do not fit in VMEM: use smaller blocks, or raise vmem_limit_bytes in "
      "pltpu.CompilerParams up to the chip's physical VMEM."),
