@@ -1,4 +1,4 @@
-"""The checking commands: gate, lower, parity, measure, calibrate, verify, verify-receipt, lock."""
+"""The checking commands: gate, lower, fit, parity, measure, calibrate, verify, verify-receipt, lock."""
 
 from __future__ import annotations
 
@@ -132,6 +132,53 @@ def lower(
             got["dtype"], "floor", reference_entry=reference_entry, phase_budget=phase_budget, lower_for=lower_for,
             chip_kind=got["chip_kind"],
         ))
+
+    run_report(as_json, output, produce, advisories_ok)
+
+
+@app.command()
+def fit(
+    grid: Annotated[
+        Optional[list[str]],
+        typer.Option("--grid", metavar="NAME=V1,V2,...",
+                     help="A keyword argument of the candidate's entry and its values, e.g. --grid block_rows=8,16,32 "
+                     "(repeatable: every combination is a point)."),
+    ] = None,
+    reference: FamilyReferenceOpt = None,
+    candidate: FamilyCandidateOpt = None,
+    family: FamilyOpt = None,
+    entry: EntryOpt = "workload",
+    reference_entry: RefEntryOpt = "workload",
+    phase_budget: PhaseBudgetOpt = PHASE_BUDGET_S,
+    overrides: SetOpt = None,
+    dtype: DtypeOpt = None,
+    lower_for: LowerForOpt = "auto",
+    chip_kind: ChipKindOpt = None,
+    advisories_ok: AdvisoriesOkOpt = False,
+    as_json: JsonOpt = False,
+    output: OutOpt = None,
+) -> None:
+    """The compile-only envelope: which points of a grid of the candidate's keyword arguments fit the device.
+
+    Every combination of the --grid values is passed to the candidate's entry as keyword
+    arguments and lowered for the device at the op-point (CONFIG with --set) from shapes
+    alone, on any machine: the lowering must succeed, every kernel must be live, every
+    output block written, and the VMEM estimate within the kernel's vmem_limit_bytes and
+    the chip's VMEM (--chip-kind). Each point is a row: PASS when it fits, an advisory with
+    the reason when it does not. The command FAILs only when no point fits. Nothing runs:
+    check the parity of the points you keep with `kgate gate`.
+    """
+    from kgate.gates.fit import parse_grid
+    from kgate.verify.envelope import run_fit
+
+    def produce():  # -> Report
+        parsed = parse_grid(grid or [])
+        got = settings(family, reference=reference, candidate=candidate, dtype=dtype, chip_kind=chip_kind)
+        return run_fit(problem_request(
+            got["reference"], got["candidate"], entry, "kernel-authored", parse_overrides(overrides or []), None,
+            got["dtype"], "floor", reference_entry=reference_entry, phase_budget=phase_budget, lower_for=lower_for,
+            chip_kind=got["chip_kind"],
+        ), parsed)
 
     run_report(as_json, output, produce, advisories_ok)
 

@@ -163,6 +163,7 @@ _RECORD_CODES = "Exit codes: 0 done; 2 bad input, refused, interrupted or could 
 EXIT_CODES = {
     "gate": _CHECK_CODES,
     "lower": _CHECK_CODES + " Nothing lowered (a platform this machine cannot lower for) is a FAIL.",
+    "fit": _CHECK_CODES + " A point that does not fit is an advisory (exit 1); no point fitting is a FAIL.",
     "parity": _CHECK_CODES,
     "measure": _CHECK_CODES + " A bar that is not MET is a FAIL.",
     "calibrate": _CHECK_CODES + " A biased rig (the A/A interval excludes 1.0) is a FAIL.",

@@ -73,7 +73,7 @@ def _coverage_check(program: LoweredProgram) -> Check | None:
     return Check(name, "PASS", f"the grid writes every block of {told} kernel output(s) at {program.op_point}{rest}")
 
 
-def _mib(n: int) -> str:
+def size_text(n: int) -> str:
     return f"{n / 2**20:.3g} MiB" if n >= 2**20 else f"{n / 2**10:.3g} KiB"
 
 
@@ -86,17 +86,17 @@ def _vmem_check(program: LoweredProgram) -> Check | None:
     over: list[str] = []
     told: list[str] = []
     for k in program.vmem:
-        parts = ", ".join(f"{what} {_mib(n)}" for what, n in k.parts)
-        estimate = f"{k.kernel} needs about {_mib(k.total)} ({parts})"
+        parts = ", ".join(f"{what} {size_text(n)}" for what, n in k.parts)
+        estimate = f"{k.kernel} needs about {size_text(k.total)} ({parts})"
         if k.declared_limit is not None and k.total > k.declared_limit:
-            over.append(f"{estimate}, over its own vmem_limit_bytes of {_mib(k.declared_limit)}")
+            over.append(f"{estimate}, over its own vmem_limit_bytes of {size_text(k.declared_limit)}")
         elif program.chip_vmem is not None and k.total > program.chip_vmem:
             over.append(f"{estimate}, over the {program.chip_vmem // 2**20} MiB of VMEM per core of a TPU {program.chip}")
         elif k.declared_limit is not None and program.chip_vmem is not None and k.declared_limit > program.chip_vmem:
-            over.append(f"{k.kernel} sets vmem_limit_bytes to {_mib(k.declared_limit)}, more than the "
+            over.append(f"{k.kernel} sets vmem_limit_bytes to {size_text(k.declared_limit)}, more than the "
                         f"{program.chip_vmem // 2**20} MiB a TPU {program.chip} has per core")
         else:
-            told.append(estimate + (f" (its vmem_limit_bytes: {_mib(k.declared_limit)})"
+            told.append(estimate + (f" (its vmem_limit_bytes: {size_text(k.declared_limit)})"
                                     if k.declared_limit is not None else ""))
     if over:
         cap = f" (a TPU {program.chip} has {program.chip_vmem // 2**20} MiB per core)" if program.chip_vmem else ""

@@ -144,20 +144,78 @@ def _lower(req: dict[str, Any]) -> dict[str, Any]:
                    use_tiny=req["use_tiny"], reference_entry=req.get("reference_entry", "workload")) as pair:
         watch.check("at import")
         beat("phase lowering the candidate for its device")
-        try:
-            shapes = backend.input_shapes(pair.reference, req["dtype"])
-        except KgateError:
-            raise
-        except Exception as exc:
-            raise KgateError(
-                f"{Path(req['reference']).name}'s create_inputs cannot be traced from shapes alone: {describe(exc)}",
-                "run `kgate gate`, which makes the inputs and lowers the candidate on their shapes.",
-            ) from exc
-        programs = lowered_programs(backend, pair, shapes, req)
+        programs = lowered_programs(backend, pair, _op_point_shapes(backend, pair, req), req)
         watch.check("after the lowering", "deep")
         return {"status": "DONE", "lowering": programs, "changes": watch.changes,
                 "reference_changes": list(pair.reference_changes), "candidate": pair.candidate.to_json(),
                 "op_point": _full_op_point(pair.op_point, req["overrides"])}
+
+
+def _op_point_shapes(backend: Any, pair: Any, req: dict[str, Any]) -> Any:
+    """The op-point's input shapes, from create_inputs traced abstractly (nothing allocated)."""
+    from kgate.errors import describe
+
+    try:
+        return backend.input_shapes(pair.reference, req["dtype"])
+    except KgateError:
+        raise
+    except Exception as exc:
+        raise KgateError(
+            f"{Path(req['reference']).name}'s create_inputs cannot be traced from shapes alone: {describe(exc)}",
+            "run `kgate gate`, which makes the inputs and lowers the candidate on their shapes.",
+        ) from exc
+
+
+def _fit(req: dict[str, Any]) -> dict[str, Any]:
+    import functools
+
+    from kgate.backends import get_backend
+    from kgate.gates.fit import label
+    from kgate.problem import load_pair
+    from kgate.verify.spawn import beat
+    from kgate.verify.watch import Watch
+
+    beat("phase importing the candidate")
+    backend = get_backend("jax")
+    watch = Watch(backend)
+    with load_pair(req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"],
+                   reference_entry=req.get("reference_entry", "workload")) as pair:
+        watch.check("at import")
+        _takes_keywords(pair.candidate.entry, req["entry"], list(req["points"][0]))
+        shapes = _op_point_shapes(backend, pair, req)
+        first = functools.partial(pair.candidate.entry, **req["points"][0])
+        platform = req["lower_for"] if req["lower_for"] != "auto" else backend.kernel_platform(first, shapes)
+        programs = []
+        for point in req["points"] if platform is not None else []:
+            beat(f"phase lowering the candidate at {label(point)}")
+            entry = functools.partial(pair.candidate.entry, **point)
+            programs.append(backend.lower_for(entry, shapes, platform, "op-point", req.get("chip_kind")).to_json())
+        watch.check("after the lowering", "deep")
+        return {"status": "DONE", "programs": programs, "changes": watch.changes,
+                "reference_changes": list(pair.reference_changes), "candidate": pair.candidate.to_json(),
+                "op_point": pair.op_point.to_json()}
+
+
+def _takes_keywords(entry: Any, name: str, keywords: list[str]) -> None:
+    """Refuse a grid naming a keyword argument the candidate's entry does not take."""
+    import inspect
+
+    try:
+        params = inspect.signature(entry).parameters
+    except (TypeError, ValueError):
+        return  # a callable whose signature Python cannot read: its call will say
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    takes = [n for n, p in params.items() if p.kind in (inspect.Parameter.KEYWORD_ONLY,
+                                                         inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    missing = [k for k in keywords if k not in params]
+    if missing:
+        raise KgateError(
+            f"the candidate's {name} takes no keyword argument {', '.join(repr(k) for k in missing)} "
+            f"(it takes {', '.join(takes) or 'none'}).",
+            f"vary keyword arguments {name} takes, e.g. --grid {takes[-1] if takes else 'block_rows'}=...; or give "
+            f"{name} that keyword (with its default) so the grid can set it.",
+        )
 
 
 def _full_op_point(op_point: Any, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -171,6 +229,7 @@ LEGS = {
     "reference-probes": _reference_probes,
     "candidate-probes": _candidate_probes,
     "lower": _lower,
+    "fit": _fit,
     "measure": _measure, "inputs": _inputs, "coverage": _coverage, "capture": _capture}
 
 

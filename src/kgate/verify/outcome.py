@@ -60,6 +60,8 @@ class Report:
             "gate": "early-kill gate passed: check parity at the full op-point with `kgate parity` next.",
             "lower": "lowered for the device at TINY and at the op-point: run `kgate gate` for parity and the "
             "firing audit.",
+            "fit": "the points that fit can be compiled on the device: check each one's parity with `kgate gate` "
+            "before timing it.",
             "parity": "parity passed: this candidate is correct on the probed seeds and op-point.",
             "measure": "measured: read the interval, not the point estimate; only device timings in a verify "
             "receipt can back a verdict.",
