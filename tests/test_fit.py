@@ -23,7 +23,9 @@ def test_each_point_is_a_row_with_its_reason_and_the_ones_that_fit_pass():
     assert {label: row["status"] for label, row in rows.items()} == {
         "block_rows=4": "FAIL", "block_rows=8": "FITS", "block_rows=24": "FITS", "block_rows=2048": "FAIL"}
     assert "divisible by 8 and 128" in rows["block_rows=4"]["reason"]  # off the tiling
-    assert "16 MiB of VMEM per core of a TPU v4" in rows["block_rows=2048"]["reason"]  # 2 x 2 x 4 MiB blocks
+    assert rows["block_rows=2048"]["reason"].startswith("vmem_fits:")  # the row says why, in short
+    vmem = next(c for c in rows["block_rows=2048"]["checks"] if c["name"].endswith("vmem_fits"))
+    assert "16 MiB of VMEM per core of a TPU v4" in vmem["detail"]  # 2 x 2 x 4 MiB blocks; its check keeps every word
     assert rows["block_rows=8"]["vmem_bytes"] == 3 * 2 * 16 * 1024 * 2  # three [8, 1024] bf16 blocks, padded, x2
     summary = report["gates"]["fit"]["checks"][-1]
     assert summary["name"] == "some_point_fits" and summary["status"] == "PASS"

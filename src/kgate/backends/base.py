@@ -248,6 +248,7 @@ class LoweredProgram:
     where: str = ""  # the candidate's own source line the error points at, if any
     unavailable: str = ""  # lowering for this platform cannot be tried on this machine
     kernel_sites: int = 0  # pallas_call sites in the traced program at these shapes
+    kernel_names: tuple[str, ...] = ()  # the distinct kernels it calls, by name
     coverage: tuple[OutputCoverage, ...] = ()  # what each kernel output's grid writes at these shapes
     vmem: tuple[KernelVmem, ...] = ()  # each kernel's VMEM working set at these shapes
     chip: str = ""  # the TPU generation the VMEM estimate is compared with ("" when none is known)
@@ -257,6 +258,7 @@ class LoweredProgram:
         return {"platform": self.platform, "op_point": self.op_point, "shapes": self.shapes,
                 "kernels": [k.to_json() for k in self.kernels], "error": self.error, "where": self.where,
                 "unavailable": self.unavailable, "kernel_sites": self.kernel_sites,
+                "kernel_names": list(self.kernel_names),
                 "coverage": [c.to_json() for c in self.coverage], "vmem": [v.to_json() for v in self.vmem],
                 "chip": self.chip, "chip_vmem": self.chip_vmem}
 
@@ -269,6 +271,7 @@ class LoweredProgram:
                                         bool(k["exact"])) for k in data["kernels"]),
             error=str(data["error"]), where=str(data["where"]), unavailable=str(data["unavailable"]),
             kernel_sites=int(data["kernel_sites"]),
+            kernel_names=tuple(str(n) for n in data.get("kernel_names", [])),
             coverage=tuple(OutputCoverage.from_json(c) for c in data.get("coverage", [])),
             vmem=tuple(KernelVmem.from_json(v) for v in data.get("vmem", [])),
             chip=str(data.get("chip", "")),

@@ -193,6 +193,8 @@ class JaxBackend:
         self.interpreted = self.platform == "cpu"
         self._device_kind = getattr(device, "device_kind", self.platform)
         self._signatures: dict[tuple[Any, ...], str | None] = {}
+        self._ran: dict[tuple[Any, ...], Any] = {}  # (fn, shapes) -> the program `run` traced and ran
+        self._lowers_here: dict[str, str] = {}  # platform -> "" or why jaxlib cannot lower kernels for it here
 
     # -- device -------------------------------------------------------------------------
     def device(self) -> DeviceInfo:
@@ -397,6 +399,7 @@ class JaxBackend:
                     else:
                         phase("tracing")
                         traced = jax.jit(bound).trace(*arrays)
+                        self._ran[_program_key(fn, arrays)] = traced.jaxpr  # what the lowering gate lowers
                         phase("compiling")
                         compiled = traced.lower().compile()
                         phase("running")
@@ -771,19 +774,10 @@ class JaxBackend:
 
     # -- lowering for a device platform, from shapes alone ----------------------------------
     def kernel_platform(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str | None:
-        """The device platform `fn`'s kernels are written for ("tpu" or "cuda"): from their
-        compiler parameters (Mosaic TPU; Triton or Mosaic GPU), else this machine's accelerator,
-        else "tpu"; None when the program holds no kernel."""
-        fn, inputs = bind_static(fn, inputs)
-        closed = jax.make_jaxpr(fn)(*_abstract(inputs))
-        kinds = jaxpr_flow.kernel_compiler_params(closed)
-        if kinds is None:
-            return None
-        if any("gpu" in k or "triton" in k for k in kinds):
-            return "cuda"
-        if any("mosaic" in k for k in kinds):
-            return "tpu"
-        return "cuda" if self.platform == "gpu" else "tpu"
+        """The device platform to lower `fn`'s kernels for ("tpu" or "cuda"): this machine's
+        accelerator, else the one their compiler parameters name (Mosaic TPU; Triton or Mosaic
+        GPU), else "tpu"; None when the program holds no kernel."""
+        return _kernels_platform(self._program(fn, inputs), self.platform)
 
     def chip_vmem(self, chip: str | None) -> tuple[str, int | None]:
         """The TPU generation to compare VMEM estimates with, and its VMEM per TensorCore from
@@ -806,11 +800,11 @@ class JaxBackend:
         """`fn` lowered for `platform` as a host of that device would lower it, from the
         inputs' shapes alone (the real Pallas-to-Mosaic or -Triton lowering runs here, on any
         machine, and raises the errors the device's host would). Never under interpret mode."""
-        fn, inputs = bind_static(fn, inputs)
-        shapes = _abstract(inputs)
+        bound, arrays = bind_static(fn, inputs)
+        shapes = _abstract(arrays)
         shown = ", ".join(f"{jnp.dtype(x.dtype).name}{list(x.shape)}" for x in jax.tree_util.tree_leaves(shapes))
         try:
-            closed = jax.make_jaxpr(fn)(*shapes)
+            closed = self._program(fn, inputs)
         except Exception as exc:  # the candidate cannot even be traced at these shapes: said per op-point
             return LoweredProgram(platform, op_point, shown, error=_lowering_error(exc), where=_user_frame(exc))
         sites = len(jaxpr_flow.program_sites(closed)[0])
@@ -821,17 +815,56 @@ class JaxBackend:
                                       f"the index maps could not be evaluated ({describe(exc)})"),)
         chip_name, capacity = self.chip_vmem(chip) if platform == "tpu" else ("", None)
         fit = dict(vmem=tuple(pallas_grid.vmem(closed)), chip=chip_name, chip_vmem=capacity) if platform == "tpu" else {}
+        base = dict(kernel_sites=sites, kernel_names=tuple(sorted(jaxpr_flow.kernel_names(closed))), coverage=covered,
+                    **fit)
+        unavailable = self._lowers_for(platform)
+        if unavailable:  # decided by kgate's own kernel, never by what the candidate's lowering raises
+            return LoweredProgram(platform, op_point, shown, unavailable=unavailable, **base)
+        own = _kernels_platform(closed, "")
+        if own and own != platform:
+            return LoweredProgram(platform, op_point, shown, error=(
+                f"the kernels' compiler parameters are for {own}, and the target is {platform}: a {platform} host "
+                "cannot compile them"), **base)
         try:
-            lowered = jax.jit(fn).trace(*shapes).lower(lowering_platforms=(platform,))
+            traced = jax.jit(bound).trace(*shapes)  # as the device's host traces it: no interpreter
+            if jaxpr_flow.without_interpret(str(traced.jaxpr)) != jaxpr_flow.without_interpret(str(closed)):
+                return LoweredProgram(platform, op_point, shown, error=(
+                    "the candidate traces to a different program for the device than the one parity checks in the "
+                    "interpreter: it behaves differently depending on how it is traced"), **base)
+            lowered = traced.lower(lowering_platforms=(platform,))
         except Exception as exc:
-            text = str(exc)
-            if _NO_LOWERING.search(text):
-                return LoweredProgram(platform, op_point, shown, unavailable=text.strip().splitlines()[0][:300],
-                                      kernel_sites=sites, coverage=covered, **fit)
-            return LoweredProgram(platform, op_point, shown, error=_lowering_error(exc),
-                                  where=_user_frame(exc), kernel_sites=sites, coverage=covered, **fit)
+            return LoweredProgram(platform, op_point, shown, error=_lowering_error(exc), where=_user_frame(exc), **base)
         kernels = stablehlo_flow.kernel_calls(lowered.compiler_ir("stablehlo"), _LOWERED_TARGETS[platform])
-        return LoweredProgram(platform, op_point, shown, tuple(kernels), kernel_sites=sites, coverage=covered, **fit)
+        return LoweredProgram(platform, op_point, shown, tuple(kernels), **base)
+
+    def _program(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> Any:
+        """The program `run` traced and ran for `fn` at these shapes; else `fn` traced here as
+        `run` traces it (in interpret mode on the CPU), so the program lowered for the device is
+        the one parity checks, whatever the candidate does when it sees how it is traced."""
+        bound, arrays = bind_static(fn, inputs)
+        key = _program_key(fn, arrays)
+        if key not in self._ran:
+            with self._mode():
+                self._ran[key] = jax.jit(bound).trace(*_abstract(arrays)).jaxpr
+        return self._ran[key]
+
+    def _lowers_for(self, platform: str) -> str:
+        """"" when jaxlib here can lower a Pallas kernel for `platform`, else why not: found by
+        lowering a kernel of kgate's own, once per process."""
+        if platform not in self._lowers_here:
+            from jax.experimental import pallas as pl
+
+            def copy(x_ref: Any, o_ref: Any) -> None:
+                o_ref[...] = x_ref[...]
+
+            probe = jax.ShapeDtypeStruct((8, 128), jnp.float32)
+            try:
+                jax.jit(lambda x: pl.pallas_call(copy, out_shape=probe)(x)).trace(probe).lower(
+                    lowering_platforms=(platform,))
+                self._lowers_here[platform] = ""
+            except Exception as exc:
+                self._lowers_here[platform] = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        return self._lowers_here[platform]
 
     def _ablate(self, closed: Any, inputs: Sequence[Any], moved_above: float) -> Ablation:
         try:
@@ -992,9 +1025,26 @@ def _user_frame(exc: BaseException) -> str:
 # The kernel custom calls a lowering for each platform emits (XLA's own fusions are never among them).
 _LOWERED_TARGETS = {"tpu": frozenset({"tpu_custom_call"}),
                     "cuda": frozenset({"__gpu$xla.gpu.triton", "mosaic_gpu_v2", "mosaic_gpu"})}
-# jaxlib has no lowering for the platform on this machine (the CUDA plugin is not installed).
-_NO_LOWERING = re.compile(r"Cannot lower pallas_call on platform|Unknown backend|no lowering rule for platform|"
-                          r"Unrecognized lowering platform", re.IGNORECASE)
+
+
+def _program_key(fn: Callable[..., Any], arrays: Sequence[Any]) -> tuple[Any, ...]:
+    leaves = jax.tree_util.tree_leaves(arrays)
+    return (id(fn), tuple((tuple(np.shape(x)), str(jnp.dtype(x.dtype))) for x in leaves))
+
+
+def _kernels_platform(closed: Any, machine: str) -> str | None:
+    """The platform to lower for: this machine's accelerator (`machine`), else the one the
+    kernels' compiler parameters name, else "tpu"; None when the program calls no kernel."""
+    kinds = jaxpr_flow.kernel_compiler_params(closed)
+    if kinds is None:
+        return None
+    if machine in ("tpu", "gpu"):
+        return "cuda" if machine == "gpu" else "tpu"
+    if any("gpu" in k or "triton" in k for k in kinds):
+        return "cuda"
+    if any("mosaic" in k for k in kinds):
+        return "tpu"
+    return "" if machine == "" else "tpu"
 
 
 def _lowering_error(exc: BaseException) -> str:

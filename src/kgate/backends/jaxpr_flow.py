@@ -11,6 +11,7 @@ every kernel replaced by a stand-in that does no work.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,31 @@ def kernel_compiler_params(j: Any) -> list[str] | None:
 
     walk(j)
     return found or None
+
+
+def kernel_names(j: Any) -> set[str]:
+    """The distinct names of the kernels the program calls (the pallas_call's name)."""
+    names: set[str] = set()
+
+    def walk(sub: Any) -> None:
+        body, _ = _open(sub)
+        for eqn in body.eqns:
+            if eqn.primitive.name in KERNEL_PRIMITIVES:
+                names.add(kernel_name(eqn).split(" (")[0])
+            for inner in jcore.jaxprs_in_params(eqn.params):
+                walk(inner)
+
+    walk(j)
+    return names
+
+
+_INTERPRET_PARAM = re.compile(r"interpret=(?:InterpretParams\([^)]*\)|False|True)")
+
+
+def without_interpret(program_text: str) -> str:
+    """A traced program's text with each kernel's `interpret` parameter blanked: the one thing
+    interpret mode changes in a program whose author does not look at how it is traced."""
+    return _INTERPRET_PARAM.sub("interpret=_", program_text)
 
 
 def _callback_name(eqn: Any) -> str:

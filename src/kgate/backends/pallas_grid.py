@@ -116,7 +116,7 @@ SUBLANES = 8  # rows of 32-bit words per tile; narrower types pack 32 // bits ro
 def padded_bytes(shape: tuple[int, ...], dtype: Any) -> int:
     """Bytes of an array laid out in VMEM: the last dimension padded to 128 lanes, the one
     before it to 8 rows of 32-bit words (16 for 16-bit types, 32 for 8-bit ones); a vector
-    is one row."""
+    counts as a [1, n] block, so it takes a whole tile's rows too."""
     item = np.dtype(dtype).itemsize
     dims = [1, *shape] if len(shape) == 1 else list(shape) or [1, 1]
     rows = SUBLANES * max(1, 4 // item)

@@ -72,6 +72,7 @@ class _Module:
         args: set[int] = set()
         work = list(values)
         seen_values: set[Any] = set()
+        visited: set[Any] = set()  # this walk's own: an op another walk marked live still leads to its operands
         while work:
             value = work.pop()
             if value in seen_values:
@@ -89,8 +90,9 @@ class _Module:
                 for i in self.callee_depends(callee, ir.OpResult(value).result_number):
                     work.append(op.operands[i])
                 continue
-            if op in self.live:
+            if op in visited:
                 continue
+            visited.add(op)
             self.live.add(op)
             work.extend(op.operands)
             for inner in _nested(op):  # a region op: all inside is live, and what it reads

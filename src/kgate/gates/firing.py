@@ -32,6 +32,8 @@ KERNEL_TARGETS: dict[str, frozenset[str]] = {
 # kernels' compiler parameters name, else this machine's accelerator, else TPU), a platform,
 # or none (not lowered; said in the report).
 LOWER_FOR: tuple[str, ...] = ("auto", "tpu", "cuda", "none")
+# The TPU generations jax's table (pltpu.ChipVersion) names; a device kind ("TPU v5 lite") is taken too.
+TPU_GENERATIONS: tuple[str, ...] = ("v2", "v3", "v4i", "v4", "v5e", "v5p", "v6e", "7", "7x", "8i")
 
 _SHAPE = re.compile(r"^(?:([a-z]+[0-9]*)\s*)?\[\s*(\d+(?:\s*,\s*\d+)*)?\s*\]$")
 
@@ -49,6 +51,10 @@ class FiringSpec:
     chip_kind: str | None = None  # the TPU generation VMEM estimates are compared with (v5e, v6e, ...)
 
     def __post_init__(self) -> None:
+        if self.chip_kind is not None and self.chip_kind not in TPU_GENERATIONS and not self.chip_kind.startswith("TPU"):
+            raise KgateError(f"--chip-kind {self.chip_kind!r} is not a TPU generation.",
+                             f"use one of: {', '.join(TPU_GENERATIONS)}, or the device kind a TPU reports "
+                             "(e.g. 'TPU v5 lite').")
         if self.lower_for not in LOWER_FOR:
             raise KgateError(f"--lower-for {self.lower_for!r} is not a lowering target.",
                              f"use one of: {', '.join(LOWER_FOR)} (auto: the platform the kernels are written for).")

@@ -27,6 +27,12 @@ GOTCHAS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Unimplemented primitive in Pallas TPU lowering for \w+: (\w+)"),
      "Mosaic has no lowering for this primitive inside a kernel: express it with ops the TPU lowering supports "
      "(elementwise, reductions, dot, broadcasts, slices with pl.ds), or do it outside the pallas_call."),
+    (re.compile(r"different program for the device"),
+     "trace the same program however kgate traces it: a kernel that looks at interpret mode or the call stack "
+     "shows parity one program and the device another."),
+    (re.compile(r"compiler parameters are for"),
+     "write the kernel for the target's platform (its compiler parameters too), or name the platform it is for "
+     "with --lower-for if that is the target."),
     (re.compile(r"(?i)unsupported TPU device kind|device_kind|not a TPU"),
      "the kernel asks the device what it is while it is traced, and this machine is not that device: take the "
      "chip's values as parameters (or from pltpu.get_tpu_info_for_chip), or lower it on the device's host."),
@@ -68,9 +74,10 @@ def _coverage_check(program: LoweredProgram) -> Check | None:
         return Check(name, "SKIPPED", "what the grid writes could not be told from shapes: "
                      + "; ".join(f"output {c.output} of {c.kernel}: {c.not_evaluated}" for c in unknown))
     told = len(program.coverage) - len(unknown)
-    rest = ("; not told for " + "; ".join(f"output {c.output} of {c.kernel} ({c.not_evaluated})" for c in unknown)
-            if unknown else "")
-    return Check(name, "PASS", f"the grid writes every block of {told} kernel output(s) at {program.op_point}{rest}")
+    if unknown:  # part told is not all told: said as an advisory, never a plain pass
+        return Check(name, "ADVISORY", f"the grid writes every block of {told} kernel output(s) at {program.op_point}; "
+                     "not told for " + "; ".join(f"output {c.output} of {c.kernel} ({c.not_evaluated})" for c in unknown))
+    return Check(name, "PASS", f"the grid writes every block of {told} kernel output(s) at {program.op_point}")
 
 
 def size_text(n: int) -> str:
@@ -103,15 +110,19 @@ def _vmem_check(program: LoweredProgram) -> Check | None:
         return Check(name, "FAIL", "the kernel's blocks and scratch do not fit in VMEM: " + "; ".join(over),
                      f"use smaller blocks (or fewer buffers), or raise vmem_limit_bytes in pltpu.CompilerParams up to the "
                      f"chip's VMEM{cap}.")
-    limits = []
     if program.chip_vmem is not None:
-        limits.append(f"a TPU {program.chip}'s {program.chip_vmem // 2**20} MiB per core")
-    if any(k.declared_limit is not None for k in program.vmem):
-        limits.append("the kernel's own vmem_limit_bytes")
-    if not limits:
+        return Check(name, "PASS", "; ".join(told) + f": within a TPU {program.chip}'s {program.chip_vmem // 2**20} MiB "
+                     "per core" + (" and the kernels' own vmem_limit_bytes" if any(
+                         k.declared_limit is not None for k in program.vmem) else ""))
+    bounded = [k for k in program.vmem if k.declared_limit is not None]
+    if not bounded:
         return Check(name, "SKIPPED", "; ".join(told) + ": no chip named (--chip-kind) and no vmem_limit_bytes "
                      "declared, so nothing to compare with")
-    return Check(name, "PASS", "; ".join(told) + ": within " + " and ".join(limits))
+    if len(bounded) < len(program.vmem):  # some kernels compared with nothing
+        return Check(name, "ADVISORY", "; ".join(told) + ": within their own vmem_limit_bytes, but "
+                     + ", ".join(k.kernel for k in program.vmem if k.declared_limit is None)
+                     + " declares none and no chip is named (--chip-kind): not compared")
+    return Check(name, "PASS", "; ".join(told) + ": within the kernels' own vmem_limit_bytes")
 
 
 def _checks(program: LoweredProgram) -> list[Check]:
@@ -119,8 +130,8 @@ def _checks(program: LoweredProgram) -> list[Check]:
     at = f"{program.op_point} ({program.shapes})"
     prefix = f"{program.op_point}."
     covered = [c for c in (_coverage_check(program), _vmem_check(program)) if c is not None]
-    if program.unavailable:
-        return [Check(prefix + "lowers", "SKIPPED", f"lowering for {device} cannot be tried on this machine: "
+    if program.unavailable:  # not evaluated: an advisory, so a run that lowered nothing never exits 0 unsaid
+        return [Check(prefix + "lowers", "ADVISORY", f"lowering for {device} cannot be tried on this machine: "
                       f"{program.unavailable}"), *covered]
     if program.error:
         where = f" (at {program.where})" if program.where else ""
@@ -128,12 +139,17 @@ def _checks(program: LoweredProgram) -> list[Check]:
                       f"{program.error}{where}", fix_for(program.error)), *covered]
     checks = [Check(prefix + "lowers", "PASS", f"lowered for {device} at {at}: {len(program.kernels)} kernel "
                     "custom call(s)")]
-    if len(program.kernels) < program.kernel_sites:
+    lowered_names = {k.name for k in program.kernels}
+    missing = sorted(set(program.kernel_names) - lowered_names) if all(lowered_names) and program.kernel_names else []
+    dropped = missing or (not program.kernel_names and len(program.kernels) < program.kernel_sites) or (
+        program.kernel_sites and not program.kernels)
+    if dropped:
+        which = f" ({', '.join(missing)})" if missing else ""
         checks.append(Check(
             prefix + "custom_calls", "FAIL",
             f"the traced program calls {program.kernel_sites} kernel(s) but the {device} lowering holds "
-            f"{len(program.kernels)} kernel custom call(s): the rest were dropped as dead code (a kernel whose result "
-            "is discarded never reaches the device).",
+            f"{len(program.kernels)} kernel custom call(s): kernels were dropped as dead code{which} (a kernel whose "
+            "result is discarded never reaches the device).",
             "return the kernel's result (or something computed from it); a discarded kernel proves nothing.",
         ))
     else:

@@ -184,7 +184,11 @@ def _fit(req: dict[str, Any]) -> dict[str, Any]:
         _takes_keywords(pair.candidate.entry, req["entry"], list(req["points"][0]))
         shapes = _op_point_shapes(backend, pair, req)
         first = functools.partial(pair.candidate.entry, **req["points"][0])
-        platform = req["lower_for"] if req["lower_for"] != "auto" else backend.kernel_platform(first, shapes)
+        platform = backend.kernel_platform(first, shapes)
+        if platform is not None and req["lower_for"] != "auto":
+            platform = req["lower_for"]
+        elif platform is not None and req.get("chip_kind"):
+            platform = "tpu"
         programs = []
         for point in req["points"] if platform is not None else []:
             beat(f"phase lowering the candidate at {label(point)}")

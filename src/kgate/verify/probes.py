@@ -273,6 +273,8 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
             beat("phase lowering the candidate for its device")
             try:
                 result["lowering"] = lowered_programs(backend, pair, first, req)
+            except KgateError:
+                raise  # bad input (an unknown --chip-kind): the run's error, not the candidate's
             except Exception as exc:
                 result["lowering_error"] = describe(exc)
             watch.check("after the lowering")
@@ -293,9 +295,13 @@ def lowered_programs(backend: Any, pair: Any, first: Any, req: Mapping[str, Any]
     the run is at TINY) and at the op-point the run would use without TINY. [] when its
     program calls no kernel."""
     entry = pair.candidate.entry
-    platform = req["lower_for"] if req["lower_for"] != "auto" else backend.kernel_platform(entry, first)
+    platform = backend.kernel_platform(entry, first)  # None: no kernel in the program
     if platform is None:
         return []
+    if req["lower_for"] != "auto":
+        platform = req["lower_for"]
+    elif req.get("chip_kind"):  # a TPU generation named: the target is a TPU, whatever the kernels say
+        platform = "tpu"
     at_tiny = "TINY" in pair.op_point.source
     chip = req.get("chip_kind")
     programs = [backend.lower_for(entry, first, platform, "TINY" if at_tiny else "op-point", chip)]
