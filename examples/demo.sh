@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make demo`: the early-kill gate and parity on the bundled RMSNorm problem, once for a
-# correct Pallas kernel and once for a known-bad one. Expected exit codes are checked.
+# `make demo`: the early-kill gate, parity and the lowering gate on the bundled RMSNorm problem, for a
+# correct Pallas kernel and for known-bad ones. Expected exit codes are checked.
 set -uo pipefail
 cd "$(dirname "$0")/rmsnorm"
 KGATE=../../.venv/bin/kgate
@@ -32,3 +32,9 @@ run 2 gate --reference reference.py --candidate bad_partial.py
 echo
 echo "== A known-bad candidate: right at TINY's tile-multiple sizes, a partial last block dropped elsewhere"
 run 2 gate --reference reference.py --candidate bad_floor_grid.py
+echo
+echo "== A kernel a TPU would refuse: its grid leaves rows unwritten at the op-point (lowered from shapes, nothing runs)"
+run 2 lower --reference reference.py --candidate bad_floor_grid_at_op_point.py
+echo
+echo "== Which block sizes a TPU v4 would accept (the compile-only envelope)"
+run 1 fit --reference reference.py --candidate pallas.py --grid block_rows=4,8,24,2048 --chip-kind v4
