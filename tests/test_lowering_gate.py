@@ -406,7 +406,9 @@ def test_a_candidate_claiming_this_machine_cannot_lower_for_tpu_fails_on_its_own
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_claims_lowering_unavailable.py")
     assert report.gates["parity"].status == "PASS"
     assert {"lowering.TINY.lowers", "lowering.op-point.lowers"} <= failed(report)
-    assert "Unknown backend tpu" in _lowering_checks(report)["TINY.lowers"].detail
+    detail = _lowering_checks(report)["TINY.lowers"].detail
+    # its own primitive's lowering rules, registered after kgate started, are seen first
+    assert "lowering rules changed after kgate started" in detail and "kgate_example_identity" in detail
 
 
 @pytest.mark.parametrize("candidate", ["bad_lowers_another_program.py", "bad_looks_for_the_lowering.py"])
@@ -473,3 +475,34 @@ def test_dataflow_follows_each_result_of_a_call_on_its_own_even_through_ops_anot
     with mlir.make_ir_context():
         found = {k.name: k.reaches_output for k in kernel_calls(ir.Module.parse(text), frozenset({"tpu_custom_call"}))}
     assert found == {"k": True, "g": False}  # @ghost is never called
+
+
+@pytest.mark.parametrize("candidate, words", [
+    ("bad_index_map.py", "different program for the device"),  # only the index map differs
+    ("bad_zero_mode.py", "different program for the device"),  # NaN- vs zero-filled runs differ
+    ("bad_zero_mode2.py", "different program for the device"),
+    ("bad_own_lowering_rule.py", "lowering rules changed after kgate started"),
+    ("bad_breaks_probe.py", "lowering rules changed after kgate started"),  # would fake "cannot lower here"
+    ("bad_dressed_module.py", "a class the candidate defined"),
+])
+def test_candidates_that_bend_how_kgate_lowers_them_fail_the_lowering_at_tiny(candidate, words):
+    report = gate("rmsnorm/reference.py", f"rmsnorm/{candidate}")
+    check = _lowering_checks(report)["TINY.lowers"]
+    assert report.status == "FAIL" and check.status == "FAIL", report.to_json()["gates"]["lowering"]
+    assert words in check.detail
+
+
+def test_the_program_lowered_is_keyed_by_static_inputs_and_a_new_function_is_never_served_an_old_program():
+    import functools
+
+    backend = JaxBackend()
+
+    def scaled(x, k):
+        return x * k
+
+    x = S((8, 128), jnp.float32)
+    first, _ = backend._program(scaled, (x, 2))
+    second, _ = backend._program(scaled, (x, 3))
+    assert str(first) != str(second)  # the static input is part of which program
+    programs = [backend._program(functools.partial(scaled, k=k), (x,))[0] for k in (4, 5)]
+    assert str(programs[0]) != str(programs[1])  # a partial made in a loop may reuse an id: never the old program

@@ -2,7 +2,8 @@
 identity primitive of the candidate's own whose TPU lowering raises "Unknown backend tpu",
 the words of a machine that cannot lower for TPU at all. Whether this machine can lower
 kernels for a platform is decided by lowering a kernel of kgate's own, never by what the
-candidate's lowering says: here it is this candidate's lowering error, a FAIL."""
+candidate's lowering says; and a lowering rule registered from outside jax after kgate
+started FAILs the lowering before that."""
 
 import jax
 from jax.extend.core import Primitive

@@ -1,8 +1,8 @@
 """KNOWN-BAD (hostile: shows the device a different kernel): blocks of 4 rows, which a TPU
 rejects, except when a frame of kgate's lowering is on the call stack, where it asks for 8.
-At TINY the program lowered is the one parity ran (jit hands back the program it traced on
-the first probe; a fresh trace that differed would be refused as another program), so its
-4-row blocks are what the TPU lowering sees, and the gate FAILs it there."""
+At TINY the program lowered is the first one parity ran (a fresh trace that differed would
+be refused as another program), so its 4-row blocks are what the TPU lowering sees, and the
+gate FAILs it there."""
 
 import sys
 

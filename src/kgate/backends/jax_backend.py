@@ -193,8 +193,11 @@ class JaxBackend:
         self.interpreted = self.platform == "cpu"
         self._device_kind = getattr(device, "device_kind", self.platform)
         self._signatures: dict[tuple[Any, ...], str | None] = {}
-        self._ran: dict[tuple[Any, ...], Any] = {}  # (fn, shapes) -> the program `run` traced and ran
+        # (fn, shapes, static inputs) -> (fn, the first program `run` traced and ran there, whether a
+        # later run there traced another)
+        self._ran: dict[tuple[Any, ...], tuple[Any, Any, bool]] = {}
         self._lowers_here: dict[str, str] = {}  # platform -> "" or why jaxlib cannot lower kernels for it here
+        self._rules_at_start = _lowering_rules()  # before any candidate code: jax's lowering registries
 
     # -- device -------------------------------------------------------------------------
     def device(self) -> DeviceInfo:
@@ -399,7 +402,7 @@ class JaxBackend:
                     else:
                         phase("tracing")
                         traced = jax.jit(bound).trace(*arrays)
-                        self._ran[_program_key(fn, arrays)] = traced.jaxpr  # what the lowering gate lowers
+                        self._remember(fn, inputs, traced.jaxpr)  # what the lowering gate lowers
                         phase("compiling")
                         compiled = traced.lower().compile()
                         phase("running")
@@ -777,7 +780,7 @@ class JaxBackend:
         """The device platform to lower `fn`'s kernels for ("tpu" or "cuda"): this machine's
         accelerator, else the one their compiler parameters name (Mosaic TPU; Triton or Mosaic
         GPU), else "tpu"; None when the program holds no kernel."""
-        return _kernels_platform(self._program(fn, inputs), self.platform)
+        return _kernels_platform(self._program(fn, inputs)[0], self.platform)
 
     def chip_vmem(self, chip: str | None) -> tuple[str, int | None]:
         """The TPU generation to compare VMEM estimates with, and its VMEM per TensorCore from
@@ -804,7 +807,7 @@ class JaxBackend:
         shapes = _abstract(arrays)
         shown = ", ".join(f"{jnp.dtype(x.dtype).name}{list(x.shape)}" for x in jax.tree_util.tree_leaves(shapes))
         try:
-            closed = self._program(fn, inputs)
+            closed, varied = self._program(fn, inputs)
         except Exception as exc:  # the candidate cannot even be traced at these shapes: said per op-point
             return LoweredProgram(platform, op_point, shown, error=_lowering_error(exc), where=_user_frame(exc))
         sites = len(jaxpr_flow.program_sites(closed)[0])
@@ -817,9 +820,22 @@ class JaxBackend:
         fit = dict(vmem=tuple(pallas_grid.vmem(closed)), chip=chip_name, chip_vmem=capacity) if platform == "tpu" else {}
         base = dict(kernel_sites=sites, kernel_names=tuple(sorted(jaxpr_flow.kernel_names(closed))), coverage=covered,
                     **fit)
+        changed = _changed_rules(self._rules_at_start)  # first: a changed rule could also fake "unavailable"
+        if changed:
+            return LoweredProgram(platform, op_point, shown, error=(
+                "jax's lowering rules changed after kgate started (by candidate code): " + "; ".join(changed[:6])), **base)
         unavailable = self._lowers_for(platform)
         if unavailable:  # decided by kgate's own kernel, never by what the candidate's lowering raises
             return LoweredProgram(platform, op_point, shown, unavailable=unavailable, **base)
+        foreign = jaxpr_flow.foreign_compiler_params(closed)
+        if foreign:
+            return LoweredProgram(platform, op_point, shown, error=(
+                "the kernels' compiler parameters are of a class the candidate defined (" + ", ".join(foreign)
+                + "), not jax's own: only jax's own are lowered by jax's own rules"), **base)
+        if varied:
+            return LoweredProgram(platform, op_point, shown, error=(
+                "the candidate traces to a different program for the device: its runs at these shapes (with NaN- "
+                "and with zero-filled buffers) traced different programs"), **base)
         own = _kernels_platform(closed, "")
         if own and own != platform:
             return LoweredProgram(platform, op_point, shown, error=(
@@ -827,7 +843,7 @@ class JaxBackend:
                 "cannot compile them"), **base)
         try:
             traced = jax.jit(bound).trace(*shapes)  # as the device's host traces it: no interpreter
-            if jaxpr_flow.without_interpret(str(traced.jaxpr)) != jaxpr_flow.without_interpret(str(closed)):
+            if jaxpr_flow.fingerprint(traced.jaxpr) != jaxpr_flow.fingerprint(closed):
                 return LoweredProgram(platform, op_point, shown, error=(
                     "the candidate traces to a different program for the device than the one parity checks in the "
                     "interpreter: it behaves differently depending on how it is traced"), **base)
@@ -837,16 +853,25 @@ class JaxBackend:
         kernels = stablehlo_flow.kernel_calls(lowered.compiler_ir("stablehlo"), _LOWERED_TARGETS[platform])
         return LoweredProgram(platform, op_point, shown, tuple(kernels), **base)
 
-    def _program(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> Any:
-        """The program `run` traced and ran for `fn` at these shapes; else `fn` traced here as
-        `run` traces it (in interpret mode on the CPU), so the program lowered for the device is
-        the one parity checks, whatever the candidate does when it sees how it is traced."""
-        bound, arrays = bind_static(fn, inputs)
-        key = _program_key(fn, arrays)
-        if key not in self._ran:
+    def _remember(self, fn: Callable[..., Any], inputs: Sequence[Any], program: Any) -> None:
+        key = _program_key(fn, inputs)
+        held = self._ran.get(key)
+        if held is None or held[0] is not fn:  # first run here (or an id reused by another function)
+            self._ran[key] = (fn, program, False)
+        elif not held[2] and jaxpr_flow.fingerprint(held[1]) != jaxpr_flow.fingerprint(program):
+            self._ran[key] = (fn, held[1], True)
+
+    def _program(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> tuple[Any, bool]:
+        """The first program `run` traced and ran for `fn` at these shapes, and whether a later
+        run there traced another; else `fn` traced here as `run` traces it (in interpret mode on
+        the CPU), so the program lowered for the device is the one parity checks."""
+        held = self._ran.get(_program_key(fn, inputs))
+        if held is None or held[0] is not fn:
+            bound, arrays = bind_static(fn, inputs)
             with self._mode():
-                self._ran[key] = jax.jit(bound).trace(*_abstract(arrays)).jaxpr
-        return self._ran[key]
+                self._remember(fn, inputs, jax.jit(bound).trace(*_abstract(arrays)).jaxpr)
+            held = self._ran[_program_key(fn, inputs)]
+        return held[1], held[2]
 
     def _lowers_for(self, platform: str) -> str:
         """"" when jaxlib here can lower a Pallas kernel for `platform`, else why not: found by
@@ -1027,15 +1052,56 @@ _LOWERED_TARGETS = {"tpu": frozenset({"tpu_custom_call"}),
                     "cuda": frozenset({"__gpu$xla.gpu.triton", "mosaic_gpu_v2", "mosaic_gpu"})}
 
 
-def _program_key(fn: Callable[..., Any], arrays: Sequence[Any]) -> tuple[Any, ...]:
-    leaves = jax.tree_util.tree_leaves(arrays)
-    return (id(fn), tuple((tuple(np.shape(x)), str(jnp.dtype(x.dtype))) for x in leaves))
+def _program_key(fn: Callable[..., Any], inputs: Sequence[Any]) -> tuple[Any, ...]:
+    """Which program: the function, its array inputs' shapes and dtypes, its static inputs' values."""
+    shapes = tuple((tuple(np.shape(x)), str(jnp.dtype(x.dtype))) if not is_static(x) else ("static", repr(x))
+                   for x in inputs for x in ([x] if is_static(x) else jax.tree_util.tree_leaves(x)))
+    return (id(fn), shapes)
+
+
+def _rule_module(rule: Any) -> str:
+    """Where a registered lowering rule's function was defined (through registry wrappers)."""
+    for inner in (getattr(rule, "rule", None), rule[0] if isinstance(rule, tuple) and rule else None, rule):
+        module = getattr(inner, "__module__", None)
+        if inner is not None and callable(inner) and isinstance(module, str):
+            return module
+    return ""
+
+
+def _lowering_rules() -> dict[str, tuple[int, str]]:
+    """Every rule in jax's lowering registries a kernel's lowering goes through (primitive
+    lowerings, per-platform ones, Pallas's per-backend rules, Mosaic's own): its identity and
+    the module its function comes from. {} where this jax keeps them elsewhere."""
+    try:
+        from jax._src.interpreters import mlir as jmlir
+        from jax._src.pallas import core as pallas_core
+        from jax._src.pallas.mosaic import lowering as mosaic_lowering
+    except ImportError:
+        return {}
+    tables: list[tuple[str, Any]] = [("lowering of", jmlir._lowerings)]
+    tables += [(f"{platform} lowering of", table) for platform, table in list(jmlir._platform_specific_lowerings.items())]
+    tables += [("Pallas lowering for", pallas_core._backend_lowering_rules)]
+    tables += [(f"Mosaic {core} rule for", table) for core, table in list(mosaic_lowering.lowering_rules.items())]
+    return {f"{what} {getattr(key, '__qualname__', key)}": (id(rule), _rule_module(rule))
+            for what, table in tables for key, rule in list(table.items())}
+
+
+def _changed_rules(before: dict[str, tuple[int, str]]) -> list[str]:
+    """Rules registered or replaced since `before` whose function comes from outside jax (jax
+    registers its own lazily, as its modules load; a candidate's are what this looks for)."""
+    if not before:
+        return []
+    found = []
+    for name, (ident, module) in _lowering_rules().items():
+        if (name not in before or before[name][0] != ident) and module.split(".")[0] not in ("jax", "jaxlib"):
+            found.append(f"{name} {'replaced' if name in before else 'added'} by {module or 'unknown code'}")
+    return found
 
 
 def _kernels_platform(closed: Any, machine: str) -> str | None:
     """The platform to lower for: this machine's accelerator (`machine`), else the one the
     kernels' compiler parameters name, else "tpu"; None when the program calls no kernel."""
-    kinds = jaxpr_flow.kernel_compiler_params(closed)
+    kinds = jaxpr_flow.kernel_compiler_params(closed)  # the jax module of each one's class
     if kinds is None:
         return None
     if machine in ("tpu", "gpu"):

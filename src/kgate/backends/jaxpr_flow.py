@@ -90,12 +90,62 @@ def kernel_compiler_params(j: Any) -> list[str] | None:
             if eqn.primitive.name in KERNEL_PRIMITIVES:
                 params = eqn.params.get("compiler_params")
                 values = params.values() if isinstance(params, dict) else [params]
-                found.append(" ".join(type(v).__module__ for v in values if v is not None))
+                found.append(" ".join(_jax_module(v) for v in values if v is not None))
             for inner in jcore.jaxprs_in_params(eqn.params):
                 walk(inner)
 
     walk(j)
     return found or None
+
+
+def _jax_module(value: Any) -> str:
+    """The module of jax's own class `value` is (or derives from): a class a candidate names
+    `triton_params` cannot pass for Triton's."""
+    return next((c.__module__ for c in type(value).__mro__ if c.__module__.split(".")[0] in ("jax", "jaxlib")), "")
+
+
+def foreign_compiler_params(j: Any) -> list[str]:
+    """The kernels' compiler-parameter classes defined outside jax (a candidate's own subclass,
+    for which it could register its own lowering rule)."""
+    found: set[str] = set()
+
+    def walk(sub: Any) -> None:
+        body, _ = _open(sub)
+        for eqn in body.eqns:
+            if eqn.primitive.name in KERNEL_PRIMITIVES:
+                params = eqn.params.get("compiler_params")
+                for value in (params.values() if isinstance(params, dict) else [params]):
+                    if value is not None and type(value).__module__.split(".")[0] not in ("jax", "jaxlib"):
+                        found.add(f"{type(value).__module__}.{type(value).__qualname__}")
+            for inner in jcore.jaxprs_in_params(eqn.params):
+                walk(inner)
+
+    walk(j)
+    return sorted(found)
+
+
+def fingerprint(closed: Any) -> str:
+    """A traced program as text, with each kernel's `interpret` parameter blanked and what the
+    text leaves out of a kernel spelled in: each block's index map, memory space and pipeline
+    mode, and the compiler parameters. Two programs with one fingerprint lower alike."""
+    parts = [without_interpret(str(closed))]
+
+    def walk(sub: Any) -> None:
+        body, _ = _open(sub)
+        for eqn in body.eqns:
+            if eqn.primitive.name in KERNEL_PRIMITIVES:
+                mapping = eqn.params.get("grid_mapping")
+                for block in getattr(mapping, "block_mappings", ()):
+                    parts.append(f"{block.block_shape} {block.index_map_jaxpr} "
+                                 f"{getattr(block.block_aval, 'memory_space', '')} {getattr(block, 'pipeline_mode', '')}")
+                parts.append(f"grid {getattr(mapping, 'grid', '')} {getattr(mapping, 'num_index_operands', '')} "
+                             f"{getattr(mapping, 'num_scratch_operands', '')} {eqn.params.get('compiler_params')!r} "
+                             f"{eqn.params.get('input_output_aliases')}")
+            for inner in jcore.jaxprs_in_params(eqn.params):
+                walk(inner)
+
+    walk(closed)
+    return "\n".join(parts)
 
 
 def kernel_names(j: Any) -> set[str]:

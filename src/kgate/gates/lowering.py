@@ -30,6 +30,10 @@ GOTCHAS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"different program for the device"),
      "trace the same program however kgate traces it: a kernel that looks at interpret mode or the call stack "
      "shows parity one program and the device another."),
+    (re.compile(r"lowering rules changed after kgate started"),
+     "register no lowering rule and replace none of jax's: the device's host lowers the kernel with jax's own rules."),
+    (re.compile(r"of a class the candidate defined"),
+     "use jax's own compiler-parameter classes (pltpu.CompilerParams and the like), not a subclass of your own."),
     (re.compile(r"compiler parameters are for"),
      "write the kernel for the target's platform (its compiler parameters too), or name the platform it is for "
      "with --lower-for if that is the target."),
