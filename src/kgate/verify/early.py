@@ -270,17 +270,7 @@ def run_lower(request: CheckRequest) -> Report:
     the candidate in a fresh process and the grading here."""
     started = time.perf_counter()
     lower_for = request.firing_spec.lower_for
-    if lower_for == "none":
-        raise KgateError("`kgate lower --lower-for none` would lower nothing.",
-                         "give the platform to lower for (tpu, cuda), or auto for the kernels' own.")
-    with tempfile.TemporaryDirectory(prefix="kgate-lower-") as folder:
-        result = spawn.run("lower", {
-            "reference": str(Path(request.reference).resolve()), "candidate": str(Path(request.candidate).resolve()),
-            "entry": request.entry, "reference_entry": request.reference_entry, "overrides": dict(request.overrides),
-            "use_tiny": True, "dtype": request.dtype, "lower_for": lower_for, "chip_kind": request.firing_spec.chip_kind,
-        }, Path(folder), beats=True, phase_budget_s=request.phase_budget_s)
-    if result.get("status") == "ERROR":
-        raise _leg_error("candidate", result)
+    result = run_shape_leg("lower", request, {"use_tiny": True})
     gates: dict[str, GateResult] = {}
     if result.get("status") == "DONE":
         gates["integrity"] = integrity.evaluate(tuple(result.get("reference_changes", [])), (), (),
@@ -297,12 +287,7 @@ def run_lower(request: CheckRequest) -> Report:
                 "with --lower-for.",
             ), *gates["lowering"].checks), gates["lowering"].details)
     else:
-        error = result.get("error", {})
-        gates["lowering"] = GateResult("lowering", (Check(
-            "lowering_evaluated", "FAIL",
-            f"the candidate's process did not finish: {error.get('problem', result.get('status'))}",
-            str(error.get("fix") or "run the candidate module by hand to see the full error."),
-        ),))
+        gates["lowering"] = unfinished("lowering", result)
     context = {
         "class": request.klass,
         "reference": {"path": str(request.reference)},
@@ -315,6 +300,33 @@ def run_lower(request: CheckRequest) -> Report:
     if isinstance(result.get("parent_clock"), Mapping):
         context["seconds"] = {"legs": {"candidate leg": spawn.phase_seconds(result["parent_clock"])}}
     return Report("lower", gates, context)
+
+
+def run_shape_leg(kind: str, request: CheckRequest, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """Run a leg that lowers the candidate from shapes (`lower`, `fit`) in a fresh process: its
+    result; the leg's own refusal (bad input) raised here."""
+    if request.firing_spec.lower_for == "none":
+        raise KgateError(f"`kgate {kind} --lower-for none` would lower nothing.",
+                         "give the platform to lower for (tpu, cuda), or auto for the kernels' own.")
+    with tempfile.TemporaryDirectory(prefix=f"kgate-{kind}-") as folder:
+        result = spawn.run(kind, {
+            "reference": str(Path(request.reference).resolve()), "candidate": str(Path(request.candidate).resolve()),
+            "entry": request.entry, "reference_entry": request.reference_entry, "overrides": dict(request.overrides),
+            "dtype": request.dtype, "lower_for": request.firing_spec.lower_for,
+            "chip_kind": request.firing_spec.chip_kind, **extra,
+        }, Path(folder), beats=True, phase_budget_s=request.phase_budget_s)
+    if result.get("status") == "ERROR":
+        raise _leg_error("candidate", result)
+    return result
+
+
+def unfinished(gate: str, result: Mapping[str, Any]) -> GateResult:
+    """The gate of a leg whose process did not finish: it could not be evaluated, so it FAILs."""
+    error = result.get("error", {})
+    return GateResult(gate, (Check(
+        f"{gate}_evaluated", "FAIL", f"the candidate's process did not finish: {error.get('problem', result.get('status'))}",
+        str(error.get("fix") or "run the candidate module by hand to see the full error."),
+    ),))
 
 
 def _lowers(request: CheckRequest, with_firing: bool) -> bool:

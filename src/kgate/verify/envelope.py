@@ -3,18 +3,15 @@ lowered in a fresh process that imports the candidate, graded here."""
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from kgate.backends.base import LoweredProgram
-from kgate.errors import KgateError
 from kgate.gates import fit, integrity
 from kgate.gates.common import Check, GateResult
 from kgate.verify import spawn
-from kgate.verify.early import CheckRequest, _leg_error
+from kgate.verify.early import CheckRequest, run_shape_leg, unfinished
 from kgate.verify.outcome import Report
 
 
@@ -22,26 +19,10 @@ def run_fit(request: CheckRequest, grid: Mapping[str, Sequence[Any]]) -> Report:
     """Lower the candidate at the op-point for every point of `grid`; one row per point."""
     started = time.perf_counter()
     points = fit.points(grid)
-    lower_for = request.firing_spec.lower_for
-    if lower_for == "none":
-        raise KgateError("`kgate fit --lower-for none` would lower nothing.",
-                         "give the platform to lower for (tpu, cuda), or auto for the kernels' own.")
-    with tempfile.TemporaryDirectory(prefix="kgate-fit-") as folder:
-        result = spawn.run("fit", {
-            "reference": str(Path(request.reference).resolve()), "candidate": str(Path(request.candidate).resolve()),
-            "entry": request.entry, "reference_entry": request.reference_entry, "overrides": dict(request.overrides),
-            "dtype": request.dtype, "lower_for": lower_for, "chip_kind": request.firing_spec.chip_kind,
-            "points": points,
-        }, Path(folder), beats=True, phase_budget_s=request.phase_budget_s)
-    if result.get("status") == "ERROR":
-        raise _leg_error("candidate", result)
+    result = run_shape_leg("fit", request, {"points": points})
     gates: dict[str, GateResult] = {}
     if result.get("status") != "DONE":
-        error = result.get("error", {})
-        gates["fit"] = GateResult("fit", (Check(
-            "fit_evaluated", "FAIL", f"the candidate's process did not finish: {error.get('problem', result.get('status'))}",
-            str(error.get("fix") or "run the candidate module by hand to see the full error."),
-        ),))
+        gates["fit"] = unfinished("fit", result)
     else:
         gates["integrity"] = integrity.evaluate(tuple(result.get("reference_changes", [])), (), (),
                                                 process_changes=tuple(result.get("changes", [])))

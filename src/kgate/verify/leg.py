@@ -132,7 +132,6 @@ def _capture(req: dict[str, Any]) -> dict[str, Any]:
 def _lower(req: dict[str, Any]) -> dict[str, Any]:
     from kgate.backends import get_backend
     from kgate.problem import load_pair
-    from kgate.errors import describe
     from kgate.verify.probes import lowered_programs
     from kgate.verify.spawn import beat
     from kgate.verify.watch import Watch
@@ -172,6 +171,7 @@ def _fit(req: dict[str, Any]) -> dict[str, Any]:
     from kgate.backends import get_backend
     from kgate.gates.fit import label
     from kgate.problem import load_pair
+    from kgate.verify.probes import target_platform
     from kgate.verify.spawn import beat
     from kgate.verify.watch import Watch
 
@@ -183,12 +183,7 @@ def _fit(req: dict[str, Any]) -> dict[str, Any]:
         watch.check("at import")
         _takes_keywords(pair.candidate.entry, req["entry"], list(req["points"][0]))
         shapes = _op_point_shapes(backend, pair, req)
-        first = functools.partial(pair.candidate.entry, **req["points"][0])
-        platform = backend.kernel_platform(first, shapes)
-        if platform is not None and req["lower_for"] != "auto":
-            platform = req["lower_for"]
-        elif platform is not None and req.get("chip_kind"):
-            platform = "tpu"
+        platform = target_platform(backend, functools.partial(pair.candidate.entry, **req["points"][0]), shapes, req)
         programs = []
         for point in req["points"] if platform is not None else []:
             beat(f"phase lowering the candidate at {label(point)}")

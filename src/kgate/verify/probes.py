@@ -290,18 +290,23 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
         return result
 
 
+def target_platform(backend: Any, entry: Any, inputs: Any, req: Mapping[str, Any]) -> str | None:
+    """The platform to lower `entry` for: --lower-for when given, a TPU when a chip is named
+    (whatever the kernels say), else the machine's or the kernels' own; None: no kernel."""
+    platform = backend.kernel_platform(entry, inputs)
+    if platform is None or req["lower_for"] == "auto" and not req.get("chip_kind"):
+        return platform
+    return req["lower_for"] if req["lower_for"] != "auto" else "tpu"
+
+
 def lowered_programs(backend: Any, pair: Any, first: Any, req: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The candidate lowered for its device from shapes alone: on `first`'s shapes (TINY, when
     the run is at TINY) and at the op-point the run would use without TINY. [] when its
     program calls no kernel."""
     entry = pair.candidate.entry
-    platform = backend.kernel_platform(entry, first)  # None: no kernel in the program
+    platform = target_platform(backend, entry, first, req)
     if platform is None:
         return []
-    if req["lower_for"] != "auto":
-        platform = req["lower_for"]
-    elif req.get("chip_kind"):  # a TPU generation named: the target is a TPU, whatever the kernels say
-        platform = "tpu"
     at_tiny = "TINY" in pair.op_point.source
     chip = req.get("chip_kind")
     programs = [backend.lower_for(entry, first, platform, "TINY" if at_tiny else "op-point", chip)]
