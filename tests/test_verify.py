@@ -14,6 +14,7 @@ import pytest
 from conftest import EXAMPLES
 from kgate.verify import receipt as receipts
 from kgate.verify import spawn
+from kgate.verify.lock import compile_slot
 
 pytestmark = pytest.mark.slow
 RMS = EXAMPLES / "rmsnorm"
@@ -283,16 +284,33 @@ def test_full_mode_options_in_screen_mode_are_bad_input(tmp_path):
 
 
 def test_at_most_two_compile_slots_per_host(tmp_path):
+    # Ordered by events, not by wall time (a loaded machine stretches every start-up):
+    # while this test holds two slots a third compile waits and says so; it enters once one is freed.
     code = (
-        "import sys, time; from kgate.verify.lock import compile_slot\n"
-        "with compile_slot(sys.argv[1], say=lambda m: print(m, file=sys.stderr)):\n    time.sleep(2)\n"
+        "import sys, pathlib; from kgate.verify.lock import compile_slot\n"
+        "with compile_slot(sys.argv[1], say=lambda m: print(m, file=sys.stderr, flush=True)):\n"
+        "    pathlib.Path(sys.argv[2]).write_text('inside')\n"
     )
-    started = time.monotonic()
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stderr=subprocess.PIPE, text=True) for _ in range(3)]
-    errs = [p.communicate()[1] for p in procs]
-    elapsed = time.monotonic() - started
-    assert 3.9 <= elapsed < 5.9, elapsed  # two at once, the third after: ~4 s, not ~2 s or ~6 s
-    assert sum("waiting for a compile slot" in e for e in errs) == 1, errs
+    inside = tmp_path / "inside"
+
+    def wait_for(predicate, what, limit=120.0):
+        deadline = time.monotonic() + limit
+        while not predicate():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.05)
+
+    with compile_slot(tmp_path):
+        with compile_slot(tmp_path):
+            third = subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(inside)], stderr=subprocess.PIPE, text=True)
+            first_line = third.stderr.readline()  # blocks until it has tried every slot
+            assert "waiting for a compile slot (2 compiles already running" in first_line, first_line
+            time.sleep(0.5)
+            assert not inside.exists() and third.poll() is None  # still waiting while both are held
+        wait_for(lambda: inside.exists(), "the waiting compile never entered the freed slot")
+        assert third.wait(timeout=120) == 0
+        inside.unlink()
+        fourth = subprocess.run([sys.executable, "-c", code, str(tmp_path), str(inside)], capture_output=True, text=True, timeout=120)
+        assert fourth.returncode == 0 and inside.exists() and "waiting" not in fourth.stderr  # one slot held: no wait
 
 
 @pytest.mark.parametrize(

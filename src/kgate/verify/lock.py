@@ -19,6 +19,7 @@ from kgate.errors import KgateError
 
 LOCK_DIR_ENV = "KGATE_LOCK_DIR"
 COMPILE_SLOTS = 2  # at most this many concurrent compiles per host
+SLOT_POLL_S = 0.05  # a waiting compile tries every slot this often
 
 
 def lock_path(chip: int, lock_dir: str | Path | None = None) -> Path:
@@ -62,25 +63,28 @@ def hold(path: Path, *, say: Callable[[str], None] | None = None, what: str = ""
         os.close(fd)
 
 
+def _free_slot(fds: list[int]) -> int | None:
+    for fd in fds:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue
+        return fd
+    return None
+
+
 @contextlib.contextmanager
 def compile_slot(lock_dir: str | Path | None = None, say: Callable[[str], None] | None = None) -> Iterator[None]:
     """One of COMPILE_SLOTS host-wide compile slots (take a free one, else wait on one)."""
     folder = Path(lock_dir or os.environ.get(LOCK_DIR_ENV) or "/tmp")
     fds = [os.open(folder / f"kgate-compile-{i}.lock", os.O_RDWR | os.O_CREAT, 0o666) for i in range(COMPILE_SLOTS)]
     try:
-        taken = None
-        for fd in fds:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue
-            taken = fd
-            break
-        if taken is None:
-            if say:
-                say(f"waiting for a compile slot ({COMPILE_SLOTS} compiles already running on this host)")
-            taken = fds[os.getpid() % len(fds)]
-            fcntl.flock(taken, fcntl.LOCK_EX)
+        taken = _free_slot(fds)
+        if taken is None and say:
+            say(f"waiting for a compile slot ({COMPILE_SLOTS} compiles already running on this host)")
+        while taken is None:  # whichever slot frees first, not one chosen in advance
+            time.sleep(SLOT_POLL_S)
+            taken = _free_slot(fds)
         try:
             yield
         finally:
