@@ -180,3 +180,55 @@ def test_a_marginal_parity_fail_at_tiny_says_so_and_still_fails():
     assert "marginal (worst 7.5x the floor, limit 5x)" in _marginal(spec, gate(7.5))
     assert _marginal(spec, gate(40.0)) == ""  # far off: not marginal
     assert _marginal(spec, gate(7.5, "seed42.finite")) == ""  # a NaN is never marginal
+
+
+def test_seed_probes_at_one_shape_share_the_largest_floor():
+    # One draw's reference can be far more exact than the algorithm is (seed to seed, 4 ulps on
+    # the same row-softmax): an honest kernel is graded against the floor its seeds share.
+    lucky = synthetic(1, 1e-4, 3e-4)  # this draw's floor is 1e-4; the candidate is 3x the other's
+    typical = synthetic(2, 1e-3, 1e-3)
+    alone = evaluate(ParitySpec("floor", 5), [lucky])
+    assert statuses(alone)["seed1.error"] == "PASS"  # 3x its own floor
+    off = synthetic(1, 1e-4, 4e-3)  # 40x its own floor, 4x the shared one
+    assert statuses(evaluate(ParitySpec("floor", 5), [off]))["seed1.error"] == "FAIL"
+    shared = evaluate(ParitySpec("floor", 5), [off, typical])
+    assert shared.status == "PASS", shared.checks
+    out = shared.details["probes"][0]["outputs"][0]
+    assert out["floor"]["max_abs"] == pytest.approx(1e-4, rel=1e-3)  # its own floor is still recorded
+    assert out["floor"]["max_abs_used"] == pytest.approx(1e-3, rel=1e-3)
+    assert out["floor"]["shared_with"] == ["seed1", "seed2"]
+    # beyond 5x the shared floor still FAILs
+    worse = synthetic(1, 1e-4, 6e-3)
+    assert statuses(evaluate(ParitySpec("floor", 5), [worse, typical]))["seed1.error"] == "FAIL"
+
+
+def test_edge_probes_and_other_shapes_keep_their_own_floor():
+    from dataclasses import replace
+
+    typical = synthetic(2, 1e-3, 1e-3)
+    edge = replace(synthetic(1, 1e-4, 4e-3), label="edge-zero-in0")
+    result = evaluate(ParitySpec("floor", 5), [typical, edge])
+    assert statuses(result)["edge-zero-in0.error"] == "FAIL"  # 40x its own floor: not shared with the seeds
+    other_shape = synthetic(3, 1e-4, 4e-3, n=32)
+    result = evaluate(ParitySpec("floor", 5), [typical, other_shape])
+    assert statuses(result)["seed3.error"] == "FAIL"
+    assert "shared_with" not in result.details["probes"][1]["outputs"][0]["floor"]
+
+
+def test_a_receipt_cannot_claim_a_floor_its_probes_do_not_hold():
+    import copy
+
+    from kgate.verify.receipt import rederive_parity
+
+    gate = evaluate(ParitySpec("floor", 5), [synthetic(1, 1e-4, 4e-3), synthetic(2, 1e-3, 1e-3)])
+    recorded = gate.to_json()
+    assert rederive_parity(recorded) == []
+    inflated = copy.deepcopy(recorded)
+    inflated["probes"][1]["outputs"][0]["floor"]["max_abs"] = 2e-3  # the sharer's own floor, raised after the fact
+    assert any("not the largest of the floors" in p for p in rederive_parity(inflated))
+    lone = copy.deepcopy(recorded)  # claims a sharing probe the receipt does not hold
+    lone["probes"] = lone["probes"][:1]
+    assert any("does not hold" in p for p in rederive_parity(lone))
+    unshared = copy.deepcopy(recorded)  # a floor larger than its own, with no sharing named
+    del unshared["probes"][0]["outputs"][0]["floor"]["shared_with"]
+    assert any("not the largest of the floors" in p for p in rederive_parity(unshared))

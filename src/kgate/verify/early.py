@@ -15,7 +15,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from kgate.errors import KgateError
 from kgate.gates import firing, integrity, lowering, parity
 from kgate.gates.common import Check, GateResult, skipped
 from kgate.gates.firing import FiringSpec
-from kgate.gates.parity import ParitySpec, Probe
+from kgate.gates.parity import ParitySpec, Probe, SharedFloor
 from kgate.verify import spawn
 from kgate.verify.spawn import no_dumps
 from kgate.verify.lock import compile_slot
@@ -221,12 +221,13 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
     if marginal:
         notes.append(marginal)
     if with_firing:
-        facts = _facts(request.parity_spec, probes[0], arrays, cand)
+        shared = parity.shared_floors(request.parity_spec, probes).get(probes[0].name, ())
+        facts = _facts(request.parity_spec, probes[0], shared, arrays, cand)
         gates["firing"] = firing.audit(
             request.klass, facts, spec=request.firing_spec, reference_compiled=ref.get("reference_compiled"),
             reference_uncompiled=ref.get("reference_uncompiled", ""),
             trace_error=cand.get("trace_error", "the candidate leg ran no probe"),
-            bypass=_bypass(request.parity_spec, probes[0], arrays, cand),
+            bypass=_bypass(request.parity_spec, probes[0], shared, arrays, cand),
         )
     if _lowers(request, with_firing):
         gates["lowering"] = _lowering(cand, request.firing_spec.lower_for)
@@ -371,27 +372,30 @@ def _marginal(spec: ParitySpec, gate: GateResult) -> str:
             "has few elements and a coarse floor, so `kgate parity` at the op-point may PASS; the gate's FAIL stands.")
 
 
-def _facts(spec: ParitySpec, probe: Probe, arrays: Mapping[str, Any], cand: Mapping[str, Any]) -> ProgramFacts | None:
+def _facts(spec: ParitySpec, probe: Probe, shared: Sequence[SharedFloor | None], arrays: Mapping[str, Any],
+           cand: Mapping[str, Any]) -> ProgramFacts | None:
     """The candidate's program facts, with the ablation counted here: an element moved only
-    when it moved by more than what parity allows on the first probe."""
+    when it moved by more than what parity allows on the first probe (its shared floor)."""
     if not cand.get("facts"):
         return None
     facts = ProgramFacts.from_json(cand["facts"])
     if "ablation-moves" in arrays:
-        ablation = count_moved(arrays["ablation-moves"].leaves, parity.allowance(spec, probe.reference, probe.oracle))
+        ablation = count_moved(arrays["ablation-moves"].leaves, parity.allowance(spec, probe.reference, probe.oracle, shared))
     else:
         ablation = Ablation(False, str(cand.get("ablation_error", "no ablation run")))
     return replace(facts, ablation=ablation)
 
 
-def _bypass(spec: ParitySpec, probe: Probe, arrays: Mapping[str, Any], cand: Mapping[str, Any]) -> dict[str, bool] | str:
+def _bypass(spec: ParitySpec, probe: Probe, shared: Sequence[SharedFloor | None], arrays: Mapping[str, Any],
+            cand: Mapping[str, Any]) -> dict[str, bool] | str:
     """For each stand-in that replaced the kernels, whether the output still passed parity on the first probe."""
     if cand.get("bypass_error"):
         return str(cand["bypass_error"])
     runs = {k.split("-", 1)[1]: tree for k, tree in arrays.items() if k.startswith("bypass-")}
     if not runs:
         return "the program has no kernel to replace"
-    return {name: parity.passes(spec, replace(probe, candidate=tree, candidate_error="")) for name, tree in runs.items()}
+    return {name: parity.passes(spec, replace(probe, candidate=tree, candidate_error=""), shared)
+            for name, tree in runs.items()}
 
 
 def _handoff(ref: Mapping[str, Any], workdir: Path) -> dict[str, str]:

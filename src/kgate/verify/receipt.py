@@ -81,6 +81,26 @@ def _close(a: Any, b: Any) -> bool:
 
 
 
+def _floor_source_problems(
+    where: str, name: str, path: str, floor: Mapping[str, Any], own_floors: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> list[str]:
+    """The floor graded against must be the probe's own, or the largest of the seed probes it
+    names (itself among them); half an ulp only where all of those are exactly zero."""
+    names = list(floor.get("shared_with") or [name])
+    if name not in names:
+        return [f"{where}: a shared floor that does not include the probe's own"]
+    missing = [n for n in names if (n, path) not in own_floors]
+    if missing:
+        return [f"{where}: the floor is shared with probes the receipt does not hold: {missing}"]
+    largest = max(float(own_floors[(n, path)]["max_abs"]) for n in names)
+    if floor.get("source") == "ulp-guard":
+        return [] if largest == 0.0 else [f"{where}: half an ulp used as the floor where the floor is not zero"]
+    if not _close(float(floor["max_abs_used"]), largest):
+        return [f"{where}: the floor used ({float(floor['max_abs_used']):.6g}) is not the largest of the floors "
+                f"it names ({largest:.6g})"]
+    return []
+
+
 def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
     """Inconsistencies between the parity gate's numbers and its statuses, for every spec kind."""
     problems: list[str] = []
@@ -89,6 +109,10 @@ def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
     except KgateError:
         return [f"parity: spec {gate.get('spec')!r} is not a parity spec"] if gate.get("status") != "SKIPPED" else []
     checks = {c["name"]: c for c in gate.get("checks", [])}
+    own_floors = {  # each probe's own floor per output: a shared floor is the largest of those it names
+        (probe.get("name") or f"seed{probe.get('seed')}", out.get("path")): out["floor"]
+        for probe in gate.get("probes", []) for out in probe.get("outputs", []) if isinstance(out.get("floor"), dict)
+    }
     for probe in gate.get("probes", []):
         seed = probe.get("seed")
         name = probe.get("name") or f"seed{seed}"
@@ -101,6 +125,7 @@ def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
                 if "floor" not in out:
                     continue
                 floor, limit, mult = out["floor"], out["limit"], spec.multiplier
+                problems.extend(_floor_source_problems(where, name, out["path"], floor, own_floors))
                 if not _close(limit["max_abs"], mult * float(floor["max_abs_used"])) or not _close(
                     limit["mean_abs"], mult * float(floor["mean_abs_used"])
                 ):
