@@ -232,3 +232,29 @@ def test_a_receipt_cannot_claim_a_floor_its_probes_do_not_hold():
     unshared = copy.deepcopy(recorded)  # a floor larger than its own, with no sharing named
     del unshared["probes"][0]["outputs"][0]["floor"]["shared_with"]
     assert any("not the largest of the floors" in p for p in rederive_parity(unshared))
+
+
+def test_a_floor_that_is_only_the_outputs_rounding_is_not_shared():
+    # A float32 computation written as bfloat16: the reference's error is one rounding, so its
+    # floor is the output's resolution at that draw's largest value. A draw reaching 65 (a binade
+    # up) must not double the unit of a draw that stays under 64.
+    import ml_dtypes
+
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+
+    def rounded(seed, top):
+        rng = np.random.default_rng(seed)
+        oracle = rng.uniform(-top, top, 256).astype(np.float32)
+        oracle[0] = top
+        return oracle, oracle.astype(bf16)
+
+    low_oracle, low_ref = rounded(1, 63.3)
+    high_oracle, high_ref = rounded(2, 65.3)
+    cand = low_oracle.copy()
+    cand[1] = low_oracle[1] + 0.7  # 5.6x the low draw's own floor (0.125), 2.8x the high one's
+    low = Probe(1, tree(low_oracle), tree(low_ref), tree(low_oracle), "float32", tree(cand.astype(bf16)))
+    high = Probe(2, tree(high_oracle), tree(high_ref), tree(high_oracle), "float32", tree(high_ref))
+    result = evaluate(ParitySpec("floor", 5), [low, high])
+    assert statuses(result)["seed1.error"] == "FAIL"
+    floor = result.details["probes"][0]["outputs"][0]["floor"]
+    assert floor["max_abs_used"] == floor["max_abs"] <= 0.125 and floor.get("shared_with") is None

@@ -195,32 +195,50 @@ class SharedFloor:
     fall well below it (4 ulps apart on the same row-softmax at 16 x 256, seed to seed), and an
     honest kernel graded against that draw alone fails. Each seed probe is graded against the
     largest floor of its shape's seed probes; an edge probe (made from a seed's inputs on
-    purpose) keeps its own."""
+    purpose) keeps its own.
+
+    Only a floor beyond one rounding of the output is shared (`computes`): where the reference
+    is exact but for rounding its result to the output dtype (a float32 sum written as
+    bfloat16), the floor is the output's resolution at that draw's largest value, which the
+    other draws' own resolution already covers element by element; sharing it would only
+    loosen their grading by a binade."""
 
     max_abs: float
     mean_abs: float
     probes: tuple[str, ...]  # the probes it is the largest of (the graded one among them)
 
 
+def computes(floor: LeafErrors, r: np.ndarray, e: np.ndarray) -> bool:
+    """Whether the reference's error goes beyond one rounding of its output: its largest error
+    exceeds half an ulp of the output dtype where it occurs."""
+    if not floor.worst_index and r.ndim:
+        return False
+    resolution = float(half_ulp(np.asarray(_f64(e)[floor.worst_index]), r.dtype))
+    return floor.max_abs > resolution * (1 + 1e-9)
+
+
 def shared_floors(spec: ParitySpec, probes: Sequence[Probe]) -> dict[str, list[SharedFloor | None]]:
     """For each seed probe (by name), per output: the floor it shares with the other seed
-    probes of the same output shape and dtype (None where it is the only one)."""
+    probes of the same output shape and dtype (None where it is the only one, or where no
+    floor there goes beyond the output's rounding)."""
     if spec.kind != "floor":
         return {}
-    groups: dict[tuple[Any, ...], list[tuple[str, LeafErrors]]] = {}
+    groups: dict[tuple[Any, ...], list[tuple[str, LeafErrors, bool]]] = {}
     for probe in probes:
         if probe.label or probe.oracle is None:
             continue
         for k, (r, e) in enumerate(zip(probe.reference.leaves, probe.oracle.leaves)):
             key = (k, r.shape, str(r.dtype), probe.oracle_kind)
-            groups.setdefault(key, []).append((probe.name, leaf_errors(r, e)))
+            err = leaf_errors(r, e)
+            groups.setdefault(key, []).append((probe.name, err, computes(err, r, e)))
     shared: dict[str, list[SharedFloor | None]] = {}
     for (k, *_), members in groups.items():
+        sharing = [err for _, err, counts in members if counts]
         floor = SharedFloor(
-            max(err.max_abs for _, err in members), max(err.mean_abs for _, err in members),
-            tuple(name for name, _ in members),
-        ) if len(members) > 1 else None
-        for name, _ in members:
+            max(err.max_abs for err in sharing), max(err.mean_abs for err in sharing),
+            tuple(name for name, _, _ in members),
+        ) if len(members) > 1 and sharing else None
+        for name, _, _ in members:
             row = shared.setdefault(name, [])
             row.extend([None] * (k + 1 - len(row)))
             row[k] = floor
@@ -439,6 +457,7 @@ def _probe_checks(
             out["floor"] = {**floor.to_json(), "max_abs_used": floor_max, "mean_abs_used": mean_unit, "source": source}
             if pooled is not None:
                 out["floor"]["shared_with"] = list(pooled.probes)
+                out["floor"]["computes"] = computes(floor, r, e)  # False: only its output's rounding, not shared
             limit_mean = spec.multiplier * mean_unit
             unit_max = float(unit.max()) if unit.size else 0.0
             out["limit"] = {"max_abs": spec.multiplier * floor_max, "mean_abs": limit_mean, "unit_max": unit_max}

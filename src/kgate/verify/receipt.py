@@ -84,15 +84,17 @@ def _close(a: Any, b: Any) -> bool:
 def _floor_source_problems(
     where: str, name: str, path: str, floor: Mapping[str, Any], own_floors: Mapping[tuple[str, str], Mapping[str, Any]]
 ) -> list[str]:
-    """The floor graded against must be the probe's own, or the largest of the seed probes it
-    names (itself among them); half an ulp only where all of those are exactly zero."""
+    """The floor graded against must be the probe's own, or the largest of its own and those of
+    the seed probes it names whose floor goes beyond the output's rounding (`computes`);
+    half an ulp only where all of those are exactly zero."""
     names = list(floor.get("shared_with") or [name])
     if name not in names:
         return [f"{where}: a shared floor that does not include the probe's own"]
     missing = [n for n in names if (n, path) not in own_floors]
     if missing:
         return [f"{where}: the floor is shared with probes the receipt does not hold: {missing}"]
-    largest = max(float(own_floors[(n, path)]["max_abs"]) for n in names)
+    largest = max([float(floor["max_abs"])] + [float(own_floors[(n, path)]["max_abs"]) for n in names
+                                               if own_floors[(n, path)].get("computes", True)])
     if floor.get("source") == "ulp-guard":
         return [] if largest == 0.0 else [f"{where}: half an ulp used as the floor where the floor is not zero"]
     if not _close(float(floor["max_abs_used"]), largest):
