@@ -20,6 +20,7 @@ from kgate.cli.common import (
     ClassOpt,
     DtypeOpt,
     EntryOpt,
+    KwargOpt,
     RefEntryOpt,
     PhaseBudgetOpt,
     PHASE_BUDGET_S,
@@ -66,6 +67,7 @@ def gate(
     kernel_share: KernelShareOpt = None,
     lower_for: LowerForOpt = "auto",
     chip_kind: ChipKindOpt = None,
+    kwargs: KwargOpt = None,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -90,7 +92,7 @@ def gate(
         return run_gate(problem_request(
             got["reference"], got["candidate"], entry, got["klass"], parse_overrides(overrides or []), seed, got["dtype"],
             got["parity"], expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share, reference_entry,
-            phase_budget, lower_for, got["chip_kind"],
+            phase_budget, lower_for, got["chip_kind"], kwargs,
         ))
 
     run_report(as_json, output, produce, advisories_ok)
@@ -108,6 +110,7 @@ def lower(
     dtype: DtypeOpt = None,
     lower_for: LowerForOpt = "auto",
     chip_kind: ChipKindOpt = None,
+    kwargs: KwargOpt = None,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -130,7 +133,7 @@ def lower(
         return run_lower(problem_request(
             got["reference"], got["candidate"], entry, "kernel-authored", parse_overrides(overrides or []), None,
             got["dtype"], "floor", reference_entry=reference_entry, phase_budget=phase_budget, lower_for=lower_for,
-            chip_kind=got["chip_kind"],
+            chip_kind=got["chip_kind"], kwargs=kwargs,
         ))
 
     run_report(as_json, output, produce, advisories_ok)
@@ -154,6 +157,7 @@ def fit(
     dtype: DtypeOpt = None,
     lower_for: LowerForOpt = "auto",
     chip_kind: ChipKindOpt = None,
+    kwargs: KwargOpt = None,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -177,8 +181,69 @@ def fit(
         return run_fit(problem_request(
             got["reference"], got["candidate"], entry, "kernel-authored", parse_overrides(overrides or []), None,
             got["dtype"], "floor", reference_entry=reference_entry, phase_budget=phase_budget, lower_for=lower_for,
-            chip_kind=got["chip_kind"],
+            chip_kind=got["chip_kind"], kwargs=kwargs,
         ), parsed)
+
+    run_report(as_json, output, produce, advisories_ok)
+
+
+@app.command()
+def sweep(
+    grid: Annotated[
+        Optional[list[str]],
+        typer.Option("--grid", metavar="NAME=V1,V2,...",
+                     help="A keyword argument of the candidate's entry and its values, e.g. --grid block_rows=8,16,32 "
+                     "(repeatable: every combination is a point)."),
+    ] = None,
+    reference: FamilyReferenceOpt = None,
+    candidate: FamilyCandidateOpt = None,
+    family: FamilyOpt = None,
+    entry: EntryOpt = "workload",
+    reference_entry: RefEntryOpt = "workload",
+    phase_budget: PhaseBudgetOpt = PHASE_BUDGET_S,
+    klass: OptionalClassOpt = None,
+    overrides: SetOpt = None,
+    seed: SeedOpt = None,
+    dtype: DtypeOpt = None,
+    parity_spec: OptionalParityOpt = None,
+    lower_for: LowerForOpt = "auto",
+    chip_kind: ChipKindOpt = None,
+    kwargs: KwargOpt = None,
+    budget: Annotated[float, typer.Option("--budget", help="Timing budget in seconds for each point that passes its "
+                                          "gate (kgate measure's --budget).")] = 10.0,
+    time_interpreted: TimeInterpretedOpt = False,
+    advisories_ok: AdvisoriesOkOpt = False,
+    as_json: JsonOpt = False,
+    output: OutOpt = None,
+) -> None:
+    """A parity-gated sweep over the candidate's keyword arguments: gate every point, time those that pass.
+
+    Each combination of the --grid values (over any --kwarg) is passed to the candidate's
+    entry as keyword arguments. Each point first runs `kgate gate` (parity at TINY or --set,
+    the firing audit, and the lowering for its device with the VMEM fit when --chip-kind
+    names the chip); a point that fails or crashes is a row with its reason and is never
+    timed. Each point that passes is co-measured against the reference in a fresh `kgate
+    measure` process at the op-point (CONFIG with --set). The best timed point is reported
+    with its interval, and whether the interval clears the runner-up's. A kernel that runs
+    in an interpreter (Pallas on a CPU) is not timed unless --time-interpreted asks, and
+    interpreter timings never name a best point. The sweep FAILs only when no point passes.
+    """
+    from kgate.gates.fit import parse_grid
+    from kgate.verify.sweep import SweepTiming, run_sweep
+
+    def produce():  # -> Report
+        parsed = parse_grid(grid or [])
+        got = settings(family, reference=reference, candidate=candidate, klass=klass, dtype=dtype, parity=parity_spec,
+                       chip_kind=chip_kind)
+        request = problem_request(
+            got["reference"], got["candidate"], entry, got["klass"], parse_overrides(overrides or []), seed,
+            got["dtype"], got["parity"], reference_entry=reference_entry, phase_budget=phase_budget,
+            lower_for=lower_for, chip_kind=got["chip_kind"], kwargs=kwargs,
+        )
+        if budget <= 0:
+            raise KgateError(f"--budget {budget:g} is not a time budget.", "give seconds per point, e.g. --budget 10.")
+        return run_sweep(request, parsed, SweepTiming(budget, time_interpreted),
+                         say=lambda line: typer.echo(line, err=True))
 
     run_report(as_json, output, produce, advisories_ok)
 
@@ -195,6 +260,7 @@ def parity(
     seed: SeedOpt = None,
     dtype: DtypeOpt = None,
     parity_spec: OptionalParityOpt = None,
+    kwargs: KwargOpt = None,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -214,7 +280,7 @@ def parity(
                        dtype=dtype, parity=parity_spec)
         return run_parity(problem_request(got["reference"], got["candidate"], entry, "kernel-authored", got["overrides"],
                                           seed, got["dtype"], got["parity"], reference_entry=reference_entry,
-                                          phase_budget=phase_budget))
+                                          phase_budget=phase_budget, kwargs=kwargs))
 
     run_report(as_json, output, produce, advisories_ok)
 
@@ -286,6 +352,7 @@ def measure(
     per_round: PerRoundOpt = 0,
     sessions: SessionsOpt = 3,
     time_interpreted: TimeInterpretedOpt = False,
+    kwargs: KwargOpt = None,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -302,6 +369,7 @@ def measure(
     capped and labelled interpreted, and they never back a verdict.
     """
     from kgate.gates.bar import parse_bar
+    from kgate.problem.module import parse_kwargs
     from kgate.verify.measure import MeasureRequest, run_measure
 
     def produce():  # -> Report
@@ -326,6 +394,7 @@ def measure(
             per_round=per_round,
             sessions=sessions,
             time_interpreted=time_interpreted,
+            kwargs=parse_kwargs(kwargs or []),
         )
 
     run_report(as_json, output, produce, advisories_ok)

@@ -91,6 +91,12 @@ SetOpt = Annotated[
     Optional[list[str]],
     typer.Option("--set", help="Op-point override KEY=VALUE applied to CONFIG before inputs are made (repeatable)."),
 ]
+KwargOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--kwarg", metavar="NAME=VALUE",
+                 help="A keyword argument the candidate's entry is called with, e.g. --kwarg block_rows=16 (a Python "
+                 "literal; repeatable): one point of a sweep, checked alone."),
+]
 SeedOpt = Annotated[Optional[list[int]], typer.Option("--seed", help="Probe seed (repeatable). Default: 42 and 43.")]
 DtypeOpt = Annotated[
     Optional[str], typer.Option("--dtype", help="Graded dtype passed to create_inputs(dtype=...), e.g. bfloat16.")
@@ -164,6 +170,8 @@ EXIT_CODES = {
     "gate": _CHECK_CODES,
     "lower": _CHECK_CODES + " Nothing lowered (a platform this machine cannot lower for) is a FAIL.",
     "fit": _CHECK_CODES + " A point that does not fit is an advisory (exit 1); no point fitting is a FAIL.",
+    "sweep": _CHECK_CODES + " A point that fails its gate, and a best point not told apart from the runner-up, "
+    "are advisories (exit 1); no point passing its gate is a FAIL.",
     "parity": _CHECK_CODES,
     "measure": _CHECK_CODES + " A bar that is not MET is a FAIL.",
     "calibrate": _CHECK_CODES + " A biased rig (the A/A interval excludes 1.0) is a FAIL.",
@@ -269,8 +277,10 @@ def problem_request(
     phase_budget: float = PHASE_BUDGET_S,
     lower_for: str = "auto",
     chip_kind: str | None = None,
+    kwargs: list[str] | None = None,
 ):  # -> CheckRequest
     from kgate.gates.parity import ParitySpec
+    from kgate.problem.module import parse_kwargs
     from kgate.verify import CheckRequest
 
     return CheckRequest(
@@ -285,6 +295,7 @@ def problem_request(
         overrides=dict(overrides),
         parity_spec=ParitySpec.parse(parity_spec),
         firing_spec=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share, lower_for, chip_kind),
+        kwargs=parse_kwargs(kwargs or []),
     )
 
 

@@ -9,7 +9,6 @@ is a row with its reason; the command fails only when no point fits.
 
 from __future__ import annotations
 
-import ast
 import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,6 +17,7 @@ from kgate.backends.base import LoweredProgram
 from kgate.errors import KgateError
 from kgate.gates import lowering
 from kgate.gates.common import Check, GateResult
+from kgate.problem.oppoint import literal
 
 MAX_POINTS = 256
 
@@ -34,12 +34,7 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
                              "write it as --grid block_rows=8,16,32 (one keyword argument per --grid).")
         if name in grid:
             raise KgateError(f"--grid names {name!r} twice.", f"give all of {name}'s values in one --grid.")
-        parsed = []
-        for value in values:
-            try:
-                parsed.append(ast.literal_eval(value))
-            except (ValueError, SyntaxError):
-                parsed.append(value)
+        parsed = [literal(value) for value in values]
         if len({repr(v) for v in parsed}) != len(parsed):
             raise KgateError(f"--grid {item!r} repeats a value.", "give each value once.")
         grid[name] = parsed

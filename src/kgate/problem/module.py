@@ -7,7 +7,9 @@ is applied to its CONFIG, and only then is the candidate imported.
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -15,12 +17,12 @@ import sys
 import traceback
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from kgate.errors import KgateError, describe
-from kgate.problem.oppoint import OpPoint, config_keys_read, resolve_op_point
+from kgate.problem.oppoint import OpPoint, config_keys_read, literal, resolve_op_point
 from kgate.problem.snapshot import ModuleSnapshot, snapshot_module
 
 Role = Literal["reference", "candidate"]
@@ -40,6 +42,7 @@ class ProblemModule:
     # some suites mark it. Decided once at load, for the reference only, and passed to the
     # backend explicitly: nothing a candidate sets on a function is ever read.
     eager: bool = False
+    kwargs: Mapping[str, Any] | None = None  # keyword arguments `entry` is bound with (a sweep's point)
 
     @property
     def config(self) -> dict[str, Any] | None:
@@ -69,7 +72,7 @@ class ProblemModule:
 
     def to_json(self) -> dict[str, Any]:
         return {"path": str(self.path), "sha256": self.sha256, "entry": self.entry_name,
-                **({"eager": True} if self.eager else {})}
+                **({"eager": True} if self.eager else {}), **({"kwargs": dict(self.kwargs)} if self.kwargs else {})}
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,60 @@ def _load(path: Path, role: Role, name: str, entry: str) -> ProblemModule:
     fn = _bind_entry(module, path, role, entry)
     eager = role == "reference" and bool(vars(module).get("_skip_jit") is True or getattr(fn, "_skip_jit", False) is True)
     return ProblemModule(role, path, module, entry, fn, file_sha256(path), eager)
+
+
+def takes_keywords(entry: Callable[..., Any], name: str, keywords: Sequence[str], flag: str = "--grid") -> None:
+    """Refuse keyword arguments the candidate's entry does not take (`flag`: the option that named them)."""
+    try:
+        params = inspect.signature(entry).parameters
+    except (TypeError, ValueError):
+        return  # a callable whose signature Python cannot read: its call will say
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    takes = [n for n, p in params.items() if p.kind in (inspect.Parameter.KEYWORD_ONLY,
+                                                         inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    missing = [k for k in keywords if k not in params]
+    if missing:
+        example = f"{flag} {takes[-1] if takes else 'block_rows'}=..."
+        raise KgateError(
+            f"the candidate's {name} takes no keyword argument {', '.join(repr(k) for k in missing)} "
+            f"(it takes {', '.join(takes) or 'none'}).",
+            f"use keyword arguments {name} takes, e.g. {example}; or give {name} that keyword (with its default) "
+            "so kgate can set it.",
+        )
+
+
+def parse_kwargs(items: Sequence[str]) -> dict[str, Any]:
+    """`--kwarg NAME=VALUE` (a Python literal; a bare word is a string) into {name: value}."""
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        name, raw = name.strip(), raw.strip()
+        if not sep or not name.isidentifier() or not raw:
+            raise KgateError(f"--kwarg {item!r} is not of the form NAME=VALUE.",
+                             "write it as --kwarg block_rows=16 (one keyword argument per --kwarg).")
+        if name in out:
+            raise KgateError(f"--kwarg names {name!r} twice.", f"give {name} once.")
+        out[name] = literal(raw)
+    return out
+
+
+def kwargs_to_wire(kwargs: Mapping[str, Any] | None) -> dict[str, str]:
+    """Keyword arguments as text a leg's JSON request carries exactly (a tuple stays a tuple)."""
+    return {k: repr(v) for k, v in (kwargs or {}).items()}
+
+
+def kwargs_from_wire(wire: Mapping[str, str] | None) -> dict[str, Any]:
+    return {k: ast.literal_eval(v) for k, v in (wire or {}).items()}
+
+
+def bind_keywords(candidate: ProblemModule, kwargs: Mapping[str, Any] | None) -> ProblemModule:
+    """The candidate with its entry bound to `kwargs` (a sweep's point, `--kwarg`): refused
+    when the entry does not take them."""
+    if not kwargs:
+        return candidate
+    takes_keywords(candidate.entry, candidate.entry_name, list(kwargs), "--kwarg")
+    return replace(candidate, entry=functools.partial(candidate.entry, **kwargs), kwargs=dict(kwargs))
 
 
 def _candidate_module_name(candidate: Path, reference_name: str) -> str:
@@ -233,8 +290,11 @@ def load_pair(
     use_tiny: bool = False,
     watch: Sequence[types.ModuleType] = (),
     reference_entry: str = "workload",
+    kwargs: Mapping[str, Any] | None = None,
 ) -> Iterator[LoadedPair]:
     """Load reference then candidate in protocol order; the modules stay importable inside.
+
+    `kwargs`: keyword arguments the candidate's entry is bound with (`bind_keywords`).
 
     `watch`: more modules (kgate's own clocks and statistics, say) whose bindings the
     candidate's import must not change; their changes are reported with the reference's.
@@ -254,7 +314,7 @@ def load_pair(
             reference.config.update(updates)
         before: ModuleSnapshot = snapshot_module(reference.module)
         watched = [snapshot_module(module) for module in watch]
-        candidate = _load(cand_path, "candidate", cand_name, entry)
+        candidate = bind_keywords(_load(cand_path, "candidate", cand_name, entry), kwargs)
         if candidate.config is not None and candidate.config is not reference.config:
             # A candidate carrying its own copy of CONFIG shrinks with the reference.
             candidate.config.update({k: v for k, v in updates.items() if k in candidate.config})

@@ -34,13 +34,17 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
                 f"--set {item!r} is not of the form key=value.",
                 "write it as --set seq_len=128 (one key per --set).",
             )
-        raw = raw.strip()
-        try:
-            value = ast.literal_eval(raw)
-        except (ValueError, SyntaxError):
-            value = raw  # a bare word is a string, e.g. --set mode=causal
-        parsed[key] = value
+        parsed[key] = literal(raw.strip())
     return parsed
+
+
+def literal(raw: str) -> Any:
+    """A Python literal from the command line (int, float, bool, tuple, ...); a bare word is a
+    string, e.g. --set mode=causal."""
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return raw
 
 
 def _compatible(old: Any, new: Any) -> bool:

@@ -22,6 +22,7 @@ from typing import Any
 
 from kgate.backends import ProgramFacts, wire
 from kgate.backends.base import floating_dtypes
+from kgate.problem.module import kwargs_to_wire
 from kgate.problem.oppoint import shown
 from kgate.backends.base import Ablation, LoweredProgram, count_moved
 from kgate.clock import draw_seed
@@ -58,6 +59,7 @@ class CheckRequest:
     overrides: Mapping[str, Any] = field(default_factory=dict)
     parity_spec: ParitySpec = ParitySpec("floor")
     firing_spec: FiringSpec = FiringSpec()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)  # the candidate's entry bound with these (--kwarg)
 
     def __post_init__(self) -> None:
         firing.parse_classes(self.klass)
@@ -86,6 +88,7 @@ def run_probe_legs(
         "entry": request.entry,
         "reference_entry": request.reference_entry,
         "overrides": dict(request.overrides),
+        "kwargs": kwargs_to_wire(request.kwargs),
         "use_tiny": use_tiny,
         "dtype": request.dtype,
     }
@@ -313,7 +316,7 @@ def run_shape_leg(kind: str, request: CheckRequest, extra: Mapping[str, Any]) ->
         result = spawn.run(kind, {
             "reference": str(Path(request.reference).resolve()), "candidate": str(Path(request.candidate).resolve()),
             "entry": request.entry, "reference_entry": request.reference_entry, "overrides": dict(request.overrides),
-            "dtype": request.dtype, "lower_for": request.firing_spec.lower_for,
+            "kwargs": kwargs_to_wire(request.kwargs), "dtype": request.dtype, "lower_for": request.firing_spec.lower_for,
             "chip_kind": request.firing_spec.chip_kind, **extra,
         }, Path(folder), beats=True, phase_budget_s=request.phase_budget_s)
     if result.get("status") == "ERROR":

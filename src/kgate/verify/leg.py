@@ -82,13 +82,11 @@ def _inputs(req: dict[str, Any]) -> dict[str, Any]:
 def _coverage(req: dict[str, Any]) -> dict[str, Any]:
     from kgate.backends import get_backend
     from kgate.gates import coverage
-    from kgate.problem import load_pair
 
     backend = get_backend("jax")
     maps = coverage.parse_spec(req["spec"])
     results, errors = [], []
-    with load_pair(req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"],
-                   reference_entry=req.get("reference_entry", "workload")) as pair:
+    with _load_pair(req) as pair:
         inputs, _ = backend.create_inputs(pair.reference, req["seeds"][0], req["dtype"])
         base = backend.run(pair.candidate.entry, inputs)
         for m in maps:
@@ -113,13 +111,11 @@ def _coverage(req: dict[str, Any]) -> dict[str, Any]:
 
 def _capture(req: dict[str, Any]) -> dict[str, Any]:
     from kgate.backends import get_backend
-    from kgate.problem import load_pair
 
     folder = Path(req["artifacts"])
     try:
         backend = get_backend("jax")
-        with load_pair(req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"],
-                       reference_entry=req.get("reference_entry", "workload")) as pair:
+        with _load_pair(req) as pair:
             inputs, _ = backend.create_inputs(pair.reference, req["seeds"][0], req["dtype"])
             files = backend.capture(pair.candidate.entry, inputs, folder)
     except KgateError:
@@ -131,7 +127,6 @@ def _capture(req: dict[str, Any]) -> dict[str, Any]:
 
 def _lower(req: dict[str, Any]) -> dict[str, Any]:
     from kgate.backends import get_backend
-    from kgate.problem import load_pair
     from kgate.verify.probes import lowered_programs
     from kgate.verify.spawn import beat
     from kgate.verify.watch import Watch
@@ -139,8 +134,7 @@ def _lower(req: dict[str, Any]) -> dict[str, Any]:
     beat("phase importing the candidate")
     backend = get_backend("jax")
     watch = Watch(backend)
-    with load_pair(req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"],
-                   use_tiny=req["use_tiny"], reference_entry=req.get("reference_entry", "workload")) as pair:
+    with _load_pair(req, use_tiny=req["use_tiny"]) as pair:
         watch.check("at import")
         beat("phase lowering the candidate for its device")
         programs = lowered_programs(backend, pair, _op_point_shapes(backend, pair, req), req)
@@ -170,7 +164,7 @@ def _fit(req: dict[str, Any]) -> dict[str, Any]:
 
     from kgate.backends import get_backend
     from kgate.gates.fit import label
-    from kgate.problem import load_pair
+    from kgate.problem.module import takes_keywords
     from kgate.verify.probes import target_platform
     from kgate.verify.spawn import beat
     from kgate.verify.watch import Watch
@@ -178,10 +172,9 @@ def _fit(req: dict[str, Any]) -> dict[str, Any]:
     beat("phase importing the candidate")
     backend = get_backend("jax")
     watch = Watch(backend)
-    with load_pair(req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"],
-                   reference_entry=req.get("reference_entry", "workload")) as pair:
+    with _load_pair(req) as pair:
         watch.check("at import")
-        _takes_keywords(pair.candidate.entry, req["entry"], list(req["points"][0]))
+        takes_keywords(pair.candidate.entry, req["entry"], list(req["points"][0]))
         shapes = _op_point_shapes(backend, pair, req)
         platform = target_platform(backend, functools.partial(pair.candidate.entry, **req["points"][0]), shapes, req)
         programs = []
@@ -195,26 +188,14 @@ def _fit(req: dict[str, Any]) -> dict[str, Any]:
                 "op_point": pair.op_point.to_json()}
 
 
-def _takes_keywords(entry: Any, name: str, keywords: list[str]) -> None:
-    """Refuse a grid naming a keyword argument the candidate's entry does not take."""
-    import inspect
+def _load_pair(req: dict[str, Any], **extra: Any) -> Any:
+    """The pair a leg's request names: its op-point, entries, and the candidate's keyword arguments."""
+    from kgate.problem import load_pair
+    from kgate.problem.module import kwargs_from_wire
 
-    try:
-        params = inspect.signature(entry).parameters
-    except (TypeError, ValueError):
-        return  # a callable whose signature Python cannot read: its call will say
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return
-    takes = [n for n, p in params.items() if p.kind in (inspect.Parameter.KEYWORD_ONLY,
-                                                         inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    missing = [k for k in keywords if k not in params]
-    if missing:
-        raise KgateError(
-            f"the candidate's {name} takes no keyword argument {', '.join(repr(k) for k in missing)} "
-            f"(it takes {', '.join(takes) or 'none'}).",
-            f"vary keyword arguments {name} takes, e.g. --grid {takes[-1] if takes else 'block_rows'}=...; or give "
-            f"{name} that keyword (with its default) so the grid can set it.",
-        )
+    return load_pair(req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"],
+                     reference_entry=req.get("reference_entry", "workload"), kwargs=kwargs_from_wire(req.get("kwargs")),
+                     **extra)
 
 
 def _full_op_point(op_point: Any, overrides: dict[str, Any]) -> dict[str, Any]:

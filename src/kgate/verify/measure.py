@@ -66,6 +66,7 @@ class MeasureRequest:
     inputs_file_sha256: str | None = None
     order_seed: int | None = None
     time_interpreted: bool = False  # time a kernel that runs in an interpreter (capped, labelled); default: skip
+    kwargs: Mapping[str, Any] = field(default_factory=dict)  # the candidate's entry bound with these (--kwarg)
 
     def __post_init__(self) -> None:
         if self.sessions < 2:
@@ -376,7 +377,7 @@ def _measure(
     threads_before_import = census.census()
     with load_pair(
         request.reference, request.candidate, entry=request.entry, overrides=request.overrides, watch=[stats, kclock],
-        reference_entry=request.reference_entry,
+        reference_entry=request.reference_entry, kwargs=request.kwargs,
     ) as pair:
         watch.check("at import")
         beat("phase making inputs")

@@ -62,6 +62,8 @@ class Report:
             "firing audit.",
             "fit": "the points that fit can be compiled on the device: check each one's parity with `kgate gate` "
             "before timing it.",
+            "sweep": "swept: check the point you keep alone (`kgate gate --kwarg NAME=VALUE`) and verify it; only "
+            "device timings in a verify receipt can back a verdict.",
             "parity": "parity passed: this candidate is correct on the probed seeds and op-point.",
             "measure": "measured: read the interval, not the point estimate; only device timings in a verify "
             "receipt can back a verdict.",

@@ -1,0 +1,110 @@
+"""`kgate sweep`: a grid of the candidate's keyword arguments, each point through the
+early-kill gate, only the points that pass it timed; and `--kwarg`, one point alone."""
+
+import json
+
+import pytest
+
+from conftest import EXAMPLES, kgate
+from kgate.errors import KgateError
+from kgate.gates.sweep import PointOutcome, evaluate
+from kgate.problem.module import kwargs_from_wire, kwargs_to_wire, parse_kwargs
+
+
+def timed(point, estimate, low, high, **kw):
+    return PointOutcome(point, "PASS", speedup={"estimate": estimate, "low": low, "high": high}, **kw)
+
+
+def checks(result):
+    return {c.name: c for c in result.checks}
+
+
+def test_the_best_point_is_told_apart_only_when_its_interval_clears_the_runner_up():
+    clear = checks(evaluate([timed({"b": 8}, 1.2, 1.1, 1.3), timed({"b": 16}, 1.5, 1.4, 1.6)]))
+    assert clear["best"].status == "PASS" and "best point b=16: 1.5x [1.4, 1.6]" in clear["best"].detail
+    assert "told apart from the runner-up b=8" in clear["best"].detail
+    close = checks(evaluate([timed({"b": 8}, 1.2, 1.0, 1.45), timed({"b": 16}, 1.3, 1.1, 1.5)]))
+    assert close["best"].status == "ADVISORY" and "the intervals overlap" in close["best"].detail
+    alone = checks(evaluate([timed({"b": 8}, 1.2, 1.1, 1.3)]))
+    assert alone["best"].status == "PASS" and "the only point timed" in alone["best"].detail
+
+
+def test_a_point_that_failed_its_gate_is_never_the_best_and_never_timed():
+    # a failing point that somehow carries a speedup (a fast wrong kernel) is still only a row
+    wrong_but_fast = PointOutcome({"b": 4}, "FAIL", "parity (3 checks FAIL): ...",
+                                  speedup={"estimate": 9.0, "low": 8.0, "high": 10.0})
+    result = evaluate([wrong_but_fast, timed({"b": 8}, 1.1, 1.0, 1.2)])
+    found = checks(result)
+    assert found["b=4"].status == "ADVISORY" and "gate FAIL" in found["b=4"].detail and "not timed" in found["b=4"].detail
+    assert "best point b=8" in found["best"].detail
+    assert result.status == "PASS"
+
+
+def test_no_passing_point_fails_the_sweep_and_interpreter_timings_name_no_best():
+    none = evaluate([PointOutcome({"b": 4}, "FAIL", "lowering"), PointOutcome({"b": 2}, "ANOMALY", "integrity")])
+    assert none.status == "FAIL" and checks(none)["some_point_passes"].fix
+    interpreted = checks(evaluate([timed({"b": 8}, 3.0, 2.5, 3.5, interpreted=True), timed({"b": 16}, 1.0, 0.9, 1.1)]))
+    assert interpreted["best"].status == "ADVISORY" and "interpreter timings" in interpreted["best"].detail
+    untimed = checks(evaluate([PointOutcome({"b": 8}, "PASS", not_timed="a kernel runs in an interpreter here")]))
+    assert untimed["best"].status == "ADVISORY" and "no point was timed" in untimed["best"].detail
+
+
+def test_kwargs_parse_as_literals_and_cross_to_a_leg_unchanged():
+    parsed = parse_kwargs(["block_rows=16", "block=(8, 128)", "mode=causal", "scale=0.5"])
+    assert parsed == {"block_rows": 16, "block": (8, 128), "mode": "causal", "scale": 0.5}
+    assert kwargs_from_wire(json.loads(json.dumps(kwargs_to_wire(parsed)))) == parsed  # a tuple stays a tuple
+    for bad in (["block_rows"], ["1x=2"], ["b=1", "b=2"], ["b="]):
+        with pytest.raises(KgateError):
+            parse_kwargs(bad)
+
+
+def test_a_kwarg_the_entry_does_not_take_is_refused_with_what_it_takes(tmp_path):
+    proc = kgate(EXAMPLES, "gate", "-r", "rmsnorm/reference.py", "-c", "rmsnorm/pallas.py", "--kwarg", "blk=16", "--json")
+    assert proc.returncode == 2
+    error = json.loads(proc.stdout)["error"]
+    assert "takes no keyword argument 'blk'" in error["problem"] and "block_rows" in error["problem"]
+
+
+def test_a_sweep_gates_every_point_and_never_times_a_failing_one():
+    # 6 points: block_rows=4 breaks the TPU's tiling (lowering FAIL, interpret parity right);
+    # sub_rows=12 leaves rows unwritten where it does not divide block_rows (parity FAIL).
+    proc = kgate(EXAMPLES, "sweep", "-r", "rmsnorm/reference.py", "-c", "rmsnorm/pallas_tiles.py",
+                 "--grid", "block_rows=4,16,32", "--grid", "sub_rows=16,12", "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["status"] == "PASS", proc.stderr[-2000:]  # advisories: the failing points
+    rows = {p["label"]: p for p in report["gates"]["sweep"]["points"]}
+    assert len(rows) == 6
+    for label in ("block_rows=4,sub_rows=16", "block_rows=4,sub_rows=12"):
+        assert rows[label]["gate"] == "FAIL" and rows[label]["reason"].startswith("lowering")
+        assert "parity" not in rows[label]["reason"]  # right in the interpreter: only the lowering sees it
+    assert rows["block_rows=16,sub_rows=12"]["gate"] == "FAIL" and "parity" in rows["block_rows=16,sub_rows=12"]["reason"]
+    assert rows["block_rows=32,sub_rows=12"]["gate"] == "FAIL"  # right at TINY's 16 rows; the odd shape sees it
+    for label in ("block_rows=16,sub_rows=16", "block_rows=32,sub_rows=16"):
+        assert rows[label]["gate"] == "PASS" and "interpreter" in rows[label]["not_timed"]
+    assert all("speedup" not in row for row in rows.values())  # interpreted here: nothing timed
+    found = {c["name"]: c for c in report["gates"]["sweep"]["checks"]}
+    assert found["best"]["status"] == "ADVISORY" and "no point was timed" in found["best"]["detail"]
+    assert "sweep: point 6/6" in proc.stderr  # progress, on stderr only
+
+
+def test_a_sweep_times_the_points_that_pass_and_names_the_best_with_its_interval():
+    proc = kgate(EXAMPLES, "sweep", "-r", "rmsnorm/reference.py", "-c", "rmsnorm/xla_rewrite_chunks.py",
+                 "--class", "xla-rewrite", "--grid", "chunks=1,3,8", "--budget", "2", "--json")
+    report = json.loads(proc.stdout)
+    assert report["status"] == "PASS", proc.stderr[-2000:]
+    rows = {p["label"]: p for p in report["gates"]["sweep"]["points"]}
+    assert rows["chunks=3"]["gate"] == "FAIL" and "does not divide the row" in rows["chunks=3"]["reason"]
+    assert "speedup" not in rows["chunks=3"]
+    for label in ("chunks=1", "chunks=8"):
+        interval = rows[label]["speedup"]
+        assert interval["low"] <= interval["estimate"] <= interval["high"]
+    best = {c["name"]: c for c in report["gates"]["sweep"]["checks"]}["best"]
+    assert best["detail"].startswith("best point chunks=") and ("told apart" in best["detail"])
+
+
+def test_a_sweep_without_a_grid_or_with_a_bad_budget_is_bad_input():
+    proc = kgate(EXAMPLES, "sweep", "-r", "rmsnorm/reference.py", "-c", "rmsnorm/pallas_tiles.py")
+    assert proc.returncode == 2 and "no --grid given" in proc.stderr
+    proc = kgate(EXAMPLES, "sweep", "-r", "rmsnorm/reference.py", "-c", "rmsnorm/pallas_tiles.py",
+                 "--grid", "block_rows=8", "--budget", "0")
+    assert proc.returncode == 2 and "--budget 0 is not a time budget" in proc.stderr
