@@ -798,6 +798,16 @@ class JaxBackend:
             return str(info.chip_version), int(info.vmem_capacity_bytes)
         return "", None
 
+    def tpu_peaks(self) -> tuple[float, float, str] | None:
+        """This machine's TPU: its fastest floating-point rate and HBM bandwidth per device (jax's
+        own table, per TensorCore, times the device's cores); None off a TPU."""
+        if self.platform != "tpu":
+            return None
+        info = pltpu.get_tpu_info()
+        cores = max(int(info.num_cores), 1)
+        flops = max(float(info.bf16_ops_per_second), float(info.fp8_ops_per_second)) * cores
+        return flops, float(info.mem_bw_bytes_per_second) * cores, f"jax's TPU table for {info.chip_version}"
+
     def lower_for(self, fn: Callable[..., Any], inputs: Sequence[Any], platform: str, op_point: str,
                   chip: str | None = None) -> LoweredProgram:
         """`fn` lowered for `platform` as a host of that device would lower it, from the

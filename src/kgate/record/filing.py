@@ -132,13 +132,23 @@ def _results_row(ex: Experiment, page: Page, decision: Decision, data: dict[str,
         "exp_id": ex.exp, "date": dt.date.today().isoformat(),
         "p50_ms": f"{p50:.6g}{mark}" if isinstance(p50, (int, float)) else "—",
         "speedup": f"{sp:.4f}{mark}" if isinstance(sp, (int, float)) else "—",
-        "tflops": "—", "roofline_util": "—",  # kgate does not measure them; never filled in by hand
+        # from the receipt's roofline (the reference's declared get_flops / get_bytes and the device's peaks);
+        # never filled in by hand, and never from interpreter timings (measure computes none for them)
+        **_roofline_cells(timing.get("roofline", {}).get("legs", {}).get("candidate", {})),
         "parity": str(data.get("gates", {}).get("parity", {}).get("status", "—")),
         "class": str(page.front.get("intervention_class")), "activity": str(page.front.get("activity")),
         "status": decision.verdict,
         "description": first_sentence + (" (interpreted timings)" if data.get("interpreted", True) else ""),
     }
     return {k: " ".join(str(v).split()) for k, v in row.items()}
+
+
+def _roofline_cells(leg: dict[str, Any]) -> dict[str, str]:
+    def cell(key: str, digits: int) -> str:
+        value = leg.get(key)
+        return f"{value:.{digits}g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "—"
+
+    return {"tflops": cell("tflops", 4), "roofline_util": cell("roofline_util", 3)}
 
 
 def _fileable(ws: Any, slug: str, exp: str) -> tuple[Experiment, Page]:

@@ -11,6 +11,7 @@ bound at import, before any candidate code existed.
 from __future__ import annotations
 
 import math
+import os
 import random
 import threading
 import time
@@ -25,7 +26,7 @@ from kgate import clock as kclock
 from kgate.backends import HostTree, get_backend
 from kgate.backends.base import floating_dtypes
 from kgate.errors import KgateError, describe
-from kgate.gates import stats
+from kgate.gates import roofline, stats
 from kgate.gates.bar import Bar, evaluate_bar, interval_decision
 from kgate.gates.common import Check, GateResult
 from kgate.gates.parity import timed_agreement
@@ -513,6 +514,11 @@ def _measure(
             samples, stop_reason, interpreted, k, LegPair("reference", "candidate"), per_call_s, flush_text, looks,
             request.sessions, min(request.min_rounds, max_rounds), budget, max_rounds,
         )
+        physical, roofline_numbers = _roofline(pair, backend, timing) if not interpreted else (None, None)
+        if physical is not None:
+            integrity.append(physical)
+        if roofline_numbers is not None:
+            timing = replace(timing, details={**timing.details, "roofline": roofline_numbers})
         gates = {"integrity": GateResult("integrity", tuple(integrity)), "timing": timing}
         if request.bar is not None:
             gates["bar"] = _bar_gate(request.bar, numbers, interpreted)
@@ -526,6 +532,45 @@ def _measure(
             "wall_s": round(time.perf_counter() - started, 3),
         }
         return Report("measure", gates, context, (EAGER_NOTE,) if pair.reference.eager else ())
+
+
+def _roofline(pair: Any, backend: Any, timing: GateResult) -> tuple[Check | None, dict[str, Any] | None]:
+    """The physical floor for the work the reference declares (get_flops / get_bytes at the
+    op-point): a leg whose median time is below it FAILs integrity. (None, None) when the
+    reference declares no work or nothing was timed."""
+    legs = {leg: timing.details.get(leg, {}).get("p50_ms") for leg in ("reference", "candidate")}
+    if not all(isinstance(v, (int, float)) for v in legs.values()):
+        return None, None
+    declared: dict[str, float] = {}
+    problems = []
+    for name in ("get_flops", "get_bytes"):
+        fn = pair.reference.optional(name)
+        if fn is None:
+            continue
+        try:
+            value = fn()
+        except Exception as exc:
+            problems.append(f"{name}() raised {describe(exc)}")
+            continue
+        problem = roofline.work_problem(name, value)
+        if problem:
+            problems.append(problem)
+        else:
+            declared[name] = float(value)
+    if problems:
+        return Check("physically_possible", "FAIL", "the declared work cannot be used: " + "; ".join(problems),
+                     "make get_flops() and get_bytes() return the op-point's counts (numbers, from CONFIG)."), None
+    if not declared:
+        return None, None
+    device = backend.device()
+    tpu = backend.tpu_peaks()
+    peaks = (roofline.Peaks(*tpu) if tpu else roofline.gpu_peaks(device.kind) if device.platform == "gpu"
+             else roofline.cpu_peaks(os.cpu_count() or 1) if device.platform == "cpu" else None)
+    if peaks is None:
+        return Check("physically_possible", "ADVISORY", f"no peak figures for {device.kind!r}: the physical floor "
+                     "is not checked here"), None
+    work = roofline.Work(declared.get("get_flops"), declared.get("get_bytes"))
+    return roofline.evaluate(work, peaks, {leg: float(ms) / 1e3 for leg, ms in legs.items()})
 
 
 def _power_short_of_bar(bar: Bar, bar_gate: GateResult, power: Mapping[str, Any]) -> Check | None:

@@ -301,6 +301,32 @@ def _rederive_looks(timing: Mapping[str, Any], ref: np.ndarray, cand: np.ndarray
     return problems
 
 
+def rederive_roofline(timing: Mapping[str, Any], integrity: Mapping[str, Any]) -> list[str]:
+    """The roofline's floor, each leg's rates and utilization, and the physically_possible
+    status, from the recorded work, peaks and medians."""
+    from kgate.gates import roofline
+
+    recorded = timing.get("roofline")
+    if recorded is None:
+        return []
+    work = roofline.Work(*(None if recorded["work"].get(k) is None else float(recorded["work"][k])
+                           for k in ("flops", "bytes")))
+    peaks = roofline.Peaks(float(recorded["peaks"]["flops_per_s"]), float(recorded["peaks"]["bytes_per_s"]),
+                           str(recorded["peaks"].get("source", "")))
+    seconds = {leg: float(timing[leg]["p50_ms"]) / 1e3 for leg in recorded["legs"]}
+    check, numbers = roofline.evaluate(work, peaks, seconds)
+    problems = []
+    if not _close(recorded["floor_s"], numbers["floor_s"]):
+        problems.append("timing: the roofline's floor does not follow from the declared work and the peaks")
+    for leg, derived in numbers["legs"].items():
+        if any(not _close(recorded["legs"][leg].get(key), value) for key, value in derived.items()):
+            problems.append(f"timing: the {leg}'s roofline numbers do not follow from its median")
+    said = [c.get("status") for c in integrity.get("checks", []) if str(c.get("name", "")).endswith("physically_possible")]
+    if check.status not in said:  # (verify --mode full records one per measuring process)
+        problems.append(f"integrity: physically_possible recorded {said or 'nowhere'}, the numbers give {check.status}")
+    return problems
+
+
 def rederive(receipt: Mapping[str, Any]) -> list[str]:
     """Every inconsistency between the receipt's numbers and its statuses."""
     gates = receipt.get("gates", {})
@@ -314,6 +340,7 @@ def rederive(receipt: Mapping[str, Any]) -> list[str]:
         try:
             problems += rederive_timing(gates["timing"], gates.get("bar"),
                                         version if _version(version) >= SEQUENTIAL_SINCE else "")
+            problems += rederive_roofline(gates["timing"], gates.get("integrity", {}))
         except (KeyError, IndexError, TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
             problems.append(f"timing: malformed, its numbers cannot be re-derived ({type(exc).__name__}: {exc})")
     for name, gate in gates.items():
