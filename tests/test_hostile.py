@@ -196,6 +196,34 @@ def test_verify_bounds_reported_time_by_its_own_clock_and_the_receipt_is_an_anom
     assert again.returncode == 2 and json.loads(again.stdout)["status"] == "ANOMALY"
 
 
+def test_verify_holds_the_timed_answer_against_the_checked_one(tmp_path):
+    # Right in the checks' process, a cheaper wrong program in the timing one (it reads its command
+    # line): every timed session agrees with the first, so only the comparison across processes sees it.
+    import json
+    import subprocess
+    import sys
+
+    from conftest import EXAMPLES
+
+    receipt = tmp_path / "receipt.json"
+    rms = EXAMPLES / "rmsnorm"
+    proc = subprocess.run(
+        [sys.executable, "-m", "kgate", "verify", "-r", rms / "reference.py", "-c", rms / "bad_wrong_only_when_timed.py",
+         "--class", "xla-rewrite", "--set", "batch=1", "--set", "seq_len=64", "--budget", "1", "--sessions", "2",
+         "--lock-dir", tmp_path, "--receipt", receipt, "--json"],
+        capture_output=True, text=True,
+    )
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 2 and report["status"] == "ANOMALY", proc.stderr[-2000:]
+    checks = {c["name"]: c for c in report["gates"]["integrity"]["checks"]}
+    assert checks["measure.same_answer_as_checked"]["status"] == "FAIL"
+    assert checks["measure.timed_outputs_agree"]["status"] == "PASS"  # consistent with itself while timed
+    assert report["gates"]["parity"]["status"] == "PASS"  # and right while checked
+    again = subprocess.run([sys.executable, "-m", "kgate", "verify-receipt", receipt, "--json", "--no-regenerate"],
+                           capture_output=True, text=True)
+    assert again.returncode == 2 and json.loads(again.stdout)["status"] == "ANOMALY"
+
+
 # -- edge values random probes never hit -------------------------------------------------------
 
 

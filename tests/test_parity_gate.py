@@ -195,7 +195,9 @@ def test_seed_probes_at_one_shape_share_the_largest_floor():
     assert shared.status == "PASS", shared.checks
     out = shared.details["probes"][0]["outputs"][0]
     assert out["floor"]["max_abs"] == pytest.approx(1e-4, rel=1e-3)  # its own floor is still recorded
-    assert out["floor"]["max_abs_used"] == pytest.approx(1e-3, rel=1e-3)
+    other = shared.details["probes"][1]["outputs"][0]["floor"]  # its floor, relative to its largest output
+    assert out["floor"]["max_abs_used"] == pytest.approx(other["max_abs"] / other["scale"] * out["floor"]["scale"])
+    assert out["floor"]["max_abs_used"] == pytest.approx(1e-3, rel=0.3)  # draws of one distribution: alike
     assert out["floor"]["shared_with"] == ["seed1", "seed2"]
     # beyond 5x the shared floor still FAILs
     worse = synthetic(1, 1e-4, 6e-3)
@@ -258,3 +260,45 @@ def test_a_floor_that_is_only_the_outputs_rounding_is_not_shared():
     assert statuses(result)["seed1.error"] == "FAIL"
     floor = result.details["probes"][0]["outputs"][0]["floor"]
     assert floor["max_abs_used"] == floor["max_abs"] <= 0.125 and floor.get("shared_with") is None
+
+
+def test_a_draw_with_larger_values_does_not_loosen_the_others():
+    # Two float32 draws whose values differ 100x, both with a computed floor of ~2.5 ulp: the
+    # shared floor is relative to each draw's largest value, so the small draw's unit stays small.
+    def draw(seed, magnitude, cand_err):
+        rng = np.random.default_rng(seed)
+        oracle = rng.uniform(0.5, 1.0, 256) * magnitude
+        ref = (oracle * (1 + 3e-7 * rng.choice([-1.0, 1.0], 256))).astype(np.float32)
+        return Probe(seed, tree(oracle), tree(ref), tree(oracle), "float64",
+                     tree((oracle + cand_err * magnitude).astype(np.float32)))
+
+    small, large = draw(1, 1.0, 3e-5), draw(2, 100.0, 0.0)  # 100x the small draw's own floor
+    assert statuses(evaluate(ParitySpec("floor", 5), [small, large]))["seed1.error"] == "FAIL"
+
+
+def test_a_genuine_receipt_with_a_probe_the_candidate_raised_on_re_derives():
+    from dataclasses import replace
+
+    from kgate.verify.receipt import rederive_parity
+
+    raised = replace(synthetic(1, 2e-3, 1e-3), candidate=None, candidate_error="ValueError: no")
+    gate = evaluate(ParitySpec("floor", 5), [raised, synthetic(2, 1e-3, 1e-3), synthetic(3, 1e-3, 1e-3)])
+    assert gate.status == "FAIL"  # the probe it raised on
+    assert rederive_parity(gate.to_json()) == []  # and every recorded number still follows
+
+
+def test_a_receipt_cannot_borrow_an_edge_probes_floor_or_invent_a_mean_unit():
+    import copy
+    from dataclasses import replace
+
+    from kgate.verify.receipt import rederive_parity
+
+    edge = replace(synthetic(9, 5e-2, 1e-3), label="edge-big")
+    gate = evaluate(ParitySpec("floor", 5), [synthetic(1, 1e-4, 4e-3), synthetic(2, 1e-3, 1e-3), edge]).to_json()
+    assert rederive_parity(gate) == []
+    borrowed = copy.deepcopy(gate)
+    borrowed["probes"][0]["outputs"][0]["floor"]["shared_with"].append("edge-big")
+    assert any("not a seed probe" in p for p in rederive_parity(borrowed))
+    loose = copy.deepcopy(gate)
+    loose["probes"][0]["outputs"][0]["floor"]["mean_abs_used"] = 1.0
+    assert any("mean-abs unit used" in p for p in rederive_parity(loose))

@@ -89,7 +89,7 @@ def test_a_sweep_gates_every_point_and_never_times_a_failing_one():
 
 def test_a_sweep_times_the_points_that_pass_and_names_the_best_with_its_interval():
     proc = kgate(EXAMPLES, "sweep", "-r", "rmsnorm/reference.py", "-c", "rmsnorm/xla_rewrite_chunks.py",
-                 "--class", "xla-rewrite", "--grid", "chunks=1,3,8", "--budget", "2", "--json")
+                 "--class", "xla-rewrite", "--grid", "chunks=1,3,8", "--budget", "2", "--set", "seq_len=64", "--json")
     report = json.loads(proc.stdout)
     assert report["status"] == "PASS", proc.stderr[-2000:]
     rows = {p["label"]: p for p in report["gates"]["sweep"]["points"]}
@@ -100,11 +100,49 @@ def test_a_sweep_times_the_points_that_pass_and_names_the_best_with_its_interval
         assert interval["low"] <= interval["estimate"] <= interval["high"]
     best = {c["name"]: c for c in report["gates"]["sweep"]["checks"]}["best"]
     assert best["detail"].startswith("best point chunks=") and ("told apart" in best["detail"])
+    assert report["timed_op_point"]["values"]["seq_len"] == 64  # verified and timed where it was gated
+    assert "kgate verify at the op-point" in proc.stderr
 
 
-def test_a_sweep_without_a_grid_or_with_a_bad_budget_is_bad_input():
+def test_a_point_right_at_the_gate_and_wrong_where_it_is_timed_is_never_timed_or_best(tmp_path):
+    # The bundled RMSNorm problem with a small op-point (64 rows; TINY 16). mode=1 is right at the
+    # gate's shapes (16 and 17 rows) and wrong from 32 rows on: verify at the op-point catches it.
+    # mode=2 is wrong only in the process that times it: the timed answer is held against the
+    # checked one. Neither is timed; mode=0, honest, is the best.
+    source = (EXAMPLES / "rmsnorm" / "reference.py").read_text()
+    (tmp_path / "reference.py").write_text(source.replace('"batch": 4, "seq_len": 512', '"batch": 1, "seq_len": 64'))
+    (tmp_path / "xla_rewrite.py").write_text((EXAMPLES / "rmsnorm" / "xla_rewrite.py").read_text())
+    (tmp_path / "tricky.py").write_text(
+        "import sys\nimport jax.numpy as jnp\nfrom xla_rewrite import workload as honest\n"
+        "TIMED = 'measure' in sys.argv\n"
+        "def workload(x, w, *, mode=0):\n"
+        "    if (mode == 1 and x.shape[1] >= 32) or (mode == 2 and TIMED):\n"
+        "        return (x.astype(jnp.float32) * w.astype(jnp.float32)).astype(x.dtype)\n"
+        "    return honest(x, w)\n")
+    proc = kgate(tmp_path, "sweep", "-r", "reference.py", "-c", "tricky.py", "--class", "xla-rewrite",
+                 "--grid", "mode=0,1,2", "--budget", "2", "--json")
+    report = json.loads(proc.stdout)
+    rows = {p["label"]: p for p in report["gates"]["sweep"]["points"]}
+    assert rows["mode=0"]["gate"] == "PASS" and "speedup" in rows["mode=0"], proc.stderr[-3000:]
+    assert rows["mode=1"]["gate"] == "FAIL" and rows["mode=1"]["failed_at"] == "verify"  # passed its gate at TINY
+    assert rows["mode=2"]["gate"] == "ANOMALY" and rows["mode=2"]["failed_at"] == "verify"
+    assert "same_answer_as_checked" in rows["mode=2"]["reason"]
+    assert all("speedup" not in rows[m] for m in ("mode=1", "mode=2"))
+    best = {c["name"]: c for c in report["gates"]["sweep"]["checks"]}["best"]
+    assert "best point mode=0" in best["detail"]
+    assert report["op_point"]["source"].startswith("TINY") and report["timed_op_point"]["values"]["seq_len"] == 64
+
+
+def test_a_sweep_with_bad_input_is_refused_before_anything_runs():
     proc = kgate(EXAMPLES, "sweep", "-r", "rmsnorm/reference.py", "-c", "rmsnorm/pallas_tiles.py")
     assert proc.returncode == 2 and "no --grid given" in proc.stderr
     proc = kgate(EXAMPLES, "sweep", "-r", "rmsnorm/reference.py", "-c", "rmsnorm/pallas_tiles.py",
                  "--grid", "block_rows=8", "--budget", "0")
     assert proc.returncode == 2 and "--budget 0 is not a time budget" in proc.stderr
+    proc = kgate(EXAMPLES, "sweep", "-r", "rmsnorm/reference.py", "-c", "rmsnorm/pallas_tiles.py",
+                 "--grid", "block_rows=8,16", "--kwarg", "block_rows=32")
+    assert proc.returncode == 2 and "given by --grid and by --kwarg" in proc.stderr
+    proc = kgate(EXAMPLES, "sweep", "-r", "rmsnorm/reference.py", "-c", "rmsnorm/pallas_tiles.py",
+                 "--grid", "block_rows=8,1e999")
+    assert proc.returncode == 2 and "not a plain value" in proc.stderr
+    assert "sweep: point" not in proc.stderr  # nothing ran

@@ -461,6 +461,7 @@ def verify(
     budget: BudgetOpt = 20.0,
     sessions: SessionsOpt = 3,
     time_interpreted: TimeInterpretedOpt = False,
+    kwargs: KwargOpt = None,
     expect_hlo: ExpectHloOpt = None,
     forbid_hlo: ForbidHloOpt = None,
     kernel_calls: KernelCallsOpt = None,
@@ -505,6 +506,7 @@ def verify(
     end, to -o FILE; `kgate verify-receipt FILE` checks it later. --report FILE keeps the
     JSON report too (what --json prints), which is not a receipt.
     """
+    from kgate.problem.module import parse_kwargs
     from kgate.verify import receipt as receipts
     from kgate.verify.screen import VerifyRequest, default_receipt_path, make_folder, run_verify
 
@@ -556,6 +558,7 @@ def verify(
             spec=spec,
             artifacts=artifacts or path.with_suffix(".artifacts"),
             time_interpreted=time_interpreted,
+            kwargs=parse_kwargs(kwargs or []),
         )
         try:
             if spinner is not None:

@@ -17,7 +17,7 @@ from kgate.backends.base import LoweredProgram
 from kgate.errors import KgateError
 from kgate.gates import lowering
 from kgate.gates.common import Check, GateResult
-from kgate.problem.oppoint import literal
+from kgate.problem.oppoint import keyword_value
 
 MAX_POINTS = 256
 
@@ -34,7 +34,7 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
                              "write it as --grid block_rows=8,16,32 (one keyword argument per --grid).")
         if name in grid:
             raise KgateError(f"--grid names {name!r} twice.", f"give all of {name}'s values in one --grid.")
-        parsed = [literal(value) for value in values]
+        parsed = [keyword_value("--grid", name, value) for value in values]
         if len({repr(v) for v in parsed}) != len(parsed):
             raise KgateError(f"--grid {item!r} repeats a value.", "give each value once.")
         grid[name] = parsed
@@ -57,7 +57,7 @@ def label(point: Mapping[str, Any]) -> str:
     return ",".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in point.items())
 
 
-def _short(text: str, limit: int = 240) -> str:
+def short(text: str, limit: int = 240) -> str:
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
 
 
@@ -66,7 +66,7 @@ def _row(point: Mapping[str, Any], program: LoweredProgram) -> dict[str, Any]:
     failures = graded.failures
     unknown = [c for c in graded.checks if c.status in ("SKIPPED", "ADVISORY")]
     if failures:  # the row says why in short; its checks keep every word
-        status, reason = "FAIL", "; ".join(f"{c.name.split('.', 1)[-1]}: {_short(c.detail)}" for c in failures)
+        status, reason = "FAIL", "; ".join(f"{c.name.split('.', 1)[-1]}: {short(c.detail)}" for c in failures)
     elif graded.status == "SKIPPED":
         status, reason = "SKIPPED", graded.skipped_reason
     else:

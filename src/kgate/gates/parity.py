@@ -188,14 +188,16 @@ def _vacuity(probe: Probe) -> str:
 
 @dataclass(frozen=True)
 class SharedFloor:
-    """The reference's error on one output, the largest over the seed probes at one shape.
+    """The reference's error on one output, the largest over the seed probes at one shape,
+    relative to each draw's largest output magnitude (`scale`).
 
     Every seed probe draws its inputs from the same distribution at the same shape, so the
     reference's own error there is a property of the algorithm, not of one draw: one draw can
     fall well below it (4 ulps apart on the same row-softmax at 16 x 256, seed to seed), and an
-    honest kernel graded against that draw alone fails. Each seed probe is graded against the
-    largest floor of its shape's seed probes; an edge probe (made from a seed's inputs on
-    purpose) keeps its own.
+    honest kernel graded against that draw alone fails. Each seed probe whose candidate ran is
+    graded against the largest relative floor of its shape's seed probes, times its own scale
+    (a draw whose values are 100x larger does not loosen the others); an edge probe (made from
+    a seed's inputs on purpose) keeps its own.
 
     Only a floor beyond one rounding of the output is shared (`computes`): where the reference
     is exact but for rounding its result to the output dtype (a float32 sum written as
@@ -203,9 +205,16 @@ class SharedFloor:
     other draws' own resolution already covers element by element; sharing it would only
     loosen their grading by a binade."""
 
-    max_abs: float
-    mean_abs: float
-    probes: tuple[str, ...]  # the probes it is the largest of (the graded one among them)
+    max_rel: float  # the largest floor max-abs / scale among the sharing probes
+    mean_rel: float  # the largest floor mean-abs / scale among them
+    probes: tuple[str, ...]  # the probes it is shared among (the graded one among them)
+
+
+def scale(e: np.ndarray) -> float:
+    """An output's largest finite magnitude (0 when it has none)."""
+    mag = np.abs(_f64(e))
+    finite = mag[np.isfinite(mag)]
+    return float(finite.max()) if finite.size else 0.0
 
 
 def computes(floor: LeafErrors, r: np.ndarray, e: np.ndarray) -> bool:
@@ -223,22 +232,22 @@ def shared_floors(spec: ParitySpec, probes: Sequence[Probe]) -> dict[str, list[S
     floor there goes beyond the output's rounding)."""
     if spec.kind != "floor":
         return {}
-    groups: dict[tuple[Any, ...], list[tuple[str, LeafErrors, bool]]] = {}
-    for probe in probes:
-        if probe.label or probe.oracle is None:
+    groups: dict[tuple[Any, ...], list[tuple[str, float, float, bool]]] = {}
+    for probe in probes:  # only probes graded on their outputs: each records the floor it shares
+        if probe.label or probe.oracle is None or probe.candidate is None or _structure_problem(probe):
             continue
         for k, (r, e) in enumerate(zip(probe.reference.leaves, probe.oracle.leaves)):
             key = (k, r.shape, str(r.dtype), probe.oracle_kind)
-            err = leaf_errors(r, e)
-            groups.setdefault(key, []).append((probe.name, err, computes(err, r, e)))
+            err, size = leaf_errors(r, e), scale(e)
+            rel = (err.max_abs / size, err.mean_abs / size) if size > 0 else (0.0, 0.0)
+            groups.setdefault(key, []).append((probe.name, *rel, computes(err, r, e)))
     shared: dict[str, list[SharedFloor | None]] = {}
     for (k, *_), members in groups.items():
-        sharing = [err for _, err, counts in members if counts]
+        sharing = [(max_rel, mean_rel) for _, max_rel, mean_rel, counts in members if counts]
         floor = SharedFloor(
-            max(err.max_abs for err in sharing), max(err.mean_abs for err in sharing),
-            tuple(name for name, _, _ in members),
+            max(m for m, _ in sharing), max(m for _, m in sharing), tuple(name for name, *_ in members),
         ) if len(members) > 1 and sharing else None
-        for name, _, _ in members:
+        for name, *_ in members:
             row = shared.setdefault(name, [])
             row.extend([None] * (k + 1 - len(row)))
             row[k] = floor
@@ -257,7 +266,8 @@ def _floor_used(
     mag = np.abs(_f64(e))
     floor_max, floor_mean, source = floor.max_abs, floor.mean_abs, against
     if shared is not None:
-        floor_max, floor_mean = max(floor_max, shared.max_abs), max(floor_mean, shared.mean_abs)
+        size = scale(e)
+        floor_max, floor_mean = max(floor_max, shared.max_rel * size), max(floor_mean, shared.mean_rel * size)
     if floor_max == 0.0 and mag.size:
         floor_max, floor_mean, source = half_ulp * float(mag.max()), half_ulp * float(mag.mean()), "ulp-guard"
     elif floor_mean == 0.0 and mag.size:
@@ -455,9 +465,11 @@ def _probe_checks(
             # A correctly rounded answer is off by half an ulp at most, a quarter on average.
             mean_unit = max(floor_mean, 0.5 * float(resolution.mean()) if resolution.size else 0.0)
             out["floor"] = {**floor.to_json(), "max_abs_used": floor_max, "mean_abs_used": mean_unit, "source": source}
+            out["floor"]["resolution_mean"] = 0.5 * float(resolution.mean()) if resolution.size else 0.0
             if pooled is not None:
                 out["floor"]["shared_with"] = list(pooled.probes)
                 out["floor"]["computes"] = computes(floor, r, e)  # False: only its output's rounding, not shared
+                out["floor"]["scale"] = scale(e)
             limit_mean = spec.multiplier * mean_unit
             unit_max = float(unit.max()) if unit.size else 0.0
             out["limit"] = {"max_abs": spec.multiplier * floor_max, "mean_abs": limit_mean, "unit_max": unit_max}

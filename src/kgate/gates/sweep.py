@@ -27,6 +27,7 @@ class PointOutcome:
     speedup: Mapping[str, float] | None = None  # {"estimate", "low", "high"}: the candidate over the reference
     not_timed: str = ""  # why a point that passed its gate has no speedup
     interpreted: bool = False  # its timings are an interpreter's (--time-interpreted): they steer nothing
+    stage: str = "gate"  # what failed it: its early-kill gate, or verify at the op-point
 
     @property
     def passed(self) -> bool:
@@ -38,6 +39,8 @@ class PointOutcome:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"point": dict(self.point), "label": self.label, "gate": self.gate_status}
+        if self.stage != "gate":
+            out["failed_at"] = self.stage
         if self.reason:
             out["reason"] = self.reason
         if self.speedup is not None:
@@ -55,7 +58,7 @@ def interval_text(speedup: Mapping[str, float]) -> str:
 
 def _point_check(outcome: PointOutcome) -> Check:
     if not outcome.passed:
-        return Check(outcome.label, "ADVISORY", f"gate {outcome.gate_status}: {outcome.reason}; not timed")
+        return Check(outcome.label, "ADVISORY", f"{outcome.stage} {outcome.gate_status}: {outcome.reason}; not timed")
     if outcome.speedup is not None:
         what = "interpreter timings, " if outcome.interpreted else ""
         return Check(outcome.label, "PASS", f"gate PASS; speedup {interval_text(outcome.speedup)} ({what}95% interval)")
@@ -90,10 +93,10 @@ def evaluate(outcomes: Sequence[PointOutcome]) -> GateResult:
     checks = [_point_check(o) for o in outcomes]
     passing = [o for o in outcomes if o.passed]
     if passing:
-        checks.append(Check("some_point_passes", "PASS", f"{len(passing)} of {len(outcomes)} points pass the gate: "
+        checks.append(Check("some_point_passes", "PASS", f"{len(passing)} of {len(outcomes)} points pass: "
                             + ", ".join(o.label for o in passing)))
     else:
-        checks.append(Check("some_point_passes", "FAIL", f"none of the {len(outcomes)} points passes the gate",
+        checks.append(Check("some_point_passes", "FAIL", f"none of the {len(outcomes)} points passes",
                             "read each point's reason; change the grid or the kernel, and check one point alone with "
                             "`kgate gate --kwarg NAME=VALUE`."))
     best = best_check(outcomes)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kgate.errors import KgateError, describe
-from kgate.problem.oppoint import OpPoint, config_keys_read, literal, resolve_op_point
+from kgate.problem.oppoint import OpPoint, config_keys_read, keyword_value, resolve_op_point
 from kgate.problem.snapshot import ModuleSnapshot, snapshot_module
 
 Role = Literal["reference", "candidate"]
@@ -148,8 +148,15 @@ def takes_keywords(entry: Callable[..., Any], name: str, keywords: Sequence[str]
         return  # a callable whose signature Python cannot read: its call will say
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return
-    takes = [n for n, p in params.items() if p.kind in (inspect.Parameter.KEYWORD_ONLY,
-                                                         inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    takes = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY or (
+        p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and p.default is not inspect.Parameter.empty)]
+    inputs = [n for n, p in params.items() if p.default is inspect.Parameter.empty and p.kind in (
+        inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    taken = [k for k in keywords if k in inputs]
+    if taken:
+        raise KgateError(f"{', '.join(repr(k) for k in taken)} {'is' if len(taken) == 1 else 'are'} the candidate's "
+                         f"{name} input(s), which kgate passes from create_inputs.",
+                         f"set keyword arguments with defaults only (it takes {', '.join(takes) or 'none'}).")
     missing = [k for k in keywords if k not in params]
     if missing:
         example = f"{flag} {takes[-1] if takes else 'block_rows'}=..."
@@ -172,7 +179,7 @@ def parse_kwargs(items: Sequence[str]) -> dict[str, Any]:
                              "write it as --kwarg block_rows=16 (one keyword argument per --kwarg).")
         if name in out:
             raise KgateError(f"--kwarg names {name!r} twice.", f"give {name} once.")
-        out[name] = literal(raw)
+        out[name] = keyword_value("--kwarg", name, raw)
     return out
 
 

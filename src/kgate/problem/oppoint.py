@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,25 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
             )
         parsed[key] = literal(raw.strip())
     return parsed
+
+
+def keyword_value(flag: str, name: str, raw: str) -> Any:
+    """A keyword argument's value from the command line: a plain literal (a number, a string, a
+    bool, None, or a tuple or list of them) that crosses to a leg's process unchanged."""
+    value = literal(raw)
+    if not _plain(value):
+        raise KgateError(f"{flag} {name}={raw} is not a plain value ({type(value).__name__}"
+                         f"{', not finite' if isinstance(value, float) else ''}).",
+                         f"give a number, a string, True/False/None, or a tuple of them, e.g. {flag} {name}=16.")
+    return value
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (tuple, list)):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (bool, int, str))
 
 
 def literal(raw: str) -> Any:

@@ -44,6 +44,11 @@ def render_report(report: Report, console: Console) -> None:
         console.print(f"  candidate  {_shown(ctx['candidate'].get('path'))}{klass}", markup=False)
     seeds = f"   seeds {ctx['seeds']}" if "seeds" in ctx else f"   seed {ctx['seed']}" if "seed" in ctx else ""
     console.print(f"  op-point   {_op_point(ctx)}{seeds}", markup=False)
+    if ctx.get("timed_op_point"):
+        console.print(f"  timed at   {_op_point({'op_point': ctx['timed_op_point']})}", markup=False)
+    candidate_kwargs = (ctx.get("candidate") or {}).get("kwargs")
+    if candidate_kwargs:
+        console.print(f"  kwargs     {', '.join(f'{k}={v!r}' for k, v in candidate_kwargs.items())}", markup=False)
     if device:
         console.print(f"  device     {device.get('platform')} ({device.get('kind')}), {mode}", markup=False)
     if "lowering" in report.gates and report.command == "lower":

@@ -6,7 +6,8 @@ TAMPERED   the hash does not match, or a status does not follow from the numbers
 MISMATCH   the receipt is intact but the modules or their inputs have changed since
 INCOMPLETE the receipt lacks required fields (not a kgate verify receipt, or truncated)
 ANOMALY    the receipt is intact, but in the run it records candidate code patched kgate, the
-           array library or the reference: nothing that run reported holds
+           array library or the reference, timed another answer than the one checked, or
+           was timed below the physical floor: nothing that run reported holds
 UNVERIFIABLE the receipt was made by a method this kgate does not know (a newer kgate's):
            "cannot re-derive here", never called tampered
 """
@@ -25,7 +26,10 @@ from kgate.verify import receipt as receipts
 from kgate.verify import spawn
 
 # Integrity checks that say candidate code changed kgate, the array library or the reference.
-PATCH_CHECKS = frozenset({"process_untouched", "reference_untouched", "timer_untouched", "parent_clock"})
+# A FAIL of any of these means nothing the run reported holds: candidate code patched what it relied on,
+# the timed answer was not the checked one, or a time fell below the physical floor.
+PATCH_CHECKS = frozenset({"process_untouched", "reference_untouched", "timer_untouched", "parent_clock",
+                          "same_answer_as_checked", "physically_possible"})
 
 ReceiptStatus = Literal["OK", "TAMPERED", "MISMATCH", "INCOMPLETE", "ANOMALY", "UNVERIFIABLE"]
 
@@ -106,7 +110,7 @@ def check_data(receipt: dict[str, Any], path: Path, *, regenerate: bool = True, 
         if c.get("status") == "FAIL" and str(c.get("name", "")).rsplit(".", 1)[-1] in PATCH_CHECKS
     ]
     if patched:
-        return ReceiptCheck(path, "ANOMALY", ("candidate code patched what this run relied on", *patched), checked)
+        return ReceiptCheck(path, "ANOMALY", ("what this run reported does not hold", *patched), checked)
     if not sources:
         return ReceiptCheck(path, "OK", ("module sources not checked",), checked)
     findings: list[str] = []

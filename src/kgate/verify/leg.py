@@ -42,6 +42,7 @@ def _candidate_probes(req: dict[str, Any]) -> dict[str, Any]:
 
 def _measure(req: dict[str, Any]) -> dict[str, Any]:
     from kgate.gates.bar import parse_bar
+    from kgate.problem.module import kwargs_from_wire
     from kgate.verify.measure import MeasureRequest, run_measure
 
     request = MeasureRequest(
@@ -60,6 +61,7 @@ def _measure(req: dict[str, Any]) -> dict[str, Any]:
         inputs_sha256=req.get("inputs_sha256"),
         inputs_file_sha256=req.get("inputs_file_sha256"),
         time_interpreted=req.get("time_interpreted", False),
+        kwargs=kwargs_from_wire(req.get("kwargs")),
     )
     return run_measure(request).to_json()
 

@@ -519,6 +519,8 @@ def _measure(
             integrity.append(physical)
         if roofline_numbers is not None:
             timing = replace(timing, details={**timing.details, "roofline": roofline_numbers})
+        # each session's candidate-vs-reference error: verify holds the first against what the checks graded
+        timing = replace(timing, details={**timing.details, "agreement": agreement})
         gates = {"integrity": GateResult("integrity", tuple(integrity)), "timing": timing}
         if request.bar is not None:
             gates["bar"] = _bar_gate(request.bar, numbers, interpreted)

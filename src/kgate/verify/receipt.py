@@ -82,24 +82,38 @@ def _close(a: Any, b: Any) -> bool:
 
 
 def _floor_source_problems(
-    where: str, name: str, path: str, floor: Mapping[str, Any], own_floors: Mapping[tuple[str, str], Mapping[str, Any]]
+    where: str, name: str, out: Mapping[str, Any], records: Mapping[tuple[str, str], tuple[Mapping[str, Any], Mapping[str, Any]]]
 ) -> list[str]:
-    """The floor graded against must be the probe's own, or the largest of its own and those of
-    the seed probes it names whose floor goes beyond the output's rounding (`computes`);
-    half an ulp only where all of those are exactly zero."""
+    """The floor graded against must be the probe's own, or the largest of its own and, scaled
+    to its own largest output, the relative floors of the seed probes of the same shape and
+    dtype it names whose floor goes beyond the output's rounding (`computes`); half an ulp
+    only where all of those are exactly zero. The mean-abs unit follows the same way."""
+    floor, path = out["floor"], out["path"]
     names = list(floor.get("shared_with") or [name])
     if name not in names:
         return [f"{where}: a shared floor that does not include the probe's own"]
-    missing = [n for n in names if (n, path) not in own_floors]
+    missing = [n for n in names if (n, path) not in records]
     if missing:
         return [f"{where}: the floor is shared with probes the receipt does not hold: {missing}"]
-    largest = max([float(floor["max_abs"])] + [float(own_floors[(n, path)]["max_abs"]) for n in names
-                                               if own_floors[(n, path)].get("computes", True)])
+    others = [records[(n, path)] for n in names if n != name]
+    if any(p.get("label") or o.get("shape") != out.get("shape") or o.get("dtype") != out.get("dtype") for p, o in others):
+        return [f"{where}: the floor is shared with a probe that is not a seed probe of this output's shape and dtype"]
+    size = float(floor.get("scale", 0.0)) if len(names) > 1 else 0.0
+    largest, largest_mean = float(floor["max_abs"]), float(floor["mean_abs"])
+    for _, other in [records[(n, path)] for n in names]:
+        theirs = other["floor"]
+        if theirs.get("computes") is True and float(theirs.get("scale", 0.0)) > 0:
+            largest = max(largest, float(theirs["max_abs"]) / float(theirs["scale"]) * size)
+            largest_mean = max(largest_mean, float(theirs["mean_abs"]) / float(theirs["scale"]) * size)
     if floor.get("source") == "ulp-guard":
         return [] if largest == 0.0 else [f"{where}: half an ulp used as the floor where the floor is not zero"]
     if not _close(float(floor["max_abs_used"]), largest):
         return [f"{where}: the floor used ({float(floor['max_abs_used']):.6g}) is not the largest of the floors "
                 f"it names ({largest:.6g})"]
+    if "resolution_mean" in floor and largest_mean > 0 and not _close(
+            float(floor["mean_abs_used"]), max(largest_mean, float(floor["resolution_mean"]))):
+        return [f"{where}: the mean-abs unit used ({float(floor['mean_abs_used']):.6g}) does not follow from the "
+                "floors it names and the output's resolution"]
     return []
 
 
@@ -111,8 +125,8 @@ def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
     except KgateError:
         return [f"parity: spec {gate.get('spec')!r} is not a parity spec"] if gate.get("status") != "SKIPPED" else []
     checks = {c["name"]: c for c in gate.get("checks", [])}
-    own_floors = {  # each probe's own floor per output: a shared floor is the largest of those it names
-        (probe.get("name") or f"seed{probe.get('seed')}", out.get("path")): out["floor"]
+    records = {  # each probe's own floor per output: a shared floor is the largest of those it names
+        (probe.get("name") or f"seed{probe.get('seed')}", out.get("path")): (probe, out)
         for probe in gate.get("probes", []) for out in probe.get("outputs", []) if isinstance(out.get("floor"), dict)
     }
     for probe in gate.get("probes", []):
@@ -127,7 +141,7 @@ def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
                 if "floor" not in out:
                     continue
                 floor, limit, mult = out["floor"], out["limit"], spec.multiplier
-                problems.extend(_floor_source_problems(where, name, out["path"], floor, own_floors))
+                problems.extend(_floor_source_problems(where, name, out, records))
                 if not _close(limit["max_abs"], mult * float(floor["max_abs_used"])) or not _close(
                     limit["mean_abs"], mult * float(floor["mean_abs_used"])
                 ):

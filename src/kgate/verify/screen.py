@@ -14,6 +14,7 @@ atomically at the very end (an interrupted verify leaves no receipt).
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import platform
 import subprocess
@@ -32,7 +33,8 @@ from kgate.gates.common import Check, GateResult
 from kgate.gates.firing import FiringSpec, parse_classes
 from kgate.gates.integrity import clock_bound
 from kgate.gates.parity import ParitySpec
-from kgate.problem.module import file_sha256
+from kgate.problem.module import file_sha256, kwargs_to_wire
+from kgate.verify.measure import TIMED_AGREEMENT_FACTOR
 from kgate.verify import lock as chip_lock
 from kgate.verify import receipt as receipts
 from kgate.verify import spawn
@@ -66,6 +68,7 @@ class VerifyRequest:
     spec: str | None = None
     artifacts: Path | None = None
     time_interpreted: bool = False  # time a kernel that runs in an interpreter (capped, labelled); default: skip
+    kwargs: Mapping[str, Any] = field(default_factory=dict)  # the candidate's entry bound with these (--kwarg)
     # start the measure leg's process while the checks run (see _start_ahead); None: where the
     # machine has cores to spare beside the two checks legs
     start_ahead: bool | None = None
@@ -182,6 +185,7 @@ def _checks(request: VerifyRequest, say: Callable[[str], None], workdir: Path) -
         overrides=request.overrides,
         parity_spec=ParitySpec.parse(request.parity),
         firing_spec=request.firing,
+        kwargs=request.kwargs,
     )
     path = chip_lock.lock_path(request.chip, request.lock_dir)
     with chip_lock.hold(path, say=say, what="kgate verify checks legs"):
@@ -221,6 +225,7 @@ def run_verify(request: VerifyRequest, say: Callable[[str], None] = lambda _: No
         "seeds": list(request.seeds),
         "dtype": request.dtype,
         "overrides": dict(request.overrides),
+        "kwargs": kwargs_to_wire(request.kwargs),
     }
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kgate-verify-") as scratch:
@@ -308,6 +313,7 @@ def _finish(
     for leg_name, leg in legs:
         if leg_name in ("measure", "reversed") and "gates" in leg and not leg.get("not_timed"):
             integrity.append(_parent_clock_check(leg_name, leg))
+            integrity.append(same_answer_check(leg_name, checks_leg, leg))
     if request.mode == "full":
         integrity += _full_checks(request, measure_leg, dict(legs)["reversed"])
         gates["capture"] = _capture_gate(extra["capture"])
@@ -353,6 +359,33 @@ def _seconds(checks_leg: Mapping[str, Any], legs: list[tuple[str, Mapping[str, A
             out["legs"][f"{name} leg"] = spawn.phase_seconds(leg["parent_clock"])
     out["wall_s"] = round(wall_s, 3)
     return out
+
+
+def same_answer_check(leg_name: str, checks_leg: Mapping[str, Any], leg: Mapping[str, Any]) -> Check:
+    """On the first seed's inputs (handed over, hash-checked), the timed candidate's error
+    against the reference must be no more than what the checks graded: their candidate-vs-oracle
+    error plus the reference's own (the floor), times TIMED_AGREEMENT_FACTOR, or the output's
+    resolution. A candidate right while checked and wrong while timed (it can tell the two
+    processes apart) FAILs here."""
+    name = f"{leg_name}.same_answer_as_checked"
+    timed = (leg.get("gates", {}).get("timing", {}).get("agreement") or [None])[0]
+    seeds = checks_leg.get("seeds") or []
+    probe = next((p for p in checks_leg.get("gates", {}).get("parity", {}).get("probes", [])
+                  if seeds and p.get("name") == f"seed{seeds[0]}" and p.get("outputs")), None)
+    if not isinstance(timed, Mapping) or probe is None:
+        return Check(name, "FAIL", "the timed answer could not be compared with the checked one (no first-seed "
+                     "record on one side)", "run verify again; if it persists, report a kgate bug.")
+    checked = max(float(o["candidate"]["max_abs"]) + float(o.get("floor", {}).get("max_abs", 0.0))
+                  for o in probe["outputs"])
+    allowance = TIMED_AGREEMENT_FACTOR * max(checked, float(timed.get("resolution", 0.0)))
+    got = float(timed.get("max_abs", math.inf))
+    if not got <= allowance:
+        return Check(name, "FAIL", f"on seed {seeds[0]}'s inputs the timed candidate is {got:.3g} from the reference, "
+                     f"the checked one at most {checked:.3g} (allowance {allowance:.3g}): it computed another answer "
+                     "while timed", "compute the same result whenever called: a kernel that tells checking from "
+                     "timing is never a speedup.")
+    return Check(name, "PASS", f"on seed {seeds[0]}'s inputs the timed candidate is {got:.3g} from the reference, "
+                 f"within {allowance:.3g} of what the checks graded")
 
 
 def _parent_clock_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
@@ -472,7 +505,8 @@ def _receipt_body(
         "seconds": data.get("seconds", {}),
         "modules": {
             "reference": {"path": str(ref), "sha256": file_sha256(ref)},
-            "candidate": {"path": str(cand), "sha256": file_sha256(cand), "entry": request.entry},
+            "candidate": {"path": str(cand), "sha256": file_sha256(cand), "entry": request.entry,
+                          **({"kwargs": dict(request.kwargs)} if request.kwargs else {})},
         },
         "class": request.klass,
         "dtype": request.dtype,
