@@ -139,14 +139,17 @@ def lower(
     run_report(as_json, output, produce, advisories_ok)
 
 
+GridOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--grid", metavar="NAME=V1,V2,...",
+                 help="A keyword argument of the candidate's entry and its values, e.g. --grid block_rows=8,16,32 "
+                 "(repeatable: every combination is a point)."),
+]
+
+
 @app.command()
 def fit(
-    grid: Annotated[
-        Optional[list[str]],
-        typer.Option("--grid", metavar="NAME=V1,V2,...",
-                     help="A keyword argument of the candidate's entry and its values, e.g. --grid block_rows=8,16,32 "
-                     "(repeatable: every combination is a point)."),
-    ] = None,
+    grid: GridOpt = None,
     reference: FamilyReferenceOpt = None,
     candidate: FamilyCandidateOpt = None,
     family: FamilyOpt = None,
@@ -189,12 +192,7 @@ def fit(
 
 @app.command()
 def sweep(
-    grid: Annotated[
-        Optional[list[str]],
-        typer.Option("--grid", metavar="NAME=V1,V2,...",
-                     help="A keyword argument of the candidate's entry and its values, e.g. --grid block_rows=8,16,32 "
-                     "(repeatable: every combination is a point)."),
-    ] = None,
+    grid: GridOpt = None,
     reference: FamilyReferenceOpt = None,
     candidate: FamilyCandidateOpt = None,
     family: FamilyOpt = None,
