@@ -120,6 +120,9 @@ def test_a_point_right_at_the_gate_and_wrong_where_it_is_timed_is_never_timed_or
     assert best["status"] == "PASS" and "best point mode=0" in best["detail"] and "the only point timed" in best["detail"]
     assert "kgate verify at the op-point" in proc.stderr
     assert report["op_point"]["source"].startswith("TINY") and report["timed_op_point"]["values"]["seq_len"] == 64
+    # a module that timed another answer at one point is trusted at none: the sweep is an ANOMALY
+    assert proc.returncode == 2 and report["status"] == "ANOMALY"
+    assert [c["name"] for c in report["gates"]["integrity"]["checks"]] == ["mode=2.untampered"]
 
 
 def test_a_sweep_with_bad_input_is_refused_before_anything_runs():

@@ -170,8 +170,8 @@ EXIT_CODES = {
     "gate": _CHECK_CODES,
     "lower": _CHECK_CODES + " Nothing lowered (a platform this machine cannot lower for) is a FAIL.",
     "fit": _CHECK_CODES + " A point that does not fit is an advisory (exit 1); no point fitting is a FAIL.",
-    "sweep": _CHECK_CODES + " A point that fails its gate, and a best point not told apart from the runner-up, "
-    "are advisories (exit 1); no point passing its gate is a FAIL.",
+    "sweep": _CHECK_CODES + " A point that fails, and a best point not told apart from the runner-up, are "
+    "advisories (exit 1); no point passing is a FAIL; a point that is an ANOMALY makes the sweep one.",
     "parity": _CHECK_CODES,
     "measure": _CHECK_CODES + " A bar that is not MET is a FAIL.",
     "calibrate": _CHECK_CODES + " A biased rig (the A/A interval excludes 1.0) is a FAIL.",

@@ -18,7 +18,7 @@ from typing import Any
 from kgate.errors import KgateError
 from kgate.gates import fit
 from kgate.gates import sweep as sweep_gate
-from kgate.gates.common import GateResult
+from kgate.gates.common import Check, GateResult
 from kgate.verify.early import CheckRequest, run_gate
 from kgate.verify.outcome import Report
 
@@ -111,6 +111,13 @@ def run_sweep(
     if refused and len(refused) == len(points) and len({e.problem for e in refused}) == 1:
         raise refused[0]  # the same refusal at every point: the sweep's input is what is wrong
     gates: dict[str, GateResult] = {"sweep": sweep_gate.evaluate(outcomes)}
+    anomalies = [o for o in outcomes if o.gate_status == "ANOMALY"]
+    if anomalies:  # the module tampered with a run (or timed another answer): no point of it is to be trusted
+        gates = {"integrity": GateResult("integrity", tuple(
+            Check(f"{o.label}.untampered", "FAIL", f"at this point the {o.stage} was an ANOMALY: {o.reason}",
+                  "the candidate module interfered with the checks or the timing at this point; nothing it reported "
+                  "at any point can be trusted: remove what it does besides computing the result.")
+            for o in anomalies)), **gates}
     context = {
         "class": request.klass,
         "reference": {"path": str(request.reference)},
