@@ -53,7 +53,7 @@ def test_measure_fails_a_candidate_timed_below_the_floor_of_the_declared_work(wr
         "import os\nimport jax\nimport jax.numpy as jnp\nfrom kgate.gates.roofline import cpu_peaks\n"
         "CONFIG = {'n': 128}\n"
         "def create_inputs(seed=0):\n    return (jax.random.normal(jax.random.key(seed), (CONFIG['n'], CONFIG['n'])),)\n"
-        "def workload(x):\n    busy = jax.lax.fori_loop(0, 800, lambda i, a: jnp.tanh(a) + 0.5, x)\n"
+        "def workload(x):\n    busy = jax.lax.fori_loop(0, 3000, lambda i, a: jnp.tanh(a) + 0.5, x)\n"
         "    return x * 2.0 + 0.0 * busy\n"
         "def get_bytes():\n    return 2e-3 * cpu_peaks(os.cpu_count() or 1).bytes_per_s\n"))
     cand = write_module("fast.py", "def workload(x):\n    return x * 2.0\n")
