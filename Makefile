@@ -6,10 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test venv clean
 
-$(STAMP): pyproject.toml
-	@echo "== make: creating or refreshing $(VENV) (jax, numpy, typer, rich; pytest, jsonschema)"
+$(STAMP): pyproject.toml constraints.txt
+	@echo "== make: creating or refreshing $(VENV) (jax, numpy, scipy, typer, rich; pytest, jsonschema), versions from constraints.txt"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 venv: $(STAMP)

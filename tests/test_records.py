@@ -60,6 +60,33 @@ def test_init_then_family_new_makes_binding_results_and_worktree(repo):
     assert "kernel_experiments/rmsnorm/family.toml" in untracked and ".repo" not in untracked
 
 
+def test_records_toml_holds_any_path_text_and_key(repo):
+    """A backslash, a character outside the Basic Multilingual Plane, a non-ASCII --set key and a
+    tuple value all read back as written, and the family they describe can be stubbed."""
+    (repo / "ops" / "rmsnorm_ref.py").write_text("CONFIG = {'n': 8, 'größe': 2, 'block': (8, 128)}\n")
+    sh(repo, "git", "commit", "-qam", "keys")
+    assert kgate(repo, "init", "--experiments", "exp\\runs \U0001F680").returncode == 0
+    ws = tomllib.loads((repo / "kgate.toml").read_text())
+    assert ws["workspace"]["experiments"] == "exp\\runs \U0001F680"
+    assert (repo / "kgate.toml").read_text().startswith("# kgate workspace:")
+    proc = kgate(repo, "family", "new", "rmsnorm", "--reference", "ops/rmsnorm_ref.py", "--target", "ops/k\U0001F680.py",
+                 "--set", "größe=4", "--set", "block=(16, 128)")
+    assert proc.returncode == 0, proc.stderr
+    folder = repo / "exp\\runs \U0001F680" / "rmsnorm"
+    binding = tomllib.loads((folder / "family.toml").read_text())["family"]
+    assert binding["target"] == "ops/k\U0001F680.py" and binding["op_point"] == {"größe": 4, "block": [16, 128]}
+    proc = kgate(repo, "stub", "rmsnorm", *STUB)
+    assert proc.returncode == 0, proc.stderr
+    from kgate.record import family, tomlfile, workspace
+
+    fam = family.load(workspace.find(repo), "rmsnorm")
+    assert fam.op_point == {"größe": 4, "block": (16, 128)} and str(fam.target) == "ops/k\U0001F680.py"
+    nested = tomllib.loads(tomlfile.dumps("a dotted key", {"t": {"a.b": 1, "c": "x\\y\U0001F680"}}))
+    assert nested == {"t": {"a.b": 1, "c": "x\\y\U0001F680"}}
+    with pytest.raises(KgateError, match="cannot be recorded in TOML"):
+        tomlfile.dumps("none", {"t": {"k": None}})
+
+
 def test_bad_family_inputs_change_nothing(repo):
     kgate(repo, "init")
     (repo / "ops" / "untracked_ref.py").write_text("CONFIG = {'n': 8}\n")

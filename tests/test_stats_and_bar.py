@@ -129,6 +129,43 @@ def test_student_t_quantiles():
     assert stats._student_t_quantile(0.975, 30) == pytest.approx(2.042, abs=1e-3)
 
 
+def test_the_t_quantile_keeps_the_large_df_rule_every_receipt_was_made_with():
+    from statistics import NormalDist
+
+    assert stats._student_t_quantile(0.995, 199) == pytest.approx(2.6008, abs=1e-4)
+    assert stats._student_t_quantile(0.975, 200) == NormalDist().inv_cdf(0.975)
+
+
+def _splitmix_draws(seed, count, span):
+    """The documented stream, written out in plain Python integers (no numpy)."""
+    mask, out = 2**64 - 1, []
+    for i in range(1, count + 1):
+        z = (seed + i * 0x9E3779B97F4A7C15) & mask
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        z ^= z >> 31
+        out.append(((z >> 32) * span) >> 32)
+    return out
+
+
+def test_the_bootstrap_stream_is_the_documented_one_whatever_numpy_does(monkeypatch):
+    rng = stats.CounterRNG(7)
+    first, second = rng.integers(0, 1000, 5), rng.integers(0, 10, (2, 3))
+    assert first.tolist() == _splitmix_draws(7, 5, 1000) == [389, 16, 900, 582, 452]
+    assert second.ravel().tolist() == _splitmix_draws(7, 11, 10)[5:]  # the counter runs on across calls
+    ref, cand = rounds(1.0, 0.03, shape=(12, 6), seed=1), rounds(0.5, 0.03, shape=(12, 6), seed=2)
+    first_pos = np.random.default_rng(3).random(ref.shape) < 0.5
+    labels = [r // 3 for r in range(12)]
+    before = stats.ordering_record(ref, cand, first_pos, labels, 0.99)
+    legacy = stats.ordering_record(ref, cand, first_pos, labels, 0.99, stats.LEGACY_BOOTSTRAP)
+    # a numpy whose default generator gives another stream: the counter's bootstrap does not move
+    monkeypatch.setattr(np.random, "default_rng", lambda seed=None: np.random.Generator(np.random.MT19937(seed)))
+    assert stats.ordering_record(ref, cand, first_pos, labels, 0.99) == before
+    assert stats.ordering_record(ref, cand, first_pos, labels, 0.99, stats.LEGACY_BOOTSTRAP) != legacy
+    with pytest.raises(stats.UnknownBootstrap, match="kgate.bootstrap.future"):
+        stats.ordering_record(ref, cand, first_pos, labels, 0.99, "kgate.bootstrap.future.v9")
+
+
 def test_ordering_with_sessions_still_flags_a_large_asymmetry_only():
     ref, cand = rounds(1.0, 0.03, shape=(40, 12), seed=11), rounds(1.0, 0.03, shape=(40, 12), seed=12)
     first = np.random.default_rng(13).random(ref.shape) < 0.5

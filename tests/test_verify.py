@@ -136,6 +136,47 @@ def test_a_receipt_made_by_an_interval_method_this_kgate_does_not_know_is_unveri
     assert result["findings"][0].startswith("cannot re-derive here: ") and "kgate.cs.future.v9" in result["findings"][0]
 
 
+def test_a_receipt_re_derives_under_a_numpy_with_another_stream_and_an_unknown_bootstrap_is_unverifiable(
+        verified, tmp_path, monkeypatch):
+    import numpy as np
+
+    from kgate.gates import stats
+    from kgate.verify import check_receipt
+
+    _, receipt, _ = verified
+    data = json.loads(receipt.read_text())
+    ordering = data["gates"]["timing"]["ordering"]  # the ordering check's intervals, by the generator's id
+    assert ordering["bootstrap"] == stats.BOOTSTRAP_METHOD and data["environment"]["numpy"] == np.__version__
+    # numpy's default generator swapped for another stream (as another numpy build may give)
+    monkeypatch.setattr(np.random, "default_rng", lambda seed=None: np.random.Generator(np.random.MT19937(seed)))
+    assert check_receipt.check_data(data, receipt, regenerate=False).status == "OK"
+    # the same receipt, had its bootstrap drawn from numpy's stream, would not re-derive here
+    legacy = json.loads(receipt.read_text())
+    legacy["gates"]["timing"]["ordering"]["bootstrap"] = stats.LEGACY_BOOTSTRAP
+    assert check_receipt.check_data(receipts.seal(legacy), receipt, regenerate=False).status == "TAMPERED"
+    monkeypatch.undo()
+    result = _edited(receipt, tmp_path, lambda d: d["gates"]["timing"]["ordering"].update(
+        bootstrap="kgate.bootstrap.future.v9"), True)
+    assert result["status"] == "UNVERIFIABLE" and result["findings"][0].startswith("cannot re-derive here: ")
+    assert "kgate.bootstrap.future.v9" in result["findings"][0]
+
+
+@pytest.mark.parametrize("edit", ["interval", "status", "dropped"])
+def test_an_edited_ordering_check_is_tampering(verified, tmp_path, edit):
+    _, receipt, _ = verified
+
+    def change(d):
+        if edit == "interval":
+            d["gates"]["timing"]["ordering"]["both_first"]["low"] *= 0.5
+        elif edit == "status":
+            (c,) = [c for c in d["gates"]["integrity"]["checks"] if c["name"] == "measure.ordering_independent"]
+            c["status"] = "FAIL" if c["status"] == "PASS" else "PASS"
+        else:
+            del d["gates"]["timing"]["ordering"]
+
+    assert _edited(receipt, tmp_path, change, True)["status"] == "TAMPERED"
+
+
 @pytest.mark.parametrize("reseal", [False, True], ids=["edited", "edited-and-rehashed"])
 def test_editing_a_parity_number_is_tampering(verified, tmp_path, reseal):
     _, receipt, _ = verified

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,56 +94,69 @@ def _small_sample_factor(rounds: int, level: float) -> float:
 
 
 def _student_t_quantile(q: float, df: int) -> float:
-    """Student-t quantile by bisection on the regularized incomplete beta (no SciPy)."""
+    """Student-t quantile from SciPy; from 200 degrees of freedom on, the normal's (the rule every
+    receipt was made with, so each re-derives)."""
     from statistics import NormalDist
 
     if df >= 200:
         return NormalDist().inv_cdf(q)
+    from scipy.special import stdtrit  # scipy.special alone: scipy.stats costs a second to import
 
-    def cdf(t: float) -> float:
-        x = df / (df + t * t)
-        tail = 0.5 * _betainc(df / 2.0, 0.5, x)
-        return 1.0 - tail if t > 0 else tail
-
-    lo, hi = 0.0, 100.0
-    for _ in range(100):
-        mid = (lo + hi) / 2.0
-        if cdf(mid) < q:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2.0
+    return float(stdtrit(df, q))
 
 
-def _betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta I_x(a, b) by continued fraction (Numerical Recipes)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    lbeta = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(1.0 - x)
-    front = math.exp(lbeta)
-    if x > (a + 1.0) / (a + b + 2.0):
-        return 1.0 - _betainc(b, a, 1.0 - x)
-    f, c, d = 1.0, 1.0, 0.0
-    for i in range(200):
-        m = i // 2
-        if i == 0:
-            num = 1.0
-        elif i % 2 == 0:
-            num = (m * (b - m) * x) / ((a + 2.0 * m - 1.0) * (a + 2.0 * m))
-        else:
-            num = -((a + m) * (a + b + m) * x) / ((a + 2.0 * m) * (a + 2.0 * m + 1.0))
-        d = 1.0 + num * d
-        d = 1.0 / (d if abs(d) > 1e-300 else 1e-300)
-        c = 1.0 + num / (c if abs(c) > 1e-300 else 1e-300)
-        f *= c * d
-        if abs(1.0 - c * d) < 1e-12:
-            break
-    return front * (f - 1.0) / a
+# -- the bootstrap's random indices: the same on every machine -------------------------------
+
+BOOTSTRAP_METHOD = "kgate.bootstrap.splitmix64-counter.v1"  # recorded in receipts; re-derived by this id
+LEGACY_BOOTSTRAP = "numpy.default_rng"  # receipts before the id: numpy's stream, same-build only
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _block_picks(rng: np.random.Generator, rounds: int, resamples: int) -> np.ndarray:
+class CounterRNG:
+    """Integers drawn from a counter-based hash, so a receipt's bootstrap re-derives under any
+    numpy, Python or machine (numpy promises its own generators' streams only per build).
+
+    Draw i (counting from 0 over the generator's life) is SplitMix64's output for the state
+    `seed + (i + 1) * 0x9E3779B97F4A7C15` (mod 2**64): z ^= z >> 30; z *= 0xBF58476D1CE4E5B9;
+    z ^= z >> 27; z *= 0x94D049BB133111EB; z ^= z >> 31. An integer in [low, high) is
+    `low + ((z >> 32) * (high - low)) >> 32` (spans below 2**32). Only unsigned 64-bit wrapping
+    arithmetic is used, which numpy defines the same everywhere.
+    """
+
+    def __init__(self, seed: int) -> None:
+        self.seed = np.uint64(int(seed) % 2**64)
+        self.drawn = 0
+
+    def integers(self, low: int, high: int, size: int | tuple[int, ...]) -> np.ndarray:
+        shape = (size,) if isinstance(size, int) else tuple(size)
+        count = int(np.prod(shape, dtype=np.int64))
+        span = int(high) - int(low)
+        if not 0 < span < 2**32:
+            raise ValueError(f"cannot draw from [{low}, {high})")
+        counters = np.arange(self.drawn + 1, self.drawn + count + 1, dtype=np.uint64)
+        self.drawn += count
+        z = counters * _GOLDEN + self.seed
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+        picks = ((z >> np.uint64(32)) * np.uint64(span)) >> np.uint64(32)
+        return (picks.astype(np.int64) + int(low)).reshape(shape)
+
+
+class UnknownBootstrap(ValueError):
+    """A bootstrap generator id this kgate does not know."""
+
+
+def bootstrap_rng(method: str, seed: int) -> Any:
+    if method == BOOTSTRAP_METHOD:
+        return CounterRNG(seed)
+    if method == LEGACY_BOOTSTRAP:
+        return np.random.default_rng(seed)
+    raise UnknownBootstrap(f"the bootstrap generator {method!r} is not one this kgate knows "
+                           f"(it knows {BOOTSTRAP_METHOD!r} and {LEGACY_BOOTSTRAP!r})")
+
+
+def _block_picks(rng: Any, rounds: int, resamples: int) -> np.ndarray:
     """Circular moving-block bootstrap indices over rounds (block length ~ rounds^(1/3)).
 
     Neighbouring rounds share the machine's state (a busy spell spans several rounds);
@@ -157,7 +170,7 @@ def _block_picks(rng: np.random.Generator, rounds: int, resamples: int) -> np.nd
     return idx.reshape(resamples, -1)[:, :rounds]
 
 
-def _cluster_picks(rng: np.random.Generator, groups: list[np.ndarray], resamples: int, width: int) -> np.ndarray:
+def _cluster_picks(rng: Any, groups: list[np.ndarray], resamples: int, width: int) -> np.ndarray:
     """Resample clusters with replacement, then blocks of members within each (vectorized
     when clusters are the same size, as sessions are unless the budget ran out)."""
     sizes = {len(g) for g in groups}
@@ -194,6 +207,7 @@ def speedup_interval(
     level: float = 0.95,
     resamples: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
+    method: str = BOOTSTRAP_METHOD,
 ) -> Interval:
     """Pooled-median speedup (reference / candidate) with a bootstrap CI.
 
@@ -214,7 +228,7 @@ def speedup_interval(
     groups = [np.flatnonzero(labels == g) for g in np.unique(labels)]
     if rounds < 2:
         return Interval(estimate, 0.0, math.inf, level)
-    rng = np.random.default_rng(seed)
+    rng = bootstrap_rng(method, seed)
     if len(groups) >= 2:
         units = len(groups)
         picks = _cluster_picks(rng, groups, resamples, rounds)
@@ -226,7 +240,8 @@ def speedup_interval(
     return _widened(estimate, np.log(ref_med / cand_med), units, level)
 
 
-def median_interval(values: np.ndarray, *, level: float = 0.95, resamples: int = DEFAULT_BOOTSTRAP, seed: int = 0) -> Interval:
+def median_interval(values: np.ndarray, *, level: float = 0.95, resamples: int = DEFAULT_BOOTSTRAP, seed: int = 0,
+                    method: str = BOOTSTRAP_METHOD) -> Interval:
     """Bootstrap CI of the median of i.i.d. values."""
     v = np.asarray(values, dtype=np.float64).ravel()
     if v.size == 0:
@@ -234,7 +249,7 @@ def median_interval(values: np.ndarray, *, level: float = 0.95, resamples: int =
     estimate = float(np.median(v))
     if v.size < 2:
         return Interval(estimate, -math.inf, math.inf, level)
-    rng = np.random.default_rng(seed)
+    rng = bootstrap_rng(method, seed)
     meds = np.median(v[rng.integers(0, v.size, size=(resamples, v.size))], axis=1)
     alpha = (1.0 - level) / 2.0
     low, high = np.quantile(meds, [alpha, 1.0 - alpha])
@@ -269,6 +284,7 @@ def ordering_intervals(
     level: float = 0.95,
     resamples: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
+    method: str = BOOTSTRAP_METHOD,
 ) -> tuple[Interval, Interval] | None:
     """The speedup measured with both legs in first position of their pair, and with both
     in second position, each as a bootstrap interval over rounds.
@@ -302,18 +318,36 @@ def ordering_intervals(
         return None
     values = np.array(per_round)
     return (
-        _clustered_median_interval(values[:, 0], labels, level, resamples, seed),
-        _clustered_median_interval(values[:, 1], labels, level, resamples, seed + 1),
+        _clustered_median_interval(values[:, 0], labels, level, resamples, seed, method),
+        _clustered_median_interval(values[:, 1], labels, level, resamples, seed + 1, method),
     )
 
 
-def _clustered_median_interval(values: np.ndarray, labels: Sequence[int], level: float, resamples: int, seed: int) -> Interval:
+def ordering_record(reference_rounds: np.ndarray, candidate_rounds: np.ndarray, candidate_first: np.ndarray,
+                    sessions: Sequence[int] | None, level: float, method: str = BOOTSTRAP_METHOD) -> dict[str, Any] | None:
+    """`ordering_intervals` as a timing records it (and verify-receipt re-derives it from the
+    samples, by the bootstrap generator's id); None when there are too few pairs."""
+    intervals = ordering_intervals(np.asarray(reference_rounds, dtype=np.float64), np.asarray(candidate_rounds, dtype=np.float64),
+                                   np.asarray(candidate_first, dtype=bool), sessions=sessions, level=level, method=method)
+    if intervals is None:
+        return None
+    return {"level": level, "bootstrap": method, "both_first": intervals[0].to_json(), "both_second": intervals[1].to_json()}
+
+
+def ordering_disjoint(record: Mapping[str, Any]) -> bool:
+    """The two orderings' intervals do not overlap: one leg is slowed only when it follows the other."""
+    a, b = record["both_first"], record["both_second"]
+    return bool(a["high"] < b["low"] or b["high"] < a["low"])
+
+
+def _clustered_median_interval(values: np.ndarray, labels: Sequence[int], level: float, resamples: int, seed: int,
+                               method: str) -> Interval:
     """Bootstrap CI of the median of positive values, resampling clusters then members."""
     lab = np.asarray(labels)
     groups = [np.flatnonzero(lab == g) for g in np.unique(lab)]
     if len(groups) < 2:
-        return median_interval(values, level=level, resamples=resamples, seed=seed)
-    rng = np.random.default_rng(seed)
+        return median_interval(values, level=level, resamples=resamples, seed=seed, method=method)
+    rng = bootstrap_rng(method, seed)
     logs = np.log(values)
     meds = np.median(logs[_cluster_picks(rng, groups, resamples, len(logs))], axis=1)
     return _widened(math.exp(float(np.median(logs))), meds, len(groups), level)

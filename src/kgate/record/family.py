@@ -4,7 +4,6 @@ worktree of the home repo (`<experiments>/<slug>/.repo`)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import tomllib
 from collections.abc import Callable, Mapping
@@ -15,7 +14,7 @@ from typing import Any
 from kgate.errors import KgateError
 from kgate.jsonio import write_atomic
 from kgate.problem.module import file_sha256
-from kgate.record import git, slug as slugs
+from kgate.record import git, slug as slugs, tomlfile
 from kgate.record.workspace import Workspace
 
 RESULTS_COLUMNS = (
@@ -55,28 +54,18 @@ class Family:
         return self.folder.relative_to(home_repo)
 
     def to_toml(self) -> str:
-        op = ", ".join(f"{k} = {_toml_value(v)}" for k, v in self.op_point.items())
-        return (
-            f"# kgate family binding: {self.slug}\n"
-            "[family]\n"
-            f"slug = {_toml_value(str(self.slug))}\n"
-            f"reference = {_toml_value(str(self.reference))}\n"
-            f"reference_sha256 = {_toml_value(str(self.reference_sha256))}\n"
-            f"target = {_toml_value(str(self.target))}\n"
-            f"parity = {_toml_value(str(self.parity))}\n"
-            f"graded_dtype = {_toml_value(str(self.graded_dtype))}\n"
-            f"integration_branch = {_toml_value(str(self.integration_branch))}\n"
-            f"work_dir = {_toml_value(str(self.work))}\n"
-            f"op_point = {{{op}}}\n"
-        )
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    return json.dumps(str(v))  # a TOML basic string takes JSON's escapes
+        fields = {
+            "slug": str(self.slug),
+            "reference": str(self.reference),
+            "reference_sha256": str(self.reference_sha256),
+            "target": str(self.target),
+            "parity": str(self.parity),
+            "graded_dtype": str(self.graded_dtype),
+            "integration_branch": str(self.integration_branch),
+            "work_dir": str(self.work),
+            "op_point": {k: list(v) if isinstance(v, tuple) else v for k, v in self.op_point.items()},
+        }
+        return tomlfile.dumps(f"kgate family binding: {self.slug}", {"family": fields})
 
 
 def new(
@@ -125,6 +114,7 @@ def new(
         slug, folder, ref_abs.relative_to(repo), file_sha256(ref_abs), tgt_abs.relative_to(repo), spec, dtype, branch,
         dict(op_point or {}), work_abs.relative_to(repo),
     )
+    binding = fam.to_toml()  # a value TOML cannot hold is refused here, before anything is made
     created_branch = False
     try:
         folder.mkdir(parents=True)
@@ -136,7 +126,7 @@ def new(
         if branch in ("main", "master"):
             say(f"note: the family's worktree is based on {branch} itself, not on an integration branch")
         git.git(repo, "worktree", "add", str(fam.worktree), branch)
-        write_atomic(folder / BINDING, fam.to_toml())
+        write_atomic(folder / BINDING, binding)
         write_atomic(folder / "RESULTS.tsv", "\t".join(RESULTS_COLUMNS) + "\n")
         write_atomic(folder / ".gitignore", ".repo/\n")  # the worktree is not part of the record
     except BaseException:
@@ -181,7 +171,7 @@ def load(ws: Workspace, slug: str) -> Family:
         data = tomllib.loads(path.read_text())["family"]
         return Family(
             slug, folder, Path(data["reference"]), str(data["reference_sha256"]), Path(data["target"]), str(data["parity"]),
-            str(data["graded_dtype"]), str(data["integration_branch"]), dict(data.get("op_point", {})),
+            str(data["graded_dtype"]), str(data["integration_branch"]), tomlfile.tuples(dict(data.get("op_point", {}))),
             Path(data["work_dir"]) if "work_dir" in data else None,
         )
     except (tomllib.TOMLDecodeError, KeyError, TypeError) as exc:

@@ -10,7 +10,7 @@ from typing import Any
 
 from kgate.errors import KgateError
 from kgate.jsonio import write_atomic
-from kgate.record import git
+from kgate.record import git, tomlfile
 
 FILENAME = "kgate.toml"
 DTYPES = ("bfloat16", "float16", "float32", "float64")
@@ -27,15 +27,12 @@ class Workspace:
 
     def to_toml(self) -> str:
         rel = lambda p: str(p.relative_to(self.root)) if p.is_relative_to(self.root) else str(p)  # noqa: E731
-        return (
-            "# kgate workspace: where experiment records live, and defaults for new families.\n"
-            "[workspace]\n"
-            f'experiments = "{rel(self.experiments)}"\n'
-            f'home_repo = "{rel(self.home_repo) or "."}"\n\n'
-            "[defaults]\n"
-            f'graded_dtype = "{self.graded_dtype}"\n'
-            f'parity = "{self.parity}"\n'
-            f"chip = {self.chip}\n"
+        return tomlfile.dumps(
+            "kgate workspace: where experiment records live, and defaults for new families.",
+            {
+                "workspace": {"experiments": rel(self.experiments), "home_repo": rel(self.home_repo) or "."},
+                "defaults": {"graded_dtype": self.graded_dtype, "parity": self.parity, "chip": self.chip},
+            },
         )
 
 

@@ -331,19 +331,15 @@ def timing_gate(
     return GateResult("timing", tuple(checks), details), numbers
 
 
-def _ordering_check(samples: Samples) -> Check:
-    ref, cand, first = samples.arrays()
-    # 99% session-aware intervals: a backstop for large asymmetries (escaped Python threads
-    # have their own check); a heavier leg legitimately disturbs the next call a little.
-    intervals = stats.ordering_intervals(ref, cand, first, sessions=samples.session, level=ORDERING_LEVEL)
-    if intervals is None:
+def _ordering_check(ordered: Mapping[str, Any] | None) -> Check:
+    if ordered is None:
         return Check("ordering_independent", "SKIPPED", "too few pairs in one of the orderings to compare")
-    a, b = intervals
+    a, b = ordered["both_first"], ordered["both_second"]
     text = (
-        f"speedup with both legs first in their pair {a.estimate:.4f} [{a.low:.4f}, {a.high:.4f}], both second "
-        f"{b.estimate:.4f} [{b.low:.4f}, {b.high:.4f}]"
+        f"speedup with both legs first in their pair {a['estimate']:.4f} [{a['low']:.4f}, {a['high']:.4f}], both second "
+        f"{b['estimate']:.4f} [{b['low']:.4f}, {b['high']:.4f}]"
     )
-    if a.disjoint(b):
+    if stats.ordering_disjoint(ordered):
         return Check(
             "ordering_independent",
             "FAIL",
@@ -490,6 +486,7 @@ def _measure(
         watch.check("at the end", "deep")
         after = created if not changed and all(backend.digest(b) == h for b, h in buffers) else "changed"
         timer_changes = sorted(set(timer_changes_at_import) | set(kclock.tampered()))
+        ordered = stats.ordering_record(*samples.arrays(), samples.session, ORDERING_LEVEL)
         integrity = [
             _process_check(watch.changes),
             _tamper_check(pair.reference_changes),
@@ -507,7 +504,7 @@ def _measure(
             _agreement_check(agreement),
             _threads_check(samples.extra_threads),
             rounds.os_threads_check(),
-            _ordering_check(samples),
+            _ordering_check(ordered),
         ]
         k = request.bar.sigma_k if request.bar and request.bar.sigma_k else 3.0
         timing, numbers = timing_gate(
@@ -521,6 +518,8 @@ def _measure(
             timing = replace(timing, details={**timing.details, "roofline": roofline_numbers})
         # each session's candidate-vs-reference error: verify holds the first against what the checks graded
         timing = replace(timing, details={**timing.details, "agreement": agreement})
+        if ordered is not None:  # the ordering check's numbers, for verify-receipt to re-derive
+            timing = replace(timing, details={**timing.details, "ordering": ordered})
         gates = {"integrity": GateResult("integrity", tuple(integrity)), "timing": timing}
         if request.bar is not None:
             gates["bar"] = _bar_gate(request.bar, numbers, interpreted)

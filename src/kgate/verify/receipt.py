@@ -190,7 +190,23 @@ def _gate_status_problems(name: str, gate: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def environment() -> dict[str, str | None]:
+    """The versions the receipt's numbers were computed with (the bootstrap's stream does not
+    depend on them: its generator is named by id in the timing)."""
+    import importlib.metadata
+    import platform
+
+    def version(dist: str) -> str | None:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    return {"python": platform.python_version(), **{d: version(d) for d in ("numpy", "scipy", "jax", "jaxlib")}}
+
+
 SEQUENTIAL_SINCE = (0, 2, 0)  # the first kgate version whose runs stop sequentially and record the method
+ORDERING_SINCE = (0, 3, 0)  # the first whose timings record the ordering intervals and their bootstrap's id
 
 
 def _version(text: Any) -> tuple[int, ...]:
@@ -225,7 +241,7 @@ def rederive_timing(timing: Mapping[str, Any], bar: Mapping[str, Any] | None,
         if made_by_sequential_kgate:
             return problems + [f"timing: kgate {made_by_sequential_kgate} records its interval method, and this "
                                "receipt has none (a sequential run cannot be re-graded by the old bootstrap)"]
-        interval = stats.speedup_interval(ref, cand, sessions=samples.get("session"))
+        interval = stats.speedup_interval(ref, cand, sessions=samples.get("session"), method=stats.LEGACY_BOOTSTRAP)
     else:
         raise CannotRederive(f"the timing's interval method {method!r} is not one this kgate knows "
                              f"(it knows {stats.CS_METHOD!r} and the bootstrap before it)")
@@ -315,6 +331,39 @@ def _rederive_looks(timing: Mapping[str, Any], ref: np.ndarray, cand: np.ndarray
     return problems
 
 
+def rederive_ordering(timing: Mapping[str, Any], integrity: Mapping[str, Any], made_by_kgate: str = "") -> list[str]:
+    """The ordering intervals follow from the samples (by the recorded bootstrap generator, the same
+    stream on any machine), and the `ordering_independent` check's status from them. A kgate that
+    records them (`made_by_kgate`, 0.3.0 on) cannot have left them out of a check it ran."""
+    # the check of the process whose samples the timing holds (full mode's reversed process keeps its own)
+    checks = [c for c in integrity.get("checks", []) if c.get("name") in ("measure.ordering_independent",
+                                                                           "ordering_independent")]
+    recorded = timing.get("ordering")
+    if recorded is None:
+        ran = [c for c in checks if c.get("status") in ("PASS", "FAIL")]
+        if ran and made_by_kgate:
+            return [f"timing: kgate {made_by_kgate} records the ordering intervals its {ran[0]['name']} check "
+                    "is derived from, and this receipt has none"]
+        return []
+    samples = timing["samples_ms"]
+    try:
+        derived = stats.ordering_record(samples["reference"], samples["candidate"], samples["candidate_first"],
+                                        samples.get("session"), float(recorded["level"]), str(recorded["bootstrap"]))
+    except stats.UnknownBootstrap as exc:
+        raise CannotRederive(str(exc)) from exc
+    if derived is None:
+        return ["timing: the ordering intervals are recorded, but the samples have too few pairs in one ordering"]
+    problems = [
+        f"timing: ordering {side} {key} {recorded[side][key]} does not follow from the samples ({derived[side][key]:.6g})"
+        for side in ("both_first", "both_second") for key in ("estimate", "low", "high")
+        if not _close(recorded[side][key], derived[side][key])
+    ]
+    status = "FAIL" if stats.ordering_disjoint(derived) else "PASS"
+    problems += [f"integrity: {c.get('name')} recorded {c.get('status')} but the ordering intervals give {status}"
+                 for c in checks if c.get("status") != status]
+    return problems
+
+
 def rederive_roofline(timing: Mapping[str, Any], integrity: Mapping[str, Any]) -> list[str]:
     """The roofline's floor, each leg's rates and utilization, and the physically_possible
     status, from the recorded work, peaks and medians."""
@@ -355,6 +404,8 @@ def rederive(receipt: Mapping[str, Any]) -> list[str]:
             problems += rederive_timing(gates["timing"], gates.get("bar"),
                                         version if _version(version) >= SEQUENTIAL_SINCE else "")
             problems += rederive_roofline(gates["timing"], gates.get("integrity", {}))
+            problems += rederive_ordering(gates["timing"], gates.get("integrity", {}),
+                                          version if _version(version) >= ORDERING_SINCE else "")
         except (KeyError, IndexError, TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
             problems.append(f"timing: malformed, its numbers cannot be re-derived ({type(exc).__name__}: {exc})")
     for name, gate in gates.items():

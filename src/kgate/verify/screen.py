@@ -498,6 +498,7 @@ def _receipt_body(
         "author_claim_p50_ms": request.author_claim_p50,
         "coverage_spec": request.spec,
         "kgate": {"version": __version__, **_git(kgate_src)},
+        "environment": receipts.environment(),
         "candidate_repo": _git(cand),
         "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "argv": list(request.argv),
