@@ -2,10 +2,12 @@
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -159,6 +161,39 @@ def test_stub_commits_the_pre_registration_on_its_own_branch(repo, family):
                    'branch: "kernel/rmsnorm-v001"', "## Mechanism", "- [ ] cand2: two row blocks per step — predict 1.3x"):
         assert needle in text, needle
     assert sh(wt, "git", "status", "--porcelain") == ""
+
+
+def test_git_runs_hardened_and_a_hung_hook_stops_with_a_clear_error_and_nothing_moved(repo, family):
+    """Every git kgate runs gets LC_ALL=C, no terminal prompt and no optional locks (seen from a real
+    hook's environment); a hook that hangs is stopped at the timeout, with its children, and the
+    stub is undone."""
+    hooks = repo / ".git" / "hooks"
+    seen = repo.parent / "hook-env.txt"
+    (hooks / "pre-commit").write_text(f"#!/bin/sh\nenv > '{seen}'\n")
+    (hooks / "pre-commit").chmod(0o755)
+    env = {**os.environ, "LC_ALL": "de_DE.UTF-8", "LANGUAGE": "de", "GIT_TERMINAL_PROMPT": "1"}
+    proc = subprocess.run([sys.executable, "-m", "kgate", "stub", "rmsnorm", *STUB], cwd=repo, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    hook_env = dict(line.split("=", 1) for line in seen.read_text().splitlines() if "=" in line)
+    assert hook_env["LC_ALL"] == "C" and hook_env["GIT_TERMINAL_PROMPT"] == "0" and hook_env["GIT_OPTIONAL_LOCKS"] == "0"
+    wt = family / ".repo"
+    head, branches = sh(wt, "git", "rev-parse", "HEAD"), sh(repo, "git", "branch", "--list")
+    (hooks / "pre-commit").write_text("#!/bin/sh\nsleep 600 &\nsleep 600\n")  # a child of its own, too
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "kgate", "stub", "rmsnorm", *STUB], cwd=repo, capture_output=True,
+                          text=True, env={**os.environ, "KGATE_GIT_TIMEOUT": "3"}, timeout=300)
+    assert proc.returncode == 2 and "did not finish in 3 s" in proc.stderr and "fix:" in proc.stderr, proc.stderr
+    assert time.monotonic() - started < 290  # returned: the hook's own child did not hold the pipes open
+    assert sh(wt, "git", "rev-parse", "HEAD") == head and sh(repo, "git", "branch", "--list") == branches
+    assert sh(wt, "git", "status", "--porcelain") == ""
+    bad = kgate_env(repo, {"KGATE_GIT_TIMEOUT": "soon"}, "stub", "rmsnorm", *STUB)
+    assert bad.returncode == 2 and "KGATE_GIT_TIMEOUT='soon' is not a positive number" in bad.stderr
+
+
+def kgate_env(cwd, extra, *args):
+    return subprocess.run([sys.executable, "-m", "kgate", *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **extra})
 
 
 def test_a_taken_branch_gets_the_next_free_name_and_is_left_alone(repo, family):

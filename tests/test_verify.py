@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -352,6 +353,86 @@ def test_at_most_two_compile_slots_per_host(tmp_path):
         inside.unlink()
         fourth = subprocess.run([sys.executable, "-c", code, str(tmp_path), str(inside)], capture_output=True, text=True, timeout=120)
         assert fourth.returncode == 0 and inside.exists() and "waiting" not in fourth.stderr  # one slot held: no wait
+
+
+def test_the_number_of_compile_slots_is_configurable_and_bad_values_are_named(tmp_path, monkeypatch):
+    code = (
+        "import sys; from kgate.verify.lock import compile_slot\n"
+        "with compile_slot(sys.argv[1], say=lambda m: print(m, file=sys.stderr, flush=True)):\n"
+        "    print('inside', flush=True)\n"
+    )
+    monkeypatch.setenv("KGATE_COMPILE_SLOTS", "3")
+    with compile_slot(tmp_path), compile_slot(tmp_path):
+        third = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
+        assert third.stdout.strip() == "inside" and "waiting" not in third.stderr  # a third slot was free
+        with compile_slot(tmp_path):
+            fourth = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stderr=subprocess.PIPE, text=True)
+            assert "waiting for a compile slot (3 compiles already running" in fourth.stderr.readline()
+    assert fourth.wait(timeout=120) == 0
+    from kgate.errors import KgateError
+
+    for bad in ("0", "two"):
+        monkeypatch.setenv("KGATE_COMPILE_SLOTS", bad)
+        with pytest.raises(KgateError, match="KGATE_COMPILE_SLOTS=.* is not a positive whole number"):
+            with compile_slot(tmp_path):
+                pass
+
+
+def test_lock_files_are_shared_with_the_other_users_of_the_machine():
+    """Made under a strict umask, a lock can still be waited on by another user (here `nobody`,
+    in a real process of its own), who waits while it is held and takes it once freed."""
+    import stat
+    import tempfile
+
+    from kgate.verify.lock import hold, lock_path
+
+    folder = Path(tempfile.mkdtemp(prefix="kgate-shared-locks-", dir="/tmp"))
+    try:
+        folder.chmod(0o777)
+        old = os.umask(0o077)
+        try:
+            with hold(lock_path(0, folder)), compile_slot(folder):
+                pass
+        finally:
+            os.umask(old)
+        for name in ("kgate-chip-0.lock", "kgate-compile-0.lock", "kgate-compile-1.lock"):
+            assert stat.S_IMODE((folder / name).stat().st_mode) == 0o666, name
+        if os.geteuid() != 0:
+            pytest.skip("another user's process needs root to start here")
+        code = (
+            "import sys; from pathlib import Path; from kgate.verify.lock import hold, lock_path\n"
+            "with hold(lock_path(0, sys.argv[1]), say=lambda m: print(m, file=sys.stderr, flush=True)):\n"
+            "    print('held', flush=True)\n"
+        )
+
+        def as_nobody():
+            os.setgid(65534)
+            os.setuid(65534)
+
+        # `nobody` cannot reach this venv's interpreter (under root's home): the system Python runs
+        # kgate's own lock module (it needs only the standard library), copied where nobody can read it
+        system_python = shutil.which("python3", path="/usr/bin:/bin")
+        if system_python is None:
+            pytest.skip("no system python3 for another user to run")
+        src = Path(__file__).resolve().parent.parent / "src" / "kgate"
+        pkg = folder / "pkg" / "kgate"
+        (pkg / "verify").mkdir(parents=True)
+        for name in ("__init__.py", "verify/__init__.py"):
+            (pkg / name).write_text("")
+        for name in ("errors.py", "verify/lock.py"):
+            shutil.copy(src / name, pkg / name)
+        for path in [folder / "pkg", *(folder / "pkg").rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(folder / "pkg"), "HOME": str(folder)}
+        with hold(lock_path(0, folder)):
+            other = subprocess.Popen([system_python, "-c", code, str(folder)], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, preexec_fn=as_nobody, env=env, cwd=folder)
+            line = other.stderr.readline()
+            assert line.startswith("waiting for") and "kgate-chip-0.lock" in line, line + other.stderr.read()
+        out, err = other.communicate(timeout=120)
+        assert other.returncode == 0 and out.strip() == "held", err
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.mark.parametrize(

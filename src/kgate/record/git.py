@@ -1,15 +1,71 @@
-"""The real `git`, run as a subprocess: the few operations the records need."""
+"""The real `git`, run as a subprocess: the few operations the records need.
+
+Every call is hardened: `LC_ALL=C` (messages kgate reads are in English whatever the user's
+locale), `GIT_TERMINAL_PROMPT=0` (a remote that wants a password fails instead of waiting at a
+prompt nobody sees), `GIT_OPTIONAL_LOCKS=0` (a read such as `git status` never takes the index
+lock from a concurrent writer), and a timeout, so a hung credential helper or a stuck lock
+stops the command with a clear error instead of stalling the records.
+"""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from kgate.errors import KgateError
 
+TIMEOUT_ENV = "KGATE_GIT_TIMEOUT"  # seconds; default 120
+HARDENED = {"LC_ALL": "C", "LANGUAGE": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+
+
+def timeout_s() -> float:
+    raw = os.environ.get(TIMEOUT_ENV, "120")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise KgateError(f"{TIMEOUT_ENV}={raw!r} is not a positive number of seconds.", f"unset it, or set {TIMEOUT_ENV}=120.")
+    return value
+
+
+def call(args: list[str], *, cwd: Path | None = None, text: bool = True) -> subprocess.CompletedProcess[Any]:
+    """`git ARGS` with the hardened environment and the timeout; its output captured. git runs in
+    a process group of its own, so a hook or helper it started is stopped with it."""
+    limit = timeout_s()
+    try:
+        proc = subprocess.Popen(["git", *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=text, env={**os.environ, **HARDENED}, start_new_session=True)
+    except FileNotFoundError as exc:
+        raise KgateError("git is not installed (or not on PATH).", "install git, then re-run.") from exc
+    try:
+        out, err = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired as exc:
+        _stop(proc)
+        raise KgateError(
+            f"`git {' '.join(args)}` did not finish in {limit:g} s (a hook or a credential helper waiting, or a "
+            "lock held by another git?).",
+            f"find what git waits on and re-run; a slow repository can set {TIMEOUT_ENV} to more seconds.",
+        ) from exc
+    except BaseException:  # Ctrl-C while git runs: git and what it started stop too
+        _stop(proc)
+        raise
+    return subprocess.CompletedProcess(["git", *args], proc.returncode, out, err)
+
+
+def _stop(proc: subprocess.Popen[Any]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.communicate()
+
 
 def git(repo: Path, *args: str, check: bool = True, strip: bool = True) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    proc = call(["-C", str(repo), *args])
     if check and proc.returncode != 0:
         raise KgateError(
             f"`git {' '.join(args)}` failed in {repo}: {proc.stderr.strip() or proc.stdout.strip()}",
@@ -20,21 +76,19 @@ def git(repo: Path, *args: str, check: bool = True, strip: bool = True) -> str:
 
 def run(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     """`git` with its raw output and exit status, for reads that may legitimately fail."""
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True)
+    return call(["-C", str(repo), *args], text=False)
 
 
 def toplevel(path: Path) -> Path:
-    proc = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+    proc = call(["-C", str(path), "rev-parse", "--show-toplevel"])
     if proc.returncode != 0:
         raise KgateError(f"{path} is not inside a git repository.", "run `git init` there, or point at the code repo.")
     return Path(proc.stdout.strip())
 
 
 def branch_exists(repo: Path, branch: str) -> bool:
-    return subprocess.run(
-        ["git", "-C", str(repo), "show-ref", "--verify", "--quiet", f"refs/heads/{branch}"]
-    ).returncode == 0
+    return call(["-C", str(repo), "show-ref", "--verify", "--quiet", f"refs/heads/{branch}"]).returncode == 0
 
 
 def has_commits(repo: Path) -> bool:
-    return subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", "HEAD"], capture_output=True).returncode == 0
+    return call(["-C", str(repo), "rev-parse", "--verify", "--quiet", "HEAD"]).returncode == 0

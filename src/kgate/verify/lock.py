@@ -18,8 +18,46 @@ from pathlib import Path
 from kgate.errors import KgateError
 
 LOCK_DIR_ENV = "KGATE_LOCK_DIR"
-COMPILE_SLOTS = 2  # at most this many concurrent compiles per host
+COMPILE_SLOTS_ENV = "KGATE_COMPILE_SLOTS"  # set it alike for every user of a host
+COMPILE_SLOTS = 2  # by default, at most this many concurrent compiles per host
 SLOT_POLL_S = 0.05  # a waiting compile tries every slot this often
+LOCK_MODE = 0o666  # any user of the machine can wait on a lock another made (whatever the umask)
+
+
+def compile_slots() -> int:
+    """How many compiles may run at once on this host: KGATE_COMPILE_SLOTS, else 2."""
+    raw = os.environ.get(COMPILE_SLOTS_ENV)
+    if raw is None:
+        return COMPILE_SLOTS
+    try:
+        slots = int(raw)
+    except ValueError:
+        slots = 0
+    if slots < 1:
+        raise KgateError(f"{COMPILE_SLOTS_ENV}={raw!r} is not a positive whole number of compile slots.",
+                         f"set {COMPILE_SLOTS_ENV}=2 (or unset it for the default, {COMPILE_SLOTS}).")
+    return slots
+
+
+def open_lock(path: Path) -> int:
+    """A descriptor to flock `path` by, shared between the users of a machine: made readable and
+    writable by all (the umask would leave it the creator's alone), opened read-only where
+    another user's file cannot be written (flock needs no write access; only the holder's name
+    is then not written), and never opened with O_CREAT when it exists (in a sticky /tmp the
+    kernel may refuse that for another user's file)."""
+    while True:
+        try:
+            return os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            pass
+        except PermissionError:
+            return os.open(path, os.O_RDONLY)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, LOCK_MODE)
+        except FileExistsError:
+            continue  # another process made it first: open theirs
+        os.fchmod(fd, LOCK_MODE)
+        return fd
 
 
 def lock_path(chip: int, lock_dir: str | Path | None = None) -> Path:
@@ -42,7 +80,7 @@ def _holder(path: Path) -> str:
 @contextlib.contextmanager
 def hold(path: Path, *, say: Callable[[str], None] | None = None, what: str = "") -> Iterator[float]:
     """Hold an exclusive flock on `path`; yields the seconds spent waiting."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    fd = open_lock(path)
     started = time.monotonic()
     try:
         try:
@@ -52,15 +90,23 @@ def hold(path: Path, *, say: Callable[[str], None] | None = None, what: str = ""
                 say(f"waiting for {path} (held by {_holder(path)})")
             fcntl.flock(fd, fcntl.LOCK_EX)
         waited = time.monotonic() - started
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}: {what or ' '.join(sys.argv)}\n".encode(), 0)
+        _say_holder(fd, f"pid {os.getpid()}: {what or ' '.join(sys.argv)}\n")
         try:
             yield waited
         finally:
-            os.ftruncate(fd, 0)
+            _say_holder(fd, "")
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _say_holder(fd: int, text: str) -> None:
+    try:
+        os.ftruncate(fd, 0)
+        if text:
+            os.pwrite(fd, text.encode(), 0)
+    except OSError:  # opened read-only: another user's lock file; the lock itself holds
+        pass
 
 
 def _free_slot(fds: list[int]) -> int | None:
@@ -75,13 +121,16 @@ def _free_slot(fds: list[int]) -> int | None:
 
 @contextlib.contextmanager
 def compile_slot(lock_dir: str | Path | None = None, say: Callable[[str], None] | None = None) -> Iterator[None]:
-    """One of COMPILE_SLOTS host-wide compile slots (take a free one, else wait on one)."""
+    """One of the host-wide compile slots (`compile_slots()`): take a free one, else wait for
+    whichever frees first."""
+    slots = compile_slots()
     folder = Path(lock_dir or os.environ.get(LOCK_DIR_ENV) or "/tmp")
-    fds = [os.open(folder / f"kgate-compile-{i}.lock", os.O_RDWR | os.O_CREAT, 0o666) for i in range(COMPILE_SLOTS)]
+    fds: list[int] = []
     try:
+        fds += [open_lock(folder / f"kgate-compile-{i}.lock") for i in range(slots)]
         taken = _free_slot(fds)
         if taken is None and say:
-            say(f"waiting for a compile slot ({COMPILE_SLOTS} compiles already running on this host)")
+            say(f"waiting for a compile slot ({slots} compiles already running on this host)")
         while taken is None:  # whichever slot frees first, not one chosen in advance
             time.sleep(SLOT_POLL_S)
             taken = _free_slot(fds)

@@ -17,7 +17,6 @@ import datetime as dt
 import math
 import os
 import platform
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -104,19 +103,17 @@ class VerifyRequest:
 
 def _git(path: Path) -> dict[str, Any]:
     """HEAD and dirtiness of the git repository holding `path`, if any."""
+    from kgate.record import git
+
     folder = path if path.is_dir() else path.parent
     try:
-        sha = subprocess.run(
-            ["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = bool(
-            subprocess.run(
-                ["git", "-C", str(folder), "status", "--porcelain"], capture_output=True, text=True, check=True
-            ).stdout.strip()
-        )
-        return {"git_sha": sha, "dirty": dirty}
-    except (subprocess.CalledProcessError, FileNotFoundError):
+        sha = git.call(["-C", str(folder), "rev-parse", "HEAD"])
+        status = git.call(["-C", str(folder), "status", "--porcelain"])
+    except KgateError:  # no git, or one that hangs: the receipt says it does not know
         return {"git_sha": None, "dirty": None}
+    if sha.returncode != 0 or status.returncode != 0:
+        return {"git_sha": None, "dirty": None}
+    return {"git_sha": sha.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
 def _leg_env(request: VerifyRequest) -> dict[str, str]:
@@ -538,11 +535,14 @@ def default_receipt_path(candidate: Path, here: Path | None = None) -> Path:
     `.kgate` folder carries a `.gitignore` of `*`: a later `git add -A` (or `kgate cand`)
     never commits a receipt next to the kernel; `kgate cand --receipt` copies it into the
     experiment's `receipts/`."""
-    import subprocess
+    from kgate.record import git
 
     here = (here or Path.cwd()).resolve()
-    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=here, capture_output=True, text=True)
-    root = Path(top.stdout.strip()) if top.returncode == 0 and top.stdout.strip() else here
+    try:
+        top = git.call(["rev-parse", "--show-toplevel"], cwd=here)
+        root = Path(top.stdout.strip()) if top.returncode == 0 and top.stdout.strip() else here
+    except KgateError:
+        root = here
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     return root / RECEIPTS_DIR / f"kgate-receipt-{Path(candidate).stem}-{stamp}-{os.getpid()}.json"
 
