@@ -64,6 +64,17 @@ def test_lint_and_verify_receipt_statuses_match_their_exit_codes():
     ok = {"command": "verify-receipt", "receipt": "r.json", "status": "OK", "exit_code": 0, "findings": [], "checked": {}}
     assert schema_errors(ok, "verify-receipt") == []
     assert schema_errors({**ok, "status": "TAMPERED"}, "verify-receipt")  # exit 0 and no finding
+    iv = {"estimate": 1.5, "low": 1.2, "high": 1.8, "level": 0.95}
+    side = {"path": "a.json", "candidate": "c.py", "candidate_sha256": "0" * 64, "status": "PASS", "speedup": iv,
+            "sessions": 3, "reference_p50_ms": iv, "candidate_p50_ms": iv}
+    compared = {"command": "compare", "status": "COMPARED", "exit_code": 0, "problem": {
+        "reference": "r.py", "reference_sha256": "0" * 64, "op_point": {}, "device": {}}, "a": side, "b": side,
+        "ratio": iv, "faster": "A", "verdict": "A's candidate is faster", "reference_ratio": iv, "method": "m",
+        "advisories": []}
+    assert schema_errors(compared, "compare") == []
+    assert schema_errors({**compared, "exit_code": 1}, "compare")  # an advisory exit with no advisory
+    assert schema_errors({**compared, "faster": "C"}, "compare")
+    assert schema_errors({**compared, "a": {**side, "sessions": 1}}, "compare")  # one session cannot be compared
 
 
 def test_the_suite_wide_check_logs_a_document_that_breaks_its_schema(tmp_path, monkeypatch):

@@ -123,17 +123,17 @@ def test_session_spread_widens_the_interval():
     assert honest.contains(1.0)
 
 
-def test_student_t_quantiles():
-    assert stats._student_t_quantile(0.975, 1) == pytest.approx(12.706, abs=1e-3)
-    assert stats._student_t_quantile(0.975, 3) == pytest.approx(3.182, abs=1e-3)
-    assert stats._student_t_quantile(0.975, 30) == pytest.approx(2.042, abs=1e-3)
+def testt_quantiles():
+    assert stats.t_quantile(0.975, 1) == pytest.approx(12.706, abs=1e-3)
+    assert stats.t_quantile(0.975, 3) == pytest.approx(3.182, abs=1e-3)
+    assert stats.t_quantile(0.975, 30) == pytest.approx(2.042, abs=1e-3)
 
 
 def test_the_t_quantile_keeps_the_large_df_rule_every_receipt_was_made_with():
     from statistics import NormalDist
 
-    assert stats._student_t_quantile(0.995, 199) == pytest.approx(2.6008, abs=1e-4)
-    assert stats._student_t_quantile(0.975, 200) == NormalDist().inv_cdf(0.975)
+    assert stats.t_quantile(0.995, 199) == pytest.approx(2.6008, abs=1e-4)
+    assert stats.t_quantile(0.975, 200) == NormalDist().inv_cdf(0.975)
 
 
 def _splitmix_draws(seed, count, span):
@@ -200,7 +200,7 @@ def test_looking_after_every_session_keeps_the_error_rate_and_a_fixed_interval_w
         assert cs.high == (math.inf if n == 2 else pytest.approx(math.exp(np.mean(x) + half)))
     assert _ever_excludes(stats.cs_critical_t, 0.0) <= 0.05  # anytime-valid: at most alpha over all 40 looks
     assert _ever_excludes(stats.cs_critical_t, math.log(1.3), seed=8) <= 0.05
-    fixed = {k: stats._student_t_quantile(0.975, k - 1) for k in range(2, 41)}
+    fixed = {k: stats.t_quantile(0.975, k - 1) for k in range(2, 41)}
     assert _ever_excludes(fixed.__getitem__, 0.0) > 0.15  # what peeking does to an interval not built for it
 
 

@@ -178,6 +178,59 @@ def test_an_edited_ordering_check_is_tampering(verified, tmp_path, edit):
     assert _edited(receipt, tmp_path, change, True)["status"] == "TAMPERED"
 
 
+@pytest.fixture(scope="module")
+def slower(verified):
+    """The same problem's slow candidate (32 extra passes over the input), verified alike."""
+    folder = verified[0]
+    shutil.copy(RMS / "slow_extra_work.py", folder / "slow_extra_work.py")
+    receipt = folder / "slow.json"
+    proc = kgate("verify", "-r", folder / "reference.py", "-c", folder / "slow_extra_work.py", "--class", "xla-rewrite",
+                 "--set", "seq_len=16", "--kwarg", "passes=32", "--budget", "2", "--lock-dir", folder, "-o", receipt,
+                 "--json")
+    assert receipt.is_file(), proc.stderr
+    return receipt
+
+
+def test_compare_says_which_candidate_is_faster_with_an_interval(verified, slower):
+    folder, receipt, _ = verified
+    proc = kgate("compare", receipt, slower, "--json")
+    result = json.loads(proc.stdout)
+    assert proc.returncode == result["exit_code"] in (0, 1), proc.stderr
+    assert result["faster"] == "A" and result["ratio"]["low"] > 1.0, result["verdict"]
+    a, b = result["a"]["speedup"]["estimate"], result["b"]["speedup"]["estimate"]
+    assert result["ratio"]["low"] <= a / b <= result["ratio"]["high"]  # the ratio of the runs' own estimates
+    assert result["a"]["reference_p50_ms"]["low"] <= result["a"]["reference_p50_ms"]["estimate"]
+    text = kgate("compare", slower, folder / "report.json", "--advisories-ok")  # a report: followed to its receipt
+    assert text.returncode == 0 and "B's candidate is faster than A's: B's speedup / A's = " in text.stdout, text.stderr
+    assert f"the receipt of the report {folder / 'report.json'}" in text.stdout
+    same = json.loads(kgate("compare", receipt, receipt, "--json").stdout)
+    assert same["faster"] is None and same["verdict"].startswith("not distinguishable")
+
+
+@pytest.mark.parametrize("edit,reseal,message", [
+    (lambda d: d["modules"]["reference"].update(sha256="0" * 64), True, "receipts of different problems"),
+    (lambda d: d["op_point"]["values"].update(seq_len=32), True, "the op-point differs"),
+    (lambda d: d.update(timed_inputs="0" * 64, inputs={**d["inputs"], "42": "0" * 64}), True, "the inputs differ"),
+    (lambda d: d["device"].update(kind="TPU v5 lite"), True, "the device differs"),
+    (lambda d: d["gates"]["timing"]["speedup"].update(estimate=9.0), False, "is TAMPERED"),
+], ids=["problem", "op-point", "inputs", "device", "tampered"])
+def test_compare_refuses_what_was_not_measured_alike(verified, slower, tmp_path, edit, reseal, message):
+    data = json.loads(slower.read_text())
+    edit(data)
+    edited = tmp_path / "b.json"
+    edited.write_text(json.dumps(receipts.seal(data) if reseal else data))
+    proc = kgate("compare", verified[1], edited)
+    assert proc.returncode == 2 and message in proc.stderr and "fix:" in proc.stderr, proc.stderr
+    assert proc.stdout == ""
+    as_json = json.loads(kgate("compare", verified[1], edited, "--json").stdout)
+    assert as_json["status"] == "ERROR" and message in as_json["error"]["problem"]
+
+
+def test_compare_refuses_a_run_that_timed_nothing(verified, not_timed):
+    proc = kgate("compare", verified[1], not_timed[0])
+    assert proc.returncode == 2 and "holds no timings to compare" in proc.stderr
+
+
 @pytest.mark.parametrize("reseal", [False, True], ids=["edited", "edited-and-rehashed"])
 def test_editing_a_parity_number_is_tampering(verified, tmp_path, reseal):
     _, receipt, _ = verified

@@ -1,4 +1,4 @@
-"""The checking commands: gate, lower, fit, parity, measure, calibrate, verify, verify-receipt, lock."""
+"""The checking commands: gate, lower, fit, parity, measure, calibrate, verify, verify-receipt, compare, lock."""
 
 from __future__ import annotations
 
@@ -610,6 +610,57 @@ def verify_receipt(
         for finding in result.findings:
             console.print(f"  - {finding}", soft_wrap=True)
     raise typer.Exit(result.exit_code)
+
+
+@app.command()
+def compare(
+    receipt_a: Annotated[Path, typer.Argument(help="Receipt A (or a verify report, followed to its receipt).")],
+    receipt_b: Annotated[Path, typer.Argument(help="Receipt B, of the same problem.")],
+    as_json: JsonOpt = False,
+    advisories_ok: AdvisoriesOkOpt = False,
+) -> None:
+    """Compare two candidates' receipts of the same problem: which is faster, with an interval.
+
+    The ratio A's speedup / B's speedup, each co-measured within its own run, with a 95%
+    interval over the runs' sessions; "not distinguishable" when it includes 1. Per-leg p50s
+    with intervals; the reference legs compared as a check that the machines agreed.
+    Refused (exit 2, nothing compared) unless both receipts verify on their numbers and share
+    the reference, op-point, dtype, inputs and device kind.
+    """
+    from kgate.jsonio import document
+    from kgate.verify.compare import compare as compare_receipts
+
+    try:
+        result = compare_receipts(receipt_a, receipt_b)
+    except KgateError as exc:
+        fail_usage(exc, as_json)
+    code = 0 if advisories_ok else result.exit_code
+    if as_json:
+        print(document({**result.to_json(), "exit_code": code}, "compare"))
+        raise typer.Exit(code)
+    console = Console()
+    data = result.to_json()
+    problem = data["problem"]
+    values = (problem["op_point"] or {}).get("values", problem["op_point"]) or {}
+    at = " ".join(f"{k}={v}" for k, v in values.items()) if isinstance(values, dict) else str(values)
+    device = problem["device"]
+    on = " ".join(dict.fromkeys(str(device.get(k, "?")) for k in ("platform", "kind")))  # "cpu", or "gpu NVIDIA H200"
+    console.print(f"kgate compare: {problem['reference']} at {at or 'its CONFIG'} on {on}", soft_wrap=True)
+    for label in ("a", "b"):
+        side = data[label]
+        sp = side["speedup"]
+        ref, cand = side["reference_p50_ms"], side["candidate_p50_ms"]
+        console.print(f"  {label.upper()}: {side['candidate']}  speedup {sp['estimate']:.3f}x [{sp['low']:.3f}, "
+                      f"{sp['high']:.3f}]  reference p50 {ref['estimate']:.4g} ms [{ref['low']:.4g}, {ref['high']:.4g}]"
+                      f"  candidate p50 {cand['estimate']:.4g} ms [{cand['low']:.4g}, {cand['high']:.4g}]  "
+                      f"({side['sessions']} sessions)", soft_wrap=True)
+        if side.get("note"):
+            console.print(f"     ({side['note']})", soft_wrap=True)
+    style = "bold green" if result.faster else "yellow"
+    console.print(f"  [{style}]{result.verdict}[/]", soft_wrap=True)
+    for advisory in result.advisories:
+        console.print(f"  advisory: {advisory}", soft_wrap=True)
+    raise typer.Exit(code)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -177,6 +177,9 @@ EXIT_CODES = {
     "calibrate": _CHECK_CODES + " A biased rig (the A/A interval excludes 1.0) is a FAIL.",
     "verify": _CHECK_CODES + " The receipt is written whatever the status, never on exit 2 for bad input.",
     "verify-receipt": "Exit codes: 0 OK; 2 TAMPERED, MISMATCH, INCOMPLETE, ANOMALY, UNVERIFIABLE, bad input, or could not evaluate.",
+    "compare": "Exit codes: 0 compared (read which is faster in the output); 1 compared with an advisory (0 with "
+    "--advisories-ok); 2 refused (a receipt that does not verify, different problems, op-points, inputs or devices) "
+    "or bad input.",
     "lock": "Exit codes: the command's own exit code; 2 when the lock or the command could not be taken or started.",
     "brief": "Exit codes: 0 every item of the checklist is present; 2 items are missing (each named), or bad input.",
     "lint": "Exit codes: 0 CLEAN; 1 advisories only (0 with --advisories-ok); 2 findings that cap or invalidate "

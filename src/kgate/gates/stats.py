@@ -90,10 +90,10 @@ def _small_sample_factor(rounds: int, level: float) -> float:
 
     q = 1.0 - (1.0 - level) / 2.0
     z = NormalDist().inv_cdf(q)
-    return _student_t_quantile(q, rounds - 1) / z
+    return t_quantile(q, rounds - 1) / z
 
 
-def _student_t_quantile(q: float, df: int) -> float:
+def t_quantile(q: float, df: float) -> float:
     """Student-t quantile from SciPy; from 200 degrees of freedom on, the normal's (the rule every
     receipt was made with, so each re-derives)."""
     from statistics import NormalDist
@@ -238,6 +238,25 @@ def speedup_interval(
     ref_med = np.median(ref[picks].reshape(resamples, -1), axis=1)
     cand_med = np.median(cand[picks].reshape(resamples, -1), axis=1)
     return _widened(estimate, np.log(ref_med / cand_med), units, level)
+
+
+def p50_interval(rounds: np.ndarray, sessions: Sequence[int], *, level: float = 0.95, resamples: int = DEFAULT_BOOTSTRAP,
+                 seed: int = 0, method: str = BOOTSTRAP_METHOD) -> Interval:
+    """A leg's p50 (the median of all its samples) with a bootstrap interval that resamples
+    sessions, then blocks of rounds within each, widened by t(units-1)/z as the speedup's was."""
+    x = np.asarray(rounds, dtype=np.float64)
+    labels = np.asarray(sessions, dtype=int)
+    estimate = float(np.median(x))
+    if x.ndim != 2 or x.shape[0] < 2:
+        return Interval(estimate, 0.0, math.inf, level)
+    groups = [np.flatnonzero(labels == g) for g in np.unique(labels)]
+    rng = bootstrap_rng(method, seed)
+    if len(groups) >= 2:
+        units, picks = len(groups), _cluster_picks(rng, groups, resamples, x.shape[0])
+    else:
+        units, picks = x.shape[0], _block_picks(rng, x.shape[0], resamples)
+    medians = np.median(x[picks].reshape(resamples, -1), axis=1)
+    return _widened(estimate, np.log(medians), units, level)
 
 
 def median_interval(values: np.ndarray, *, level: float = 0.95, resamples: int = DEFAULT_BOOTSTRAP, seed: int = 0,
