@@ -1,6 +1,8 @@
 """`kgate verify` (screen), receipts, `verify-receipt`, and the chip lock, with real
 subprocesses and real files."""
 
+import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -365,8 +367,16 @@ def test_full_mode_names_skipped_rows_checks_the_claim_and_captures(tmp_path):
     checks = {c["name"]: c for c in report["gates"]["integrity"]["checks"]}
     assert checks["full.reproduction"]["status"] == "FAIL" and "more than 2x" in checks["full.reproduction"]["detail"]
     assert "full.cold_orderings" in checks
-    assert report["gates"]["capture"]["status"] in {"PASS", "SKIPPED"}  # a missing profiler never blocks
+    capture = report["gates"]["capture"]  # jaxlib's profiler is here: it must have run (a missing one never blocks)
+    assert capture["status"] == "PASS", capture
+    perfetto = Path(capture["perfetto"]["path"])  # a trace people can open, named by path and sha256
+    assert perfetto.name == "perfetto_trace.json.gz" and perfetto.is_file()
+    assert hashlib.sha256(perfetto.read_bytes()).hexdigest() == capture["perfetto"]["sha256"]
+    with gzip.open(perfetto, "rt") as handle:
+        assert json.load(handle)["traceEvents"]
+    assert all(len(f["sha256"]) == 64 and "content" not in f for f in capture["files"])
     data = json.loads(receipt.read_text())
+    assert data["gates"]["capture"]["perfetto"] == capture["perfetto"]
     assert data["mode"] == "full" and data["coverage_spec"] == "0:0->0:0"
     assert json.loads(kgate("verify-receipt", receipt, "--json", "--no-regenerate").stdout)["status"] == "OK"
 

@@ -659,12 +659,13 @@ class JaxBackend:
         return tuple(out)
 
     def capture(self, fn: Callable[..., Any], inputs: Sequence[Any], folder: Path, calls: int = 3) -> list[str]:
-        """Run `fn` under the JAX profiler into `folder` (timing discarded); the files written."""
+        """Run `fn` under the JAX profiler into `folder` (timing discarded), with a Perfetto trace
+        (`perfetto_trace.json.gz`, opened at ui.perfetto.dev); the files written."""
         fn, inputs = bind_static(fn, inputs)
-        compiled = _jit(fn)
+        compiled = _jit(fn, eager=False)  # the candidate: always compiled
         with self._mode():
             jax.block_until_ready(compiled(*inputs))
-            with jax.profiler.trace(str(folder)):
+            with jax.profiler.trace(str(folder), create_perfetto_trace=True):
                 for _ in range(calls):
                     jax.block_until_ready(compiled(*inputs))
         return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())

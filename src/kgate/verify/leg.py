@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kgate.errors import KgateError
+from kgate.problem.module import file_sha256
 
 
 def _reference_probes(req: dict[str, Any]) -> dict[str, Any]:
@@ -124,7 +125,11 @@ def _capture(req: dict[str, Any]) -> dict[str, Any]:
         raise
     except Exception as exc:  # a missing or broken profiler degrades, never blocks
         return {"status": "UNAVAILABLE", "reason": f"capture unavailable: {type(exc).__name__}: {exc}"[:300]}
-    return {"status": "CAPTURED", "folder": str(folder), "files": files}
+    # the receipt names each artifact by path and sha256, never its content
+    named = [{"path": f, "sha256": file_sha256(folder / f), "bytes": (folder / f).stat().st_size} for f in files]
+    perfetto = [n for n in named if Path(n["path"]).name == "perfetto_trace.json.gz"]
+    return {"status": "CAPTURED", "folder": str(folder), "files": named,
+            **({"perfetto": {**perfetto[-1], "path": str(folder / perfetto[-1]["path"])}} if perfetto else {})}
 
 
 def _lower(req: dict[str, Any]) -> dict[str, Any]:

@@ -472,10 +472,14 @@ def _full_checks(request: VerifyRequest, first: Mapping[str, Any], reverse: Mapp
 def _capture_gate(leg: Mapping[str, Any]) -> GateResult:
     if leg.get("status") == "CAPTURED":
         files = leg.get("files", [])
+        perfetto = leg.get("perfetto")
+        opened = (f"; the Perfetto trace {perfetto['path']} opens at ui.perfetto.dev" if perfetto else
+                  "; the profiler wrote no Perfetto trace")
         return GateResult(
             "capture",
-            (Check("profile", "PASS", f"{len(files)} profiler artifact(s) in {leg.get('folder')} (timing discarded)"),),
-            {"folder": leg.get("folder"), "files": files},
+            (Check("profile", "PASS", f"{len(files)} profiler artifact(s) in {leg.get('folder')} (timing discarded)"
+                   + opened),),
+            {"folder": leg.get("folder"), "files": files, **({"perfetto": perfetto} if perfetto else {})},
         )
     reason = leg.get("reason") or leg.get("error", {}).get("problem") or "capture unavailable"
     return GateResult("capture", (), {}, skipped_reason=str(reason))
