@@ -21,19 +21,32 @@ def ok(proc):
     return proc
 
 
+def status_says(root: Path, stage: str, next_command: str) -> None:
+    """`kgate status` names this stage and this next command (the loop is driven by it alone)."""
+    proc = ok(kgate(root, "status", "--json"))
+    (family,) = json.loads(proc.stdout)["families"]
+    assert family["stage"] == stage and family["next"].startswith(next_command), family
+
+
 def record(root: Path, candidate: str, klass: str, bar: str, *, file: bool) -> dict:
-    """A complete experiment record: family, stub, one verified candidate, one abandoned; filed if `file`."""
+    """A complete experiment record: family, stub, one verified candidate, one abandoned; filed if `file`.
+    At each step `kgate status` names the stage and the command the step then runs."""
     home_repo(root, CUMSUM / "reference.py")
+    status_says(root, "workspace", "kgate init")
     ok(kgate(root, "init"))
+    status_says(root, "family", "kgate family new")
     ok(kgate(root, "family", "new", "cumsum", "--reference", "ops/reference.py", "--target", "ops/cumsum.py", *OP_POINT))
+    status_says(root, "stub", "kgate stub cumsum")
     ok(kgate(root, "stub", "cumsum", "--class", klass, "--bar", bar,
              "--diagnosis", "The reference does O(n^2) work for an O(n) scan.", "--reading", "jax.lax scan primitives",
              "--hypothesis", "A scan does n times less work than the triangular matmul.",
              "--mechanism", "Replace the matmul by a prefix sum in float32.",
              "--predicted", "2x faster at n=1024.", "--criterion", "The speedup interval lies below 1.3x.",
              "--plan", "cand1: the final candidate — predict 2x", "--plan", "cand2: a blocked variant — predict 2.5x"))
+    status_says(root, "loaded", "kgate ledger cumsum --loaded 'jax.lax scan primitives'")
     ok(kgate(root, "ledger", "cumsum", "--loaded", "jax.lax scan primitives"))
     wt = root / "kernel_experiments" / "cumsum" / ".repo"
+    status_says(root, "candidates", f"kgate gate -r {wt / 'ops' / 'reference.py'} -c {wt / 'ops' / 'cumsum.py'} --class {klass}")
     shutil.copy(CUMSUM / candidate, wt / "ops" / "cumsum.py")
     receipt = root.parent / f"{root.name}-receipt.json"
     subprocess.run([sys.executable, "-m", "kgate", "verify", "--mode", "full", "-r", "reference.py", "-c", "cumsum.py",
@@ -41,12 +54,15 @@ def record(root: Path, candidate: str, klass: str, bar: str, *, file: bool) -> d
                     "--lock-dir", str(root.parent)], cwd=wt / "ops", capture_output=True, text=True)
     assert receipt.is_file()
     ok(kgate(root, "cand", "cumsum", "cand1", "--receipt", receipt, "--why", "kept: the final candidate"))
+    status_says(root, "candidates", "kgate gate")  # cand2 is next
     ok(kgate(root, "cand", "cumsum", "cand2", "--abandon", "--reason", "cand1 met the bar"))
+    status_says(root, "verdict", "kgate verdict cumsum v001 --verify")
     out = {"root": root, "wt": wt, "receipt": receipt}
     if file:
         proc = kgate(root, "verdict", "cumsum", "v001", "--receipt", receipt, "--json")
         assert proc.returncode == 0, proc.stderr
         out["verdict"] = json.loads(proc.stdout)
+        status_says(root, "report", "kgate report cumsum v001 --html")
     return out
 
 

@@ -363,6 +363,9 @@ def test_abandon_extension_and_pivot(example_repo):
     (wt / "ops" / "rmsnorm.py").write_text("# more\n")
     proc = kgate(repo, "cand", "rmsnorm", "cand2", "--what", "x", "--why", "kept")
     assert proc.returncode == 2 and "was pivoted to xla-rewrite" in proc.stderr and "--class xla-rewrite" in proc.stderr
+    status = kgate(repo, "status", "rmsnorm")
+    assert status.returncode == 0 and "rmsnorm v001: pivoted" in status.stdout
+    assert "next: kgate stub rmsnorm --class xla-rewrite" in status.stdout
     sh(wt, "git", "checkout", "--", "ops/rmsnorm.py")  # discard the refused edit
     proc = kgate(repo, "stub", "rmsnorm", *_replace(STUB, "--plan", "cand1: a jnp rewrite — predict 1.1x"),
                  "--class", "xla-rewrite")
@@ -447,6 +450,11 @@ def test_brief_names_every_missing_item(repo, family):
     assert "missing 2 item(s): diagnosis; required reading" in proc.stderr
     data = json.loads(kgate(repo, "brief", "rmsnorm", "--json").stdout)
     assert data["status"] == "INCOMPLETE" and len(data["missing"]) == 2 and data["items"]["bar"]
+    status = json.loads(kgate(repo, "status", "--json").stdout)  # the brief blocks the loop, each item named
+    assert status["status"] == "BLOCKED" and status["families"][0]["stage"] == "brief"
+    assert status["families"][0]["blocked_by"] == data["missing"]
+    unknown = kgate(repo, "status", "nosuch")
+    assert unknown.returncode == 2 and "family 'nosuch' does not exist" in unknown.stderr
     sh(family / ".repo", "git", "checkout", "-q", "kernel/rmsnorm")
     data = json.loads(kgate(repo, "brief", "rmsnorm", "--json").stdout)
     assert any(m.startswith("work dir + branch: the family worktree") for m in data["missing"])

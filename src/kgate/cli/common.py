@@ -181,6 +181,8 @@ EXIT_CODES = {
     "--advisories-ok); 2 refused (a receipt that does not verify, different problems, op-points, inputs or devices) "
     "or bad input.",
     "lock": "Exit codes: the command's own exit code; 2 when the lock or the command could not be taken or started.",
+    "status": "Exit codes: 0 the stages were read (a blocked experiment is said in the output, with what blocks it); "
+    "2 bad input (a family that does not exist) or unreadable records.",
     "brief": "Exit codes: 0 every item of the checklist is present; 2 items are missing (each named), or bad input.",
     "lint": "Exit codes: 0 CLEAN; 1 advisories only (0 with --advisories-ok); 2 findings that cap or invalidate "
     "the verdict, or bad input.",

@@ -368,6 +368,48 @@ def lint(
 
 
 @app.command()
+def status(
+    slug: Annotated[Optional[str], typer.Argument(help="A family's slug (default: every family in the workspace).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Where each experiment stands and the next command to run, derived from the records alone.
+
+    Stages in order: workspace, family, stub, brief, loaded (the attestation), candidates
+    (one per plan item), verdict (verify full, then file), report. For each family: the
+    stage, what is done, the next command and why, and what blocks it. Outside a workspace,
+    the next command is `kgate init`.
+    """
+    from kgate.jsonio import document
+    from kgate.record import status as stages, workspace
+    from kgate.verify.lock import lock_path
+
+    try:
+        try:
+            ws = workspace.find(Path.cwd())
+        except KgateError:
+            found = [stages.no_workspace(Path.cwd())]
+        else:
+            names = [slug] if slug else stages.families(ws)
+            found = [stages.of(ws, name, lock_path) for name in names] or [stages.no_family(ws)]
+    except KgateError as exc:
+        fail_usage(exc, as_json)
+    blocked = any(s.blocked_by for s in found)
+    if as_json:
+        print(document({"status": "BLOCKED" if blocked else "OK", "exit_code": 0, "families": [s.to_json() for s in found]},
+                       "status"))
+        raise typer.Exit(0)
+    console = Console()
+    for s in found:
+        where = f"{s.slug} {s.exp}" if s.exp else (s.slug or "(workspace)")
+        console.print(f"kgate status: {where}: [bold]{s.stage}[/]" + (f"  (done: {', '.join(s.done)})" if s.done else ""),
+                      soft_wrap=True)
+        for block in s.blocked_by:
+            console.print(f"  blocked by: {block}", soft_wrap=True)
+        console.print(f"  next: {s.next}", soft_wrap=True, highlight=False)
+        console.print(f"  why: {s.why}", soft_wrap=True)
+
+
+@app.command()
 def verdict(
     slug: Annotated[str, typer.Argument(help="The family's slug.")],
     exp: Annotated[str, typer.Argument(help="The experiment, vNNN.")],
