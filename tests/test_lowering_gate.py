@@ -45,7 +45,17 @@ def test_a_block_off_the_tpu_tiling_passes_interpret_parity_and_fails_lowering_n
     assert failed(report) == {"lowering.TINY.lowers", "lowering.op-point.lowers"}
     check = _lowering_checks(report)["op-point.lowers"]
     assert "divisible by 8 and 128" in check.detail and "bfloat16[4, 512, 1024]" in check.detail
-    assert "multiples of 8 and 128" in check.fix
+    assert "multiples of 8 and 128" in check.fix and check.gotcha == "TPU-BLOCK-TILING"  # the gotcha table's row
+    from rich.console import Console
+
+    from kgate.report import render_report
+
+    console = Console(record=True, width=200)
+    render_report(report, console)
+    shown = console.export_text()
+    assert "gotcha for lowering.op-point.lowers: make the last two dimensions" in shown
+    assert "[gotcha TPU-BLOCK-TILING: a block's last two dimensions break the TPU's (8, 128) tiling]" in shown
+    assert json.loads(json.dumps(report.to_json()))["gates"]["lowering"]["checks"][0]["gotcha"] == "TPU-BLOCK-TILING"
 
 
 def test_a_block_that_fits_only_at_tiny_fails_lowering_at_the_op_point_alone():
@@ -166,7 +176,8 @@ def test_grading_passes_a_lowered_live_kernel_and_fails_each_way_a_lowering_goes
     assert [c.name for c in ghost.failures] == ["TINY.reaches_output"] and "k.py:3" in ghost.failures[0].detail
     broken = lowering.evaluate([_program(kernels=(), error="ValueError: something Mosaic says", where="k.py:9: x")])
     assert [c.name for c in broken.failures] == ["TINY.lowers"]
-    assert "k.py:9" in broken.failures[0].detail and broken.failures[0].fix == lowering.GENERAL_FIX
+    assert "k.py:9" in broken.failures[0].detail and broken.failures[0].fix.startswith(lowering.GENERAL_FIX)
+    assert "no gotcha row matches" in broken.failures[0].fix and broken.failures[0].gotcha == ""
 
 
 def test_a_candidate_that_cannot_be_traced_at_an_op_point_fails_lowering_there_with_the_error():
@@ -180,7 +191,7 @@ def test_a_candidate_that_cannot_be_traced_at_an_op_point_fails_lowering_there_w
     result = lowering.evaluate([program])
     assert [c.name for c in result.failures] == ["op-point.lowers"]
     assert "Unsupported TPU device kind" in result.failures[0].detail
-    assert "chip's values" in result.failures[0].fix
+    assert "chip's values" in result.failures[0].fix and result.failures[0].gotcha == "TPU-DEVICE-KIND-QUERY"
 
 
 def test_grading_a_gate_with_nothing_lowered_never_passes():
@@ -191,15 +202,18 @@ def test_grading_a_gate_with_nothing_lowered_never_passes():
     assert half.status == "PASS" and [c.status for c in half.checks][0] == "ADVISORY"
 
 
-@pytest.mark.parametrize("error, words", [
+@pytest.mark.parametrize("error, words, row", [
     ("The Pallas TPU lowering currently requires that the last two dimensions of your block shape are divisible "
-     "by 8 and 128 respectively", "multiples of 8 and 128"),
-    ("NotImplementedError: Unimplemented primitive in Pallas TPU lowering for tc: sort.", "outside the pallas_call"),
-    ("RESOURCE_EXHAUSTED: scoped vmem limit exceeded", "vmem_limit_bytes"),
-    ("ValueError: Unsupported TPU device kind: cpu", "take the chip's values as parameters"),
+     "by 8 and 128 respectively", "multiples of 8 and 128", "TPU-BLOCK-TILING"),
+    ("NotImplementedError: Unimplemented primitive in Pallas TPU lowering for tc: sort.", "outside the pallas_call",
+     "TPU-UNIMPLEMENTED-PRIMITIVE"),
+    ("RESOURCE_EXHAUSTED: scoped vmem limit exceeded", "vmem_limit_bytes", "TPU-VMEM-OOM"),
+    ("ValueError: Unsupported TPU device kind: cpu", "take the chip's values as parameters", "TPU-DEVICE-KIND-QUERY"),
+    ("the candidate lowers a different program for the device", "trace the same program", ""),
 ])
-def test_each_common_lowering_error_gets_its_own_fix(error, words):
-    assert words in lowering.fix_for(error)
+def test_each_common_lowering_error_gets_its_own_fix(error, words, row):
+    fix, found = lowering.fix_for(error)
+    assert words in fix and found == row
 
 
 # -- `kgate lower`: the gate alone, from shapes, as a command -----------------------------------

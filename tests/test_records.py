@@ -442,6 +442,23 @@ def test_a_recorded_candidate_is_not_overwritten_and_pivot_needs_a_clean_work_di
         assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
 
 
+def test_a_candidate_records_the_gotcha_row_that_fired_and_lint_checks_it_exists(example_repo):
+    repo = example_repo
+    wt, page = _stub(repo)
+    (wt / "ops" / "rmsnorm.py").write_text("# a block of (4, 100): the TPU lowering refused it\n")
+    before = _state(wt, page)
+    proc = kgate(repo, "cand", "rmsnorm", "cand1", "--why", "rejected: does not lower", "--gotcha", "TPU-NO-SUCH-ROW")
+    assert proc.returncode == 2 and "is not a row of the gotcha table" in proc.stderr and _state(wt, page) == before
+    proc = kgate(repo, "cand", "rmsnorm", "cand1", "--why", "rejected: does not lower", "--gotcha", "TPU-BLOCK-TILING")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(kgate(repo, "ledger", "rmsnorm", "--json").stdout)["rows"]
+    assert row["why"] == "rejected: does not lower (gotcha TPU-BLOCK-TILING)"
+    assert "L13" not in kgate(repo, "lint", "rmsnorm").stdout
+    page.write_text(page.read_text().replace("(gotcha TPU-BLOCK-TILING)", "(gotcha TPU-MADE-UP)"))
+    lint = kgate(repo, "lint", "rmsnorm", "--json")
+    assert any(f["code"] == "L13" and "TPU-MADE-UP" in f["evidence"] for f in json.loads(lint.stdout)["findings"])
+
+
 def test_brief_names_every_missing_item(repo, family):
     assert kgate(repo, "stub", "rmsnorm", *STUB).returncode == 0  # no diagnosis, no reading
     proc = kgate(repo, "brief", "rmsnorm")

@@ -663,6 +663,57 @@ def compare(
     raise typer.Exit(code)
 
 
+@app.command()
+def gotcha(
+    source: Annotated[Optional[str], typer.Argument(help="A log or traceback file, or - for stdin.")] = None,
+    list_all: Annotated[bool, typer.Option("--list", help="List every row of the gotcha table.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Match a compile error, log or traceback against the gotcha table: the row, what it means, the fix.
+
+    The table (src/kgate/gotchas/*.toml) holds the errors kernel authors meet most, each
+    reproduced by a tiny kernel against the real message of the installed jax. Every row
+    whose pattern is in the text is printed, the first (most specific) one first.
+    """
+    from kgate import gotchas
+    from kgate.jsonio import document
+
+    try:
+        if list_all == (source is not None):
+            raise KgateError("pass a log file (or - for stdin), or --list.", "e.g. `kgate gotcha build.log`, "
+                             "`python kernel.py 2>&1 | kgate gotcha -`, or `kgate gotcha --list`.")
+        if list_all:
+            found = list(gotchas.table())
+        else:
+            if source == "-":
+                text = sys.stdin.read()
+            else:
+                path = Path(str(source))
+                if not path.is_file():
+                    raise KgateError(f"{path} does not exist.", "pass the file holding the error (or - for stdin).")
+                text = path.read_text(errors="replace")
+            found = gotchas.matches(text)
+    except KgateError as exc:
+        fail_usage(exc, as_json)
+    code = 0 if found else 1
+    if as_json:
+        print(document({"command": "gotcha", "status": "MATCHED" if found else "NO_MATCH", "exit_code": code,
+                        "matches": [row.to_json() for row in found],
+                        **({} if found else {"ask": gotchas.NEW_ROW})}, "gotcha"))
+        raise typer.Exit(code)
+    console = Console()
+    if not found:
+        console.print(f"kgate gotcha: {gotchas.NEW_ROW}.", soft_wrap=True)
+    for row in found:
+        console.print(f"[bold]{row.id}[/] ({row.platform}, {row.where}; seen on {row.seen_on})", soft_wrap=True,
+                      highlight=False)
+        console.print(f"  means: {row.means}", soft_wrap=True, highlight=False)
+        console.print(f"  fix:   {row.fix}", soft_wrap=True, highlight=False)
+        if list_all:
+            console.print(f"  pattern: {row.pattern.pattern}", soft_wrap=True, highlight=False, markup=False)
+    raise typer.Exit(code)
+
+
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def lock(
     ctx: typer.Context,

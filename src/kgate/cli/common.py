@@ -180,6 +180,7 @@ EXIT_CODES = {
     "compare": "Exit codes: 0 compared (read which is faster in the output); 1 compared with an advisory (0 with "
     "--advisories-ok); 2 refused (a receipt that does not verify, different problems, op-points, inputs or devices) "
     "or bad input.",
+    "gotcha": "Exit codes: 0 a row matched (or --list); 1 no row matched (say so, and add a row); 2 bad input.",
     "lock": "Exit codes: the command's own exit code; 2 when the lock or the command could not be taken or started.",
     "status": "Exit codes: 0 the stages were read (a blocked experiment is said in the output, with what blocks it); "
     "2 bad input (a family that does not exist) or unreadable records.",

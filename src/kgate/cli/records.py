@@ -207,6 +207,7 @@ def cand(
     reason: Annotated[str, typer.Option("--reason", help="Why a candidate outside the plan (an extension), or why abandoned.")] = "",
     abandon: Annotated[bool, typer.Option("--abandon", help="Record a planned candidate as not run (needs --reason).")] = False,
     klass: Annotated[Optional[str], typer.Option("--class", help="The candidate's intervention class (default: the page's).")] = None,
+    gotcha: Annotated[str, typer.Option("--gotcha", help="The gotcha table's row that fired on this candidate (`kgate gotcha`): recorded in the why-column.")] = "",
     as_json: JsonOpt = False,
 ) -> None:
     """Commit the target's current state as one candidate, with its ledger row.
@@ -222,7 +223,7 @@ def cand(
 
     try:
         ws = workspace.find(Path.cwd())
-        out = experiment.cand(ws, experiment.CandRequest(slug, candidate, what, receipt, why, reason, abandon, klass))
+        out = experiment.cand(ws, experiment.CandRequest(slug, candidate, what, receipt, why, reason, abandon, klass, gotcha))
     except KgateError as exc:
         fail_usage(exc, as_json)
     if as_json:

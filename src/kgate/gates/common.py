@@ -17,12 +17,24 @@ class Check:
     status: CheckStatus
     detail: str
     fix: str = ""
+    gotcha: str = ""  # the gotcha table's row for the error this check carries, if one matched
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "status": self.status, "detail": self.detail}
         if self.fix:
             out["fix"] = self.fix
+        if self.gotcha:
+            out["gotcha"] = self.gotcha
         return out
+
+
+def error_check(name: str, detail: str, error: str, otherwise: str) -> Check:
+    """A FAIL that carries an error (the candidate raised, a lowering or compile error): its fix is
+    the gotcha table's row for the error, named, or `otherwise` with a request for a new row."""
+    from kgate import gotchas
+
+    fix, row = gotchas.fix_for(str(error), otherwise)
+    return Check(name, "FAIL", detail, fix, row)
 
 
 @dataclass(frozen=True)

@@ -14,19 +14,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from kgate import gotchas
 from kgate.backends.base import LoweredProgram
 from kgate.gates.common import Check, GateResult, skipped
 
-# What to do about the lowering errors authors meet most: (pattern on the error, fix).
-# The first match wins; the last entry is the general advice.
-GOTCHAS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"divisible by 8 and 128"),
-     "make the last two dimensions of every block multiples of 8 and 128, or equal to the array's own dimensions "
-     "(pad the array to whole tiles if needed); narrower types pack more rows per tile, so 16 rows (bfloat16) or "
-     "32 (8-bit types) fill one."),
-    (re.compile(r"Unimplemented primitive in Pallas TPU lowering for \w+: (\w+)"),
-     "Mosaic has no lowering for this primitive inside a kernel: express it with ops the TPU lowering supports "
-     "(elementwise, reductions, dot, broadcasts, slices with pl.ds), or do it outside the pallas_call."),
+# kgate's own lowering findings (what kgate itself says about a candidate's lowering), each with
+# its fix; the errors jax and Mosaic raise are matched against the gotcha table (kgate.gotchas).
+OWN_FINDINGS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"different program for the device"),
      "trace the same program however kgate traces it: a kernel that looks at interpret mode or the call stack "
      "shows parity one program and the device another."),
@@ -37,17 +31,6 @@ GOTCHAS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"compiler parameters are for"),
      "write the kernel for the target's platform (its compiler parameters too), or name the platform it is for "
      "with --lower-for if that is the target."),
-    (re.compile(r"(?i)unsupported TPU device kind|device_kind|not a TPU"),
-     "the kernel asks the device what it is while it is traced, and this machine is not that device: take the "
-     "chip's values as parameters (or from pltpu.get_tpu_info_for_chip), or lower it on the device's host."),
-    (re.compile(r"(?i)vmem|scoped memory|exceeds.*memory"),
-     "the kernel's blocks and scratch do not fit in VMEM: use smaller blocks, or raise vmem_limit_bytes in "
-     "pltpu.CompilerParams up to the chip's physical VMEM."),
-    (re.compile(r"(?i)64-bit|float64|int64|x64"),
-     "TPU kernels compute in 32 bits or less: keep float64/int64 out of the kernel (and out of jax_enable_x64)."),
-    (re.compile(r"(?i)not implemented|unsupported|not supported"),
-     "the TPU lowering does not support what the kernel does here: rewrite that part of the kernel with "
-     "supported operations (see the Pallas TPU documentation's list), or move it outside the kernel."),
 )
 GENERAL_FIX = ("fix the kernel so the device's lowering accepts it: the error above is what the device's host "
                "raises at compile time; interpret-mode parity alone does not show it.")
@@ -55,9 +38,13 @@ GENERAL_FIX = ("fix the kernel so the device's lowering accepts it: the error ab
 PLATFORM_NAMES = {"tpu": "TPU", "cuda": "GPU (CUDA)"}
 
 
-def fix_for(error: str) -> str:
-    """The fix for a lowering error, from the gotcha table."""
-    return next((fix for pattern, fix in GOTCHAS if pattern.search(error)), GENERAL_FIX)
+def fix_for(error: str) -> tuple[str, str]:
+    """(the fix for a lowering error, the gotcha row's id or ""): kgate's own findings first, then
+    the gotcha table; an error no row matches gets the general fix and a request for a row."""
+    own = next((fix for pattern, fix in OWN_FINDINGS if pattern.search(error)), None)
+    if own is not None:
+        return own, ""
+    return gotchas.fix_for(error, GENERAL_FIX)
 
 
 def _coverage_check(program: LoweredProgram) -> Check | None:
@@ -139,8 +126,9 @@ def _checks(program: LoweredProgram) -> list[Check]:
                       f"{program.unavailable}"), *covered]
     if program.error:
         where = f" (at {program.where})" if program.where else ""
+        fix, row = fix_for(program.error)
         return [Check(prefix + "lowers", "FAIL", f"the {device} lowering rejects the candidate at {at}: "
-                      f"{program.error}{where}", fix_for(program.error)), *covered]
+                      f"{program.error}{where}", fix, row), *covered]
     checks = [Check(prefix + "lowers", "PASS", f"lowered for {device} at {at}: {len(program.kernels)} kernel "
                     "custom call(s)")]
     lowered_names = {k.name for k in program.kernels}

@@ -20,7 +20,7 @@ import numpy as np
 
 from kgate.backends.base import HostTree
 from kgate.errors import KgateError
-from kgate.gates.common import Check, GateResult
+from kgate.gates.common import Check, GateResult, error_check
 
 # Chosen from data (benchmarks/parity_multiplier.py): honest kernels reached up to 4.5x their floor
 # over several runs, precision-downgraded ones 5.6x and more.
@@ -408,11 +408,11 @@ def _probe_checks(
             )
     if probe.candidate is None and probe.unsupported:
         checks.append(
-            Check(
+            error_check(
                 f"{name}.evaluable",
-                "FAIL",
                 "cannot evaluate on this machine (inconclusive: not a verdict on the kernel): "
                 f"{probe.candidate_error}",
+                str(probe.candidate_error),
                 "check it where the kernel compiles: on a TPU, where Mosaic lowers it (run kgate there); or write "
                 "the construct in a form the interpreter runs.",
             )
@@ -420,10 +420,10 @@ def _probe_checks(
         return checks, record
     if probe.candidate is None:
         checks.append(
-            Check(
+            error_check(
                 f"{name}.candidate_ran",
-                "FAIL",
                 f"the candidate raised: {probe.candidate_error}",
+                str(probe.candidate_error),
                 "run the candidate on the probe inputs and fix the error.",
             )
         )

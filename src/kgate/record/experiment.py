@@ -17,6 +17,7 @@ from kgate.errors import KgateError
 from kgate.jsonio import write_atomic
 from kgate.problem.module import file_sha256
 from kgate.record.stub import PLAN_SEPARATOR
+from kgate import gotchas
 from kgate.record import commits, git
 from kgate.record.summary import ReportSummary
 from kgate.record.family import Family, load as load_family
@@ -238,6 +239,7 @@ class CandRequest:
     reason: str = ""  # required for a candidate that is not in the plan
     abandon: bool = False  # record a planned candidate as not run, with `reason`
     klass: str | None = None  # the candidate's intervention class (default: the page's)
+    gotcha: str = ""  # the gotcha table's row that fired on this candidate (`kgate gotcha`), if any
 
 
 @dataclass(frozen=True)
@@ -288,11 +290,16 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
     klass = request.klass or str(page.front.get("intervention_class", "?"))
     if klass not in INTERVENTION_CLASSES:
         raise KgateError(f"class {klass!r} is not an intervention class.", f"use one of {', '.join(INTERVENTION_CLASSES)}.")
+    if request.gotcha and not gotchas.known(request.gotcha):
+        raise KgateError(f"--gotcha {request.gotcha!r} is not a row of the gotcha table.",
+                         "name the row `kgate gotcha <log>` printed (`kgate gotcha --list` lists them).")
     changed = classify_changes(ex)
     if request.abandon:
         row, summary, extra, notes = _abandoned_row(ex, request, klass, changed)
     else:
         row, summary, extra, notes = _run_row(ex, request, klass, changed)
+    if request.gotcha:  # the why-column says which row fired (lint checks it exists)
+        row = replace(row, why=f"{row.why} (gotcha {request.gotcha})")
     message = commits.checked("cand", f"{request.cand}({ex.tag()}): {what} — {summary}")
     if planned is not None:
         plan[planned] = replace(plan[planned], state="done")

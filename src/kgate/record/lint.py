@@ -416,9 +416,21 @@ def _interpreted_support(f: Facts) -> list[Finding]:
     return []
 
 
+_GOTCHA = re.compile(r"\(gotcha ([^)\s]+)\)")
+
+
+def _gotchas(f: Facts) -> list[Finding]:
+    """A ledger row may say which gotcha row fired on its candidate: the row must exist."""
+    from kgate import gotchas
+
+    return [Finding("L13", "unknown gotcha row", f"{row.candidate} why: gotcha {m.group(1)!r} is not in the table",
+                    "name a row `kgate gotcha --list` lists (kgate cand --gotcha checks it)", ADVISORY)
+            for row in f.page.ledger.rows for m in _GOTCHA.finditer(row.why) if not gotchas.known(m.group(1))]
+
+
 RULES: Final[tuple[Rule, ...]] = (
     _attestation, _receipts, _candidate_commits, _grammar, _stub_first, _plan, _paragraphs, _reference, _files,
-    _verdict_words, _filed, _interpreted_support,
+    _verdict_words, _filed, _interpreted_support, _gotchas,
 )
 
 

@@ -67,6 +67,10 @@ def render_report(report: Report, console: Console) -> None:
         for check in gate.checks:
             table.add_row(Text(name), Text(check.name), Text(check.status, _STYLE.get(check.status, "")), Text(check.detail))
     console.print(table)
+    for name, gate in report.gates.items():  # an error the gotcha table knows: its row and fix, spelled out
+        for check in gate.checks:
+            if check.gotcha and check.status == "FAIL":
+                console.print(Text.assemble(("gotcha", "bold"), f" for {name}.{check.name}: {check.fix}"), soft_wrap=True)
     _render_seconds(ctx, console)
     for advisory in report.advisories:
         console.print(Text(f"advisory: {advisory}", _STYLE["ADVISORY"]), soft_wrap=True)

@@ -28,7 +28,7 @@ from kgate.backends.base import Ablation, LoweredProgram, count_moved
 from kgate.clock import draw_seed
 from kgate.errors import KgateError
 from kgate.gates import firing, integrity, lowering, parity
-from kgate.gates.common import Check, GateResult, skipped
+from kgate.gates.common import Check, GateResult, error_check, skipped
 from kgate.gates.firing import FiringSpec
 from kgate.gates.parity import ParitySpec, Probe, SharedFloor
 from kgate.verify import spawn
@@ -327,8 +327,9 @@ def run_shape_leg(kind: str, request: CheckRequest, extra: Mapping[str, Any]) ->
 def unfinished(gate: str, result: Mapping[str, Any]) -> GateResult:
     """The gate of a leg whose process did not finish: it could not be evaluated, so it FAILs."""
     error = result.get("error", {})
-    return GateResult(gate, (Check(
-        f"{gate}_evaluated", "FAIL", f"the candidate's process did not finish: {error.get('problem', result.get('status'))}",
+    problem = str(error.get("problem", result.get("status")))
+    return GateResult(gate, (error_check(
+        f"{gate}_evaluated", f"the candidate's process did not finish: {problem}", problem,
         str(error.get("fix") or "run the candidate module by hand to see the full error."),
     ),))
 
@@ -343,8 +344,9 @@ def _lowering(cand: Mapping[str, Any], lower_for: str) -> GateResult:
     if lower_for == "none":
         return skipped("lowering", "not lowered for a device (--lower-for none)")
     if cand.get("lowering_error"):
-        return GateResult("lowering", (Check(
-            "lowering_evaluated", "FAIL", f"the candidate could not be lowered: {cand['lowering_error']}",
+        return GateResult("lowering", (error_check(
+            "lowering_evaluated", f"the candidate could not be lowered: {cand['lowering_error']}",
+            str(cand["lowering_error"]),
             "fix the error; a kernel kgate cannot lower for its device cannot pass the lowering gate.",
         ),))
     programs = [LoweredProgram.from_json(p) for p in cand.get("lowering", [])]
@@ -416,8 +418,8 @@ def _candidate_crashed(command: str, request: CheckRequest, ref: Mapping[str, An
     """The candidate's process died (a segfault, an exit, an out-of-memory): a FAIL, with its last words."""
     error = cand.get("error", {})
     problem = error.get("problem", cand.get("status"))
-    crashed = Check("candidate_ran", "FAIL", f"the candidate's process did not finish: {problem}",
-                    error.get("fix", "run the candidate on the probe inputs by hand and fix the crash."))
+    crashed = error_check("candidate_ran", f"the candidate's process did not finish: {problem}", str(problem),
+                          error.get("fix", "run the candidate on the probe inputs by hand and fix the crash."))
     gates = {"parity": GateResult("parity", (crashed,), {"spec": request.parity_spec.describe()})}
     context = {"class": request.klass, "reference": ref["reference"], "candidate": {"path": str(request.candidate)},
                "op_point": ref["op_point"], "seeds": list(seeds), "random_seed": random_seed,

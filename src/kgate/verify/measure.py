@@ -28,7 +28,7 @@ from kgate.backends.base import floating_dtypes
 from kgate.errors import KgateError, describe
 from kgate.gates import roofline, stats
 from kgate.gates.bar import Bar, evaluate_bar, interval_decision
-from kgate.gates.common import Check, GateResult
+from kgate.gates.common import Check, GateResult, error_check
 from kgate.gates.parity import timed_agreement
 from kgate.problem import load_pair
 from kgate.verify.lock import compile_slot
@@ -829,10 +829,10 @@ def _unmeasurable(request: MeasureRequest, pair: Any, backend: Any, error: str) 
     gate = GateResult(
         "timing",
         (
-            Check(
+            error_check(
                 "measured",
-                "FAIL",
                 f"the candidate could not be compiled and run: {error}",
+                str(error),
                 "run `kgate gate` first; a candidate that does not run cannot be timed.",
             ),
         ),

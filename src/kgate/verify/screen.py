@@ -20,7 +20,7 @@ import platform
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -191,7 +191,8 @@ def _checks(request: VerifyRequest, say: Callable[[str], None], workdir: Path) -
 
 
 def _gate_from_json(name: str, data: Mapping[str, Any]) -> GateResult:
-    checks = tuple(Check(c["name"], c["status"], c["detail"], c.get("fix", "")) for c in data.get("checks", []))
+    checks = tuple(Check(c["name"], c["status"], c["detail"], c.get("fix", ""), c.get("gotcha", ""))
+                   for c in data.get("checks", []))
     details = {k: v for k, v in data.items() if k not in ("status", "checks", "reason")}
     return GateResult(name, checks, details, data.get("reason", "") if data.get("status") == "SKIPPED" else "")
 
@@ -302,7 +303,7 @@ def _finish(
             continue
         for name, data in leg["gates"].items():
             if name == "integrity":
-                integrity += [Check(f"{leg_name}.{c.name}", c.status, c.detail, c.fix) for c in _gate_from_json(name, data).checks]
+                integrity += [replace(c, name=f"{leg_name}.{c.name}") for c in _gate_from_json(name, data).checks]
             elif leg_name == "reversed":
                 continue  # its timing is compared below, not reported as a second timing gate
             else:
