@@ -68,7 +68,7 @@ def test_measure_fails_a_candidate_timed_below_the_floor_of_the_declared_work(wr
 
 
 def test_a_receipt_s_roofline_is_re_derived_from_its_medians():
-    from kgate.gates.common import GateResult
+    from kgate.gates.common import Check, GateResult
     from kgate.record.filing import _roofline_cells
     from kgate.verify.receipt import rederive_roofline
 
@@ -82,3 +82,21 @@ def test_a_receipt_s_roofline_is_re_derived_from_its_medians():
     assert any("physically_possible recorded ['PASS'], the numbers give FAIL" in p for p in found)
     assert any("candidate's roofline numbers" in p for p in found)
     assert _roofline_cells({}) == {"tflops": "—", "roofline_util": "—"}
+    # the numbers cut out, the check with them (or left graded): a kgate that always says is caught
+    bare = {k: v for k, v in timing.items() if k != "roofline"}
+    assert any("does not" in p for p in rederive_roofline(bare, {"checks": []}, "0.3.0"))
+    assert any("without the roofline numbers" in p for p in rederive_roofline(bare, integrity, "0.3.0"))
+    skipped = GateResult("integrity", (Check("physically_possible", "SKIPPED", "declares no work"),)).to_json()
+    assert rederive_roofline(bare, skipped, "0.3.0") == [] and rederive_roofline(bare, {"checks": []}) == []
+
+
+def test_a_reference_that_declares_no_work_says_the_floor_was_not_checked(write_module):
+    ref = write_module("reference.py", (
+        "import jax\nCONFIG = {'n': 64}\n"
+        "def create_inputs(seed=0):\n    return (jax.random.normal(jax.random.key(seed), (CONFIG['n'], CONFIG['n'])),)\n"
+        "def workload(x):\n    return x * 2.0\n"))
+    cand = write_module("same.py", "def workload(x):\n    return x + x\n")
+    report = json.loads(kgate(ref.parent, "measure", "-r", ref, "-c", cand, "--budget", "1", "--json").stdout)
+    check = {c["name"]: c for c in report["gates"]["integrity"]["checks"]}["physically_possible"]
+    assert check["status"] == "SKIPPED" and "declares no work" in check["detail"]
+    assert "roofline" not in report["gates"]["timing"]

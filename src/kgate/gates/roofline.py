@@ -61,6 +61,18 @@ def gpu_peaks(device_kind: str) -> Peaks | None:
     return None
 
 
+def peaks_for(platform: str, kind: str, tpu: tuple[float, float, str] | None, cores: int) -> Peaks | None:
+    """The device's peaks: a TPU's from jax's own table (`tpu`), an H100/H200's from its datasheet,
+    a CPU's ceiling from its cores; None for a device kgate has no figures for."""
+    if tpu:
+        return Peaks(*tpu)
+    if platform == "gpu":
+        return gpu_peaks(kind)
+    if platform == "cpu":
+        return cpu_peaks(cores)
+    return None
+
+
 @dataclass(frozen=True)
 class Work:
     """What the reference declares the op-point costs (None: not declared)."""

@@ -333,3 +333,11 @@ def load_pair(
             reference.config, candidate.config, config_keys_read(ref_path.read_text(errors="replace"))
         )
         yield LoadedPair(reference, candidate, op_point, changes, tuple(mismatches), tuple(labels))
+
+
+def load_requested_pair(req: Mapping[str, Any], **extra: Any) -> Any:
+    """`load_pair` for a leg's request (the JSON a kgate process hands a leg): its op-point, both
+    entries, and the candidate's keyword arguments."""
+    return load_pair(req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"],
+                     reference_entry=req.get("reference_entry", "workload"), kwargs=kwargs_from_wire(req.get("kwargs")),
+                     **extra)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kgate.errors import KgateError
-from kgate.problem.module import file_sha256
+from kgate.problem.module import file_sha256, load_requested_pair
 
 
 def _reference_probes(req: dict[str, Any]) -> dict[str, Any]:
@@ -89,7 +89,7 @@ def _coverage(req: dict[str, Any]) -> dict[str, Any]:
     backend = get_backend("jax")
     maps = coverage.parse_spec(req["spec"])
     results, errors = [], []
-    with _load_pair(req) as pair:
+    with load_requested_pair(req) as pair:
         inputs, _ = backend.create_inputs(pair.reference, req["seeds"][0], req["dtype"])
         base = backend.run(pair.candidate.entry, inputs)
         for m in maps:
@@ -118,7 +118,7 @@ def _capture(req: dict[str, Any]) -> dict[str, Any]:
     folder = Path(req["artifacts"])
     try:
         backend = get_backend("jax")
-        with _load_pair(req) as pair:
+        with load_requested_pair(req) as pair:
             inputs, _ = backend.create_inputs(pair.reference, req["seeds"][0], req["dtype"])
             files = backend.capture(pair.candidate.entry, inputs, folder)
     except KgateError:
@@ -141,7 +141,7 @@ def _lower(req: dict[str, Any]) -> dict[str, Any]:
     beat("phase importing the candidate")
     backend = get_backend("jax")
     watch = Watch(backend)
-    with _load_pair(req, use_tiny=req["use_tiny"]) as pair:
+    with load_requested_pair(req, use_tiny=req["use_tiny"]) as pair:
         watch.check("at import")
         beat("phase lowering the candidate for its device")
         programs = lowered_programs(backend, pair, _op_point_shapes(backend, pair, req), req)
@@ -179,7 +179,7 @@ def _fit(req: dict[str, Any]) -> dict[str, Any]:
     beat("phase importing the candidate")
     backend = get_backend("jax")
     watch = Watch(backend)
-    with _load_pair(req) as pair:
+    with load_requested_pair(req) as pair:
         watch.check("at import")
         takes_keywords(pair.candidate.entry, req["entry"], list(req["points"][0]))
         shapes = _op_point_shapes(backend, pair, req)
@@ -193,16 +193,6 @@ def _fit(req: dict[str, Any]) -> dict[str, Any]:
         return {"status": "DONE", "programs": programs, "changes": watch.changes,
                 "reference_changes": list(pair.reference_changes), "candidate": pair.candidate.to_json(),
                 "op_point": pair.op_point.to_json()}
-
-
-def _load_pair(req: dict[str, Any], **extra: Any) -> Any:
-    """The pair a leg's request names: its op-point, entries, and the candidate's keyword arguments."""
-    from kgate.problem import load_pair
-    from kgate.problem.module import kwargs_from_wire
-
-    return load_pair(req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"],
-                     reference_entry=req.get("reference_entry", "workload"), kwargs=kwargs_from_wire(req.get("kwargs")),
-                     **extra)
 
 
 def _full_op_point(op_point: Any, overrides: dict[str, Any]) -> dict[str, Any]:

@@ -511,7 +511,9 @@ def _measure(
             samples, stop_reason, interpreted, k, LegPair("reference", "candidate"), per_call_s, flush_text, looks,
             request.sessions, min(request.min_rounds, max_rounds), budget, max_rounds,
         )
-        physical, roofline_numbers = _roofline(pair, backend, timing) if not interpreted else (None, None)
+        physical, roofline_numbers = _roofline(pair, backend, timing) if not interpreted else (Check(
+            "physically_possible", "SKIPPED", "timed in an interpreter: a device's physical floor says nothing about "
+            "the interpreter's times"), None)
         if physical is not None:
             integrity.append(physical)
         if roofline_numbers is not None:
@@ -537,8 +539,8 @@ def _measure(
 
 def _roofline(pair: Any, backend: Any, timing: GateResult) -> tuple[Check | None, dict[str, Any] | None]:
     """The physical floor for the work the reference declares (get_flops / get_bytes at the
-    op-point): a leg whose median time is below it FAILs integrity. (None, None) when the
-    reference declares no work or nothing was timed."""
+    op-point): a leg whose median time is below it FAILs integrity; SKIPPED, said, when the
+    reference declares no work. (None, None) when nothing was timed."""
     legs = {leg: timing.details.get(leg, {}).get("p50_ms") for leg in ("reference", "candidate")}
     if not all(isinstance(v, (int, float)) for v in legs.values()):
         return None, None
@@ -562,11 +564,10 @@ def _roofline(pair: Any, backend: Any, timing: GateResult) -> tuple[Check | None
         return Check("physically_possible", "FAIL", "the declared work cannot be used: " + "; ".join(problems),
                      "make get_flops() and get_bytes() return the op-point's counts (numbers, from CONFIG)."), None
     if not declared:
-        return None, None
+        return Check("physically_possible", "SKIPPED", "the reference declares no work (get_flops() / get_bytes()): "
+                     "the physical floor is not checked"), None
     device = backend.device()
-    tpu = backend.tpu_peaks()
-    peaks = (roofline.Peaks(*tpu) if tpu else roofline.gpu_peaks(device.kind) if device.platform == "gpu"
-             else roofline.cpu_peaks(os.cpu_count() or 1) if device.platform == "cpu" else None)
+    peaks = roofline.peaks_for(device.platform, device.kind, backend.tpu_peaks(), os.cpu_count() or 1)
     if peaks is None:
         return Check("physically_possible", "ADVISORY", f"no peak figures for {device.kind!r}: the physical floor "
                      "is not checked here"), None

@@ -21,8 +21,7 @@ from typing import Any
 from kgate.backends import get_backend, wire
 from kgate.errors import KgateError, describe
 from kgate.gates import parity
-from kgate.problem import config_set, load_pair, load_reference
-from kgate.problem.module import kwargs_from_wire
+from kgate.problem import config_set, load_reference, load_requested_pair
 from kgate.verify.spawn import beat
 from kgate.verify.watch import Watch
 
@@ -203,10 +202,7 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
     backend = get_backend("jax")
     folder = Path(req["workdir"])
     watch = Watch(backend)
-    with load_pair(
-        req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"], use_tiny=req["use_tiny"],
-        reference_entry=req.get("reference_entry", "workload"), kwargs=kwargs_from_wire(req.get("kwargs")),
-    ) as pair:
+    with load_requested_pair(req, use_tiny=req["use_tiny"]) as pair:
         watch.check("at import")
         beat("phase waiting")
         if not wait_for_inputs():

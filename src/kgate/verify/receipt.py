@@ -364,13 +364,22 @@ def rederive_ordering(timing: Mapping[str, Any], integrity: Mapping[str, Any], m
     return problems
 
 
-def rederive_roofline(timing: Mapping[str, Any], integrity: Mapping[str, Any]) -> list[str]:
+def rederive_roofline(timing: Mapping[str, Any], integrity: Mapping[str, Any], made_by_kgate: str = "") -> list[str]:
     """The roofline's floor, each leg's rates and utilization, and the physically_possible
-    status, from the recorded work, peaks and medians."""
+    status, from the recorded work, peaks and medians. A kgate that always says whether it
+    checked the floor (`made_by_kgate`, 0.3.0 on) cannot have left the check out, nor graded it
+    without its numbers."""
     from kgate.gates import roofline
 
     recorded = timing.get("roofline")
     if recorded is None:
+        said = [c for c in integrity.get("checks", []) if str(c.get("name", "")).endswith("physically_possible")]
+        if made_by_kgate and not said:
+            return [f"integrity: kgate {made_by_kgate} says whether the physical floor was checked "
+                    "(physically_possible), and this timed receipt does not"]
+        graded = [c.get("status") for c in said if c.get("status") in ("PASS", "FAIL")]
+        if graded:
+            return [f"integrity: physically_possible recorded {graded[0]} without the roofline numbers it follows from"]
         return []
     work = roofline.Work(*(None if recorded["work"].get(k) is None else float(recorded["work"][k])
                            for k in ("flops", "bytes")))
@@ -403,7 +412,8 @@ def rederive(receipt: Mapping[str, Any]) -> list[str]:
         try:
             problems += rederive_timing(gates["timing"], gates.get("bar"),
                                         version if _version(version) >= SEQUENTIAL_SINCE else "")
-            problems += rederive_roofline(gates["timing"], gates.get("integrity", {}))
+            problems += rederive_roofline(gates["timing"], gates.get("integrity", {}),
+                                          version if _version(version) >= ORDERING_SINCE else "")
             problems += rederive_ordering(gates["timing"], gates.get("integrity", {}),
                                           version if _version(version) >= ORDERING_SINCE else "")
         except (KeyError, IndexError, TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
