@@ -459,6 +459,35 @@ def test_a_candidate_records_the_gotcha_row_that_fired_and_lint_checks_it_exists
     assert any(f["code"] == "L13" and "TPU-MADE-UP" in f["evidence"] for f in json.loads(lint.stdout)["findings"])
 
 
+def test_a_no_peek_violation_is_refused_with_evidence_and_a_hand_made_one_invalidates(example_repo):
+    repo = example_repo
+    wt = repo / "kernel_experiments" / "rmsnorm" / ".repo"
+    (wt / "ops" / "solution.py").write_text("def workload(x, w):\n    return x\n")  # a known solution, in the repo
+    sh(wt, "git", "add", "ops/solution.py")
+    sh(wt, "git", "commit", "-qm", "a known solution")
+    wt, page = _stub(repo, "--activity", "capability-eval", "--no-peek", "ops/solution.py")
+    assert '"ops/solution.py"' in page.read_text()  # the list is part of the pre-registration
+    (wt / "ops" / "rmsnorm.py").write_text("import jax\n\ndef workload(x, w):\n    from solution import workload as w2\n"
+                                         "    return w2(x, w)\n")
+    before = _state(wt, page)
+    proc = kgate(repo, "cand", "rmsnorm", "cand1", "--why", "kept")
+    assert proc.returncode == 2 and "no-peek list forbids" in proc.stderr, proc.stderr
+    assert "ops/rmsnorm.py:4 imports solution (no-peek: ops/solution.py)" in proc.stderr and _state(wt, page) == before
+    (wt / "ops" / "rmsnorm.py").write_text("import jax\n\ndef workload(x, w):\n    return x\n")
+    assert kgate(repo, "cand", "rmsnorm", "cand1", "--why", "kept").returncode == 0
+    lint = json.loads(kgate(repo, "lint", "rmsnorm", "--json").stdout)
+    assert not any(f["code"] == "L14" for f in lint["findings"])
+    (wt / "ops" / "rmsnorm.py").write_text("import solution\nworkload = solution.workload\n")  # past kgate cand
+    sh(wt, "git", "commit", "-qam", "cand2(rmsnorm v001): the solution — by hand")
+    lint = json.loads(kgate(repo, "lint", "rmsnorm", "--json").stdout)
+    (l14,) = [f for f in lint["findings"] if f["code"] == "L14"]
+    assert "ops/rmsnorm.py:1 imports solution" in l14["evidence"] and l14["consequence"] == "invalid"
+    report = kgate(repo, "report", "rmsnorm", "v001")  # the compliance line comes from the check
+    assert "no-peek list (ops/solution.py) not read by any candidate: NO (L14)" in report.stdout, report.stderr
+    bad = kgate(repo, "stub", "rmsnorm", *STUB, "--no-peek", "../outside.py")
+    assert bad.returncode == 2 and "outside the home repo" in bad.stderr
+
+
 def test_brief_names_every_missing_item(repo, family):
     assert kgate(repo, "stub", "rmsnorm", *STUB).returncode == 0  # no diagnosis, no reading
     proc = kgate(repo, "brief", "rmsnorm")

@@ -18,7 +18,7 @@ from kgate.jsonio import write_atomic
 from kgate.problem.module import file_sha256
 from kgate.record.stub import PLAN_SEPARATOR
 from kgate import gotchas
-from kgate.record import commits, git
+from kgate.record import commits, git, nopeek
 from kgate.record.summary import ReportSummary
 from kgate.record.family import Family, load as load_family
 from kgate.record.page import INTERVENTION_CLASSES, LEDGER, THIS_COMMIT, Ledger, LedgerRow, Page, PlanEntry
@@ -294,6 +294,8 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
         raise KgateError(f"--gotcha {request.gotcha!r} is not a row of the gotcha table.",
                          "name the row `kgate gotcha <log>` printed (`kgate gotcha --list` lists them).")
     changed = classify_changes(ex)
+    if not request.abandon:
+        _no_peek(ex, page, changed)
     if request.abandon:
         row, summary, extra, notes = _abandoned_row(ex, request, klass, changed)
     else:
@@ -311,6 +313,24 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
     new_page = page.with_plan(tuple(plan)).with_ledger(new_ledger)
     sha = commit_record(ex, new_page, message, changed, extra)
     return CandOutcome(sha, message, row, ex.page_path, tuple(changed), tuple(notes))
+
+
+def _no_peek(ex: Experiment, page: Page, changed: list[str]) -> None:
+    """The stub's no-peek list: a candidate whose import closure or source reaches a listed item
+    is refused, with the file and line as evidence."""
+    listed = page.front.get("no_peek") or []
+    if not listed:
+        return
+    items = nopeek.parse([str(item) for item in listed], ex.worktree)
+    files = [ex.worktree / ex.family.target, *(ex.worktree / p for p in changed)]
+    found = nopeek.violations(files, ex.worktree, items)
+    if found:
+        raise KgateError(
+            f"the candidate reads what the stub's no-peek list forbids ({page.front.get('activity')}): "
+            + "; ".join(found[:5]) + ("" if len(found) <= 5 else f"; and {len(found) - 5} more") + ".",
+            "remove the import (or the path) from the candidate: a capability evaluation is of what the author "
+            "writes, not of the solution it reads.",
+        )
 
 
 _Recorded = tuple[LedgerRow, str, dict[Path, bytes], list[str]]  # the row, the message's numbers, files to add, notes

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
-from kgate.record import commits, git
+from kgate.errors import KgateError
+from kgate.record import commits, git, nopeek
 from kgate.record.experiment import VERDICT_WORDS, Experiment, resolved_ledger
 from kgate.record.page import PARAGRAPHS, THIS_COMMIT, Page
 from kgate.record.stub import criterion_repeats
@@ -84,6 +85,7 @@ class Facts:
     ledger_shas: dict[str, str]  # candidate -> resolved SHA cell
     verdict_receipt: bytes | None = None  # the receipt the page's verdict cites
     stray_receipts: tuple[str, ...] = ()  # "<sha12> <path>": kgate receipts committed outside receipts/
+    no_peek: tuple[str, ...] = ()  # "<sha12> <evidence>": candidate commits that read a no-peek item
 
 
 # -- reading --------------------------------------------------------------------------------
@@ -155,14 +157,40 @@ def gather(ws: Workspace, ex: Experiment) -> Facts:
         for row in resolved_ledger(ex, ledger, ex.branch).rows:
             shas[row.candidate] = row.sha
     cited = (page.front.get("verdict_receipt") or {}).get("path") if page_text else None
+    peeked = _peeked(wt, page, history) if page_text else []
     return Facts(
         verdict_receipt=read(f"{records}/{cited}") if isinstance(cited, str) else None,
         tag=ex.tag(), page=page, stub_page=page_at(k3), filed_page=page_at(k7), commits=tuple(history),
         pinned_reference_sha256=fam.reference_sha256,
         reference_sha256_at_tip=hashlib.sha256(ref).hexdigest() if ref is not None else None,
         work_dir=fam.work.as_posix(), records_dir=records, receipts=tuple(receipts), ledger_shas=shas,
-        stray_receipts=_still_there(wt, ex.branch, stray),
+        stray_receipts=_still_there(wt, ex.branch, stray), no_peek=tuple(peeked),
     )
+
+
+def _peeked(wt: Path, page: Page, history: list[Commit]) -> list[str]:
+    """Each candidate commit's Python files, read as that commit holds them (imports followed
+    through its own tree), against the stub's no-peek list."""
+    listed = page.front.get("no_peek") or []
+    if not listed:
+        return []
+    root = wt.resolve()
+    try:
+        items = nopeek.parse([str(i) for i in listed], root)
+    except KgateError as exc:
+        return [f"the no-peek list cannot be read: {exc.problem}"]
+    out = []
+    for c in history:
+        if commits.kind(c.subject) != "cand":
+            continue
+
+        def at_commit(path: Path, sha: str = c.sha) -> str | None:
+            shown = git.run(wt, "show", f"{sha}:{path.relative_to(root).as_posix()}")
+            return shown.stdout.decode(errors="replace") if shown.returncode == 0 else None
+
+        files = [root / f for f in c.files if f.endswith(".py")]
+        out += [f"{c.sha[:12]} {line}" for line in nopeek.violations(files, root, items, at_commit)]
+    return out
 
 
 def _still_there(wt: Path, branch: str, stray: list[str]) -> tuple[str, ...]:
@@ -428,9 +456,14 @@ def _gotchas(f: Facts) -> list[Finding]:
             for row in f.page.ledger.rows for m in _GOTCHA.finditer(row.why) if not gotchas.known(m.group(1))]
 
 
+def _no_peek(f: Facts) -> list[Finding]:
+    return [Finding("L14", "no-peek violation", evidence, "a candidate may not read what the stub's no-peek list "
+                    "names: the capability evaluation is void; start a new experiment", INVALID) for evidence in f.no_peek]
+
+
 RULES: Final[tuple[Rule, ...]] = (
     _attestation, _receipts, _candidate_commits, _grammar, _stub_first, _plan, _paragraphs, _reference, _files,
-    _verdict_words, _filed, _interpreted_support, _gotchas,
+    _verdict_words, _filed, _interpreted_support, _gotchas, _no_peek,
 )
 
 

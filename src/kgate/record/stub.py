@@ -13,7 +13,7 @@ from pathlib import Path
 from kgate.errors import KgateError
 from kgate.gates.bar import parse_bar
 from kgate.problem.module import file_sha256
-from kgate.record import git
+from kgate.record import git, nopeek
 from kgate.record.family import Family, load as load_family
 from kgate.record.page import INTERVENTION_CLASSES, PARAGRAPHS, PlanEntry, format_front
 from kgate.record.workspace import Workspace
@@ -40,6 +40,7 @@ class StubRequest:
     category: str = "kernel"
     diagnosis: str = ""  # what profiling said about the reference; `kgate brief` needs it
     reading: tuple[str, ...] = ()  # required reading; `kgate brief` needs it
+    no_peek: tuple[str, ...] = ()  # what candidates must not read (paths or modules): checked by `kgate cand`
 
 
 def parse_plan(items: Sequence[str]) -> list[PlanEntry]:
@@ -155,6 +156,7 @@ def render(request: StubRequest, plan: Sequence[PlanEntry], *, exp: str, variant
         "bar": request.bar, "parity": family.parity, "branch": branch,
         "reference": {"path": family.reference.as_posix(), "sha256": family.reference_sha256},
         "target": {"path": family.target.as_posix(), "sha256": target_sha},
+        **({"no_peek": list(request.no_peek)} if request.no_peek else {}),
     }
     head = [*format_front(front), "", f"# {request.slug} {exp}", ""]
     body = ["## Diagnosis", "", request.diagnosis.strip(), ""] if request.diagnosis.strip() else []
@@ -182,6 +184,7 @@ def create(ws: Workspace, request: StubRequest, variant: str, say: Callable[[str
             f"the reference module {family.reference} no longer matches the family's pinned sha256.",
             "restore it, or start a new family: results against a changed reference are not comparable.",
         )
+    nopeek.parse(request.no_peek, worktree)  # each entry a path in the repository or a module name
     target = worktree / family.target
     pages = worktree / family.records_rel(ws.home_repo)
     number = next_experiment(worktree, pages, request.slug, say)

@@ -122,6 +122,9 @@ def _compliance(page: Page, findings: list[Finding]) -> str:
         ("changes confined to the work dir", "L09"),
         ("pre-registration unedited", "L07"),
     ]
+    listed = page.front.get("no_peek") or []
+    if listed:  # from the check kgate cand and kgate lint ran, never typed
+        checks.append((f"no-peek list ({', '.join(map(str, listed))}) not read by any candidate", "L14"))
     parts = [f"{text}: {'NO (' + code + ')' if code in codes else 'yes'}" for text, code in checks]
     return f"activity {activity}: " + "; ".join(parts)
 
