@@ -46,7 +46,7 @@ def record(root: Path, candidate: str, klass: str, bar: str, *, file: bool) -> d
     status_says(root, "loaded", "kgate ledger cumsum --loaded 'jax.lax scan primitives'")
     ok(kgate(root, "ledger", "cumsum", "--loaded", "jax.lax scan primitives"))
     wt = root / "kernel_experiments" / "cumsum" / ".repo"
-    status_says(root, "candidates", f"kgate gate -r {wt / 'ops' / 'reference.py'} -c {wt / 'ops' / 'cumsum.py'} --class {klass}")
+    status_says(root, "candidates", "kgate gate --family cumsum -o cand1.json; kgate cand cumsum cand1 --receipt cand1.json")
     shutil.copy(CUMSUM / candidate, wt / "ops" / "cumsum.py")
     receipt = root.parent / f"{root.name}-receipt.json"
     subprocess.run([sys.executable, "-m", "kgate", "verify", "--mode", "full", "-r", "reference.py", "-c", "cumsum.py",
@@ -54,7 +54,7 @@ def record(root: Path, candidate: str, klass: str, bar: str, *, file: bool) -> d
                     "--lock-dir", str(root.parent)], cwd=wt / "ops", capture_output=True, text=True)
     assert receipt.is_file()
     ok(kgate(root, "cand", "cumsum", "cand1", "--receipt", receipt, "--why", "kept: the final candidate"))
-    status_says(root, "candidates", "kgate gate")  # cand2 is next
+    status_says(root, "candidates", "kgate gate --family cumsum -o cand2.json")  # cand2 is next
     ok(kgate(root, "cand", "cumsum", "cand2", "--abandon", "--reason", "cand1 met the bar"))
     status_says(root, "verdict", "kgate verdict cumsum v001 --verify")
     out = {"root": root, "wt": wt, "receipt": receipt}

@@ -263,6 +263,18 @@ def test_the_fix_for_an_error_names_its_row_or_asks_for_one():
     assert row == "" and fix.startswith("fix the kernel.") and "no gotcha row matches" in fix
 
 
+def test_a_jit_error_outside_any_kernel_gets_no_kernel_advice():
+    """Rows about kernels do not fire on the same jax error raised by plain jit code."""
+
+    def plain(x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+    message = trace_error(plain, ((8, 128), F32))
+    assert "Attempted boolean conversion of traced array" in message and gotchas.match(message) is None
+
+
 def test_the_interpreter_runs_what_only_the_lowering_rejects():
     """Why the table says `where`: these mistakes pass interpret-mode parity and fail on the TPU."""
     x = jnp.ones((8, 200), F32)

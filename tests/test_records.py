@@ -89,6 +89,18 @@ def test_records_toml_holds_any_path_text_and_key(repo):
         tomlfile.dumps("none", {"t": {"k": None}})
 
 
+def test_an_array_op_point_matches_itself_from_toml_and_from_json(repo):
+    """family.toml gives a tuple back, a receipt's JSON a list, --set either: the same op-point."""
+    from kgate.record import terms as registered
+    from kgate.record.terms import Terms
+
+    terms = Terms("rmsnorm", repo / "ops" / "rmsnorm_ref.py", repo / "ops" / "rmsnorm.py", {"block": (8, 128)},
+                  "bfloat16", "floor:5", None, None, None, None)
+    assert registered.resolve(terms, overrides={"block": [8, 128]})["overrides"] == {"block": (8, 128)}
+    with pytest.raises(KgateError, match="contradicts"):
+        registered.resolve(terms, overrides={"block": [16, 128]})
+
+
 def test_bad_family_inputs_change_nothing(repo):
     kgate(repo, "init")
     (repo / "ops" / "untracked_ref.py").write_text("CONFIG = {'n': 8}\n")
@@ -188,7 +200,7 @@ def test_git_runs_hardened_and_a_hung_hook_stops_with_a_clear_error_and_nothing_
     assert sh(wt, "git", "rev-parse", "HEAD") == head and sh(repo, "git", "branch", "--list") == branches
     assert sh(wt, "git", "status", "--porcelain") == ""
     bad = kgate_env(repo, {"KGATE_GIT_TIMEOUT": "soon"}, "stub", "rmsnorm", *STUB)
-    assert bad.returncode == 2 and "KGATE_GIT_TIMEOUT='soon' is not a positive number" in bad.stderr
+    assert bad.returncode == 2 and "KGATE_GIT_TIMEOUT='soon' is not a number of seconds" in bad.stderr
 
 
 def kgate_env(cwd, extra, *args):
@@ -486,6 +498,25 @@ def test_a_no_peek_violation_is_refused_with_evidence_and_a_hand_made_one_invali
     assert "no-peek list (ops/solution.py) not read by any candidate: NO (L14)" in report.stdout, report.stderr
     bad = kgate(repo, "stub", "rmsnorm", *STUB, "--no-peek", "../outside.py")
     assert bad.returncode == 2 and "outside the home repo" in bad.stderr
+
+
+def test_a_candidate_never_commits_a_profile_a_trace_or_a_large_file(example_repo):
+    repo = example_repo
+    wt, page = _stub(repo)
+    (wt / "ops" / "rmsnorm.py").write_text("def workload(x, w):\n    return x\n")
+    profile = wt / "ops" / "prof" / "plugins" / "profile" / "2026_12_01" / "vm.xplane.pb"
+    profile.parent.mkdir(parents=True)
+    profile.write_bytes(b"\0" * 100)
+    before = _state(wt, page)
+    proc = kgate(repo, "cand", "rmsnorm", "cand1", "--why", "kept")
+    assert proc.returncode == 2 and "never go into git" in proc.stderr and "vm.xplane.pb (a profile or trace)" in proc.stderr
+    assert _state(wt, page) == before
+    shutil.rmtree(wt / "ops" / "prof")
+    (wt / "ops" / "table.bin").write_bytes(b"\0" * (6 * 1024 * 1024))
+    proc = kgate(repo, "cand", "rmsnorm", "cand1", "--why", "kept")
+    assert proc.returncode == 2 and "ops/table.bin (6291456 bytes)" in proc.stderr
+    (wt / "ops" / "table.bin").unlink()
+    assert kgate(repo, "cand", "rmsnorm", "cand1", "--why", "kept").returncode == 0
 
 
 def test_brief_names_every_missing_item(repo, family):

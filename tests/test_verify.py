@@ -164,20 +164,39 @@ def test_a_receipt_re_derives_under_a_numpy_with_another_stream_and_an_unknown_b
     assert "kgate.bootstrap.future.v9" in result["findings"][0]
 
 
-@pytest.mark.parametrize("edit", ["interval", "status", "dropped"])
+@pytest.mark.parametrize("edit", ["interval", "status", "dropped", "dropped-and-skipped", "level", "legacy",
+                                  "downgraded", "unknown-and-faster"])
 def test_an_edited_ordering_check_is_tampering(verified, tmp_path, edit):
     _, receipt, _ = verified
 
-    def change(d):
-        if edit == "interval":
-            d["gates"]["timing"]["ordering"]["both_first"]["low"] *= 0.5
-        elif edit == "status":
-            (c,) = [c for c in d["gates"]["integrity"]["checks"] if c["name"] == "measure.ordering_independent"]
-            c["status"] = "FAIL" if c["status"] == "PASS" else "PASS"
-        else:
-            del d["gates"]["timing"]["ordering"]
+    def check(d):
+        (c,) = [c for c in d["gates"]["integrity"]["checks"] if c["name"] == "measure.ordering_independent"]
+        return c
 
-    assert _edited(receipt, tmp_path, change, True)["status"] == "TAMPERED"
+    def change(d):
+        ordering = d["gates"]["timing"]["ordering"]
+        if edit == "interval":
+            ordering["both_first"]["low"] *= 0.5
+        elif edit == "status":
+            check(d)["status"] = "FAIL" if check(d)["status"] == "PASS" else "PASS"
+        elif edit.startswith("dropped"):
+            del d["gates"]["timing"]["ordering"]
+            if edit == "dropped-and-skipped":
+                check(d)["status"] = "SKIPPED"
+        elif edit == "level":  # a level at which any two intervals overlap
+            ordering["level"] = 0.999999999
+        elif edit == "legacy":  # numpy's own stream, on a receipt of a kgate that never draws from it
+            ordering["bootstrap"] = "numpy.default_rng"
+        elif edit == "downgraded":  # an older kgate claimed, the ordering record and check cut out
+            d["kgate"]["version"] = "0.2.9"
+            del d["gates"]["timing"]["ordering"]
+            d["gates"]["integrity"]["checks"].remove(check(d))
+        else:  # a generator this kgate does not know hides nothing else: the edited speedup is still found
+            ordering["bootstrap"] = "kgate.bootstrap.future.v9"
+            d["gates"]["timing"]["speedup"]["estimate"] *= 2
+
+    result = _edited(receipt, tmp_path, change, True)
+    assert result["status"] == "TAMPERED", result
 
 
 @pytest.fixture(scope="module")
@@ -215,7 +234,10 @@ def test_compare_says_which_candidate_is_faster_with_an_interval(verified, slowe
     (lambda d: d.update(timed_inputs="0" * 64, inputs={**d["inputs"], "42": "0" * 64}), True, "the inputs differ"),
     (lambda d: d["device"].update(kind="TPU v5 lite"), True, "the device differs"),
     (lambda d: d["gates"]["timing"]["speedup"].update(estimate=9.0), False, "is TAMPERED"),
-], ids=["problem", "op-point", "inputs", "device", "tampered"])
+    (lambda d: (next(c for c in d["gates"]["integrity"]["checks"] if c["name"] == "measure.inputs_unchanged").update(
+        status="FAIL"), d["gates"]["integrity"].update(status="FAIL"), d.update(status="ANOMALY")), True,
+     "integrity FAILed (measure.inputs_unchanged)"),
+], ids=["problem", "op-point", "inputs", "device", "tampered", "integrity"])
 def test_compare_refuses_what_was_not_measured_alike(verified, slower, tmp_path, edit, reseal, message):
     data = json.loads(slower.read_text())
     edit(data)
@@ -226,6 +248,20 @@ def test_compare_refuses_what_was_not_measured_alike(verified, slower, tmp_path,
     assert proc.stdout == ""
     as_json = json.loads(kgate("compare", verified[1], edited, "--json").stdout)
     assert as_json["status"] == "ERROR" and message in as_json["error"]["problem"]
+
+
+def test_compare_decides_nothing_from_runs_without_spread():
+    import math
+
+    import numpy as np
+
+    from kgate.verify.compare import _welch_ratio
+
+    flat = _welch_ratio(np.log([1.1, 1.1]), np.log([1.05, 1.05]))  # a clock too coarse to show any spread
+    assert flat.low == 0.0 and math.isinf(flat.high)
+    a, b = np.log([1.1, 1.2, 1.15]), np.log([1.0, 1.05, 0.98])
+    spread = _welch_ratio(a, b)  # the ratio of the runs' geometric-mean speedups, inside its interval
+    assert spread.low < spread.estimate < spread.high and spread.estimate == pytest.approx(math.exp(a.mean() - b.mean()))
 
 
 def test_compare_refuses_a_run_that_timed_nothing(verified, not_timed):
@@ -434,9 +470,9 @@ def test_the_number_of_compile_slots_is_configurable_and_bad_values_are_named(tm
     assert fourth.wait(timeout=120) == 0
     from kgate.errors import KgateError
 
-    for bad in ("0", "two"):
+    for bad in ("0", "two", "100"):
         monkeypatch.setenv("KGATE_COMPILE_SLOTS", bad)
-        with pytest.raises(KgateError, match="KGATE_COMPILE_SLOTS=.* is not a positive whole number"):
+        with pytest.raises(KgateError, match="KGATE_COMPILE_SLOTS=.* is not a whole number of compile slots"):
             with compile_slot(tmp_path):
                 pass
 
@@ -460,6 +496,15 @@ def test_lock_files_are_shared_with_the_other_users_of_the_machine():
             os.umask(old)
         for name in ("kgate-chip-0.lock", "kgate-compile-0.lock", "kgate-compile-1.lock"):
             assert stat.S_IMODE((folder / name).stat().st_mode) == 0o666, name
+        (folder / "kgate-chip-1.lock").symlink_to(folder / "victim")  # a symlink planted at a lock's path
+        (folder / "kgate-chip-2.lock").symlink_to(folder / "kgate-chip-0.lock")
+        from kgate.errors import KgateError
+
+        for chip in (1, 2):  # never followed (a dangling one never spins), named with the fix
+            with pytest.raises(KgateError, match=f"kgate-chip-{chip}.lock"):
+                with hold(lock_path(chip, folder)):
+                    pass
+        assert not (folder / "victim").exists()
         if os.geteuid() != 0:
             pytest.skip("another user's process needs root to start here")
         code = (

@@ -27,6 +27,12 @@ def dumps(obj: Any) -> str:
     return json.dumps(clean(obj), indent=2, sort_keys=False)
 
 
+def as_json(value: Any) -> Any:
+    """`value` as JSON reads it back (tuples become lists): to compare a value from TOML or
+    Python with one from a JSON document."""
+    return json.loads(dumps(value))
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write via a temporary file in the same folder and rename over the target."""
     path = Path(path)

@@ -645,7 +645,7 @@ def compare(
     at = " ".join(f"{k}={v}" for k, v in values.items()) if isinstance(values, dict) else str(values)
     device = problem["device"]
     on = " ".join(dict.fromkeys(str(device.get(k, "?")) for k in ("platform", "kind")))  # "cpu", or "gpu NVIDIA H200"
-    console.print(f"kgate compare: {problem['reference']} at {at or 'its CONFIG'} on {on}", soft_wrap=True)
+    console.print(f"kgate compare: {problem['reference']} at {at or 'its CONFIG'} on {on}", soft_wrap=True, markup=False)
     for label in ("a", "b"):
         side = data[label]
         sp = side["speedup"]
@@ -653,13 +653,12 @@ def compare(
         console.print(f"  {label.upper()}: {side['candidate']}  speedup {sp['estimate']:.3f}x [{sp['low']:.3f}, "
                       f"{sp['high']:.3f}]  reference p50 {ref['estimate']:.4g} ms [{ref['low']:.4g}, {ref['high']:.4g}]"
                       f"  candidate p50 {cand['estimate']:.4g} ms [{cand['low']:.4g}, {cand['high']:.4g}]  "
-                      f"({side['sessions']} sessions)", soft_wrap=True)
+                      f"({side['sessions']} sessions)", soft_wrap=True, markup=False)
         if side.get("note"):
-            console.print(f"     ({side['note']})", soft_wrap=True)
-    style = "bold green" if result.faster else "yellow"
-    console.print(f"  [{style}]{result.verdict}[/]", soft_wrap=True)
+            console.print(f"     ({side['note']})", soft_wrap=True, markup=False)
+    console.print(f"  {result.verdict}", style="bold green" if result.faster else "yellow", soft_wrap=True, markup=False)
     for advisory in result.advisories:
-        console.print(f"  advisory: {advisory}", soft_wrap=True)
+        console.print(f"  advisory: {advisory}", soft_wrap=True, markup=False)
     raise typer.Exit(code)
 
 
@@ -705,10 +704,10 @@ def gotcha(
     if not found:
         console.print(f"kgate gotcha: {gotchas.NEW_ROW}.", soft_wrap=True)
     for row in found:
-        console.print(f"[bold]{row.id}[/] ({row.platform}, {row.where}; seen on {row.seen_on})", soft_wrap=True,
-                      highlight=False)
-        console.print(f"  means: {row.means}", soft_wrap=True, highlight=False)
-        console.print(f"  fix:   {row.fix}", soft_wrap=True, highlight=False)
+        console.print(f"{row.id} ({row.platform}, {row.where}; seen on {row.seen_on})", soft_wrap=True,
+                      highlight=False, markup=False, style="bold")
+        console.print(f"  means: {row.means}", soft_wrap=True, highlight=False, markup=False)
+        console.print(f"  fix:   {row.fix}", soft_wrap=True, highlight=False, markup=False)
         if list_all:
             console.print(f"  pattern: {row.pattern.pattern}", soft_wrap=True, highlight=False, markup=False)
     raise typer.Exit(code)

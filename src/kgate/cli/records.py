@@ -404,12 +404,12 @@ def status(
     console = Console()
     for s in found:
         where = f"{s.slug} {s.exp}" if s.exp else (s.slug or "(workspace)")
-        console.print(f"kgate status: {where}: [bold]{s.stage}[/]" + (f"  (done: {', '.join(s.done)})" if s.done else ""),
-                      soft_wrap=True)
+        console.print(f"kgate status: {where}: {s.stage}" + (f"  (done: {', '.join(s.done)})" if s.done else ""),
+                      soft_wrap=True, markup=False)
         for block in s.blocked_by:
-            console.print(f"  blocked by: {block}", soft_wrap=True)
-        console.print(f"  next: {s.next}", soft_wrap=True, highlight=False)
-        console.print(f"  why: {s.why}", soft_wrap=True)
+            console.print(f"  blocked by: {block}", soft_wrap=True, markup=False)
+        console.print(f"  next: {s.next}", soft_wrap=True, highlight=False, markup=False)
+        console.print(f"  why: {s.why}", soft_wrap=True, markup=False)
 
 
 @app.command()

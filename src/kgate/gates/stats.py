@@ -107,6 +107,7 @@ def t_quantile(q: float, df: float) -> float:
 
 # -- the bootstrap's random indices: the same on every machine -------------------------------
 
+ORDERING_LEVEL = 0.99  # the ordering check's intervals (a backstop for large asymmetries only)
 BOOTSTRAP_METHOD = "kgate.bootstrap.splitmix64-counter.v1"  # recorded in receipts; re-derived by this id
 LEGACY_BOOTSTRAP = "numpy.default_rng"  # receipts before the id: numpy's stream, same-build only
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -119,8 +120,8 @@ class CounterRNG:
     Draw i (counting from 0 over the generator's life) is SplitMix64's output for the state
     `seed + (i + 1) * 0x9E3779B97F4A7C15` (mod 2**64): z ^= z >> 30; z *= 0xBF58476D1CE4E5B9;
     z ^= z >> 27; z *= 0x94D049BB133111EB; z ^= z >> 31. An integer in [low, high) is
-    `low + ((z >> 32) * (high - low)) >> 32` (spans below 2**32). Only unsigned 64-bit wrapping
-    arithmetic is used, which numpy defines the same everywhere.
+    `low + (((z >> 32) * (high - low)) >> 32)` (spans below 2**32). Only unsigned 64-bit
+    wrapping arithmetic is used, which numpy defines the same everywhere.
     """
 
     def __init__(self, seed: int) -> None:

@@ -24,6 +24,11 @@ from kgate.record.family import Family, load as load_family
 from kgate.record.page import INTERVENTION_CLASSES, LEDGER, THIS_COMMIT, Ledger, LedgerRow, Page, PlanEntry
 from kgate.record.workspace import Workspace
 
+# Profiles, traces and HLO dumps never go into git (verify's artifacts live in an ignored folder),
+# nor does any file above this size: `kgate cand` refuses them, `kgate lint` flags them (L09).
+ARTIFACT_BYTES: Final = 5 * 1024 * 1024
+ARTIFACT: Final = re.compile(r"(\.xplane\.pb|\.trace\.json(\.gz)?|\.pftrace|\.perfetto-trace|\.nsys-rep|\.ncu-rep|"
+                             r"\.qdrep|\.pt\.trace\.json|\.prof|\.hlo\.pb|perfetto_trace\.json\.gz)$|(^|/)plugins/profile/")
 VERDICT_WORDS: Final = re.compile(r"\b(supported|refuted|confirmed)\b", re.IGNORECASE)
 _BRANCH = re.compile(r"^kernel/([a-z0-9-]+)-(v[0-9]{3})$")
 _CAND = re.compile(r"^cand[1-9][0-9]*$")
@@ -171,13 +176,26 @@ def classify_changes(ex: Experiment) -> list[str]:
             f"files outside the work dir {fam.work}/ are changed: {', '.join(sorted(outside))}.",
             "a candidate changes only files in the work dir: move or discard the others.",
         )
+    heavy = [f"{p} ({'a profile or trace' if ARTIFACT.search(p) else f'{size} bytes'})" for p in candidate
+             if ARTIFACT.search(p) or (size := _size(ex.worktree / p)) > ARTIFACT_BYTES]
+    if heavy:
+        raise KgateError(
+            f"the work dir holds files that never go into git: {', '.join(sorted(heavy))}.",
+            f"move them out of {fam.work}/ (verify writes its artifacts to an ignored folder); a candidate commits "
+            f"source, and no file above {ARTIFACT_BYTES // (1024 * 1024)} MiB.",
+        )
     return candidate
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.is_file() else 0
 
 
 def commit_record(ex: Experiment, page: Page, message: str, paths: list[str], extra: dict[Path, bytes] | None = None) -> str:
     """Write the page (and extra files), stage them with `paths`, commit; undo all of it on failure."""
     old_page = ex.page_path.read_text()
     old_index = git.git(ex.worktree, "write-tree")  # the index as the author left it
+    old_head = git.git(ex.worktree, "rev-parse", "HEAD")
     extra = extra or {}
     written: list[Path] = []
     made: list[Path] = []
@@ -193,7 +211,11 @@ def commit_record(ex: Experiment, page: Page, message: str, paths: list[str], ex
         staged = [*paths, ex.page_rel.as_posix(), *(rel.as_posix() for rel in extra)]
         git.git(ex.worktree, "add", "--", *staged)
         git.git(ex.worktree, "commit", "-q", "-m", message)
-    except BaseException:
+    except BaseException as exc:
+        if _landed(ex.worktree, old_head, message):  # the error came after the commit (a hook's child, Ctrl-C)
+            if isinstance(exc, KgateError):
+                return git.git(ex.worktree, "rev-parse", "HEAD")
+            raise  # the record is whole: nothing is undone
         git.git(ex.worktree, "read-tree", old_index, check=False)  # the index only: the author's edits stay
         write_atomic(ex.page_path, old_page)
         for target in written:
@@ -202,6 +224,14 @@ def commit_record(ex: Experiment, page: Page, message: str, paths: list[str], ex
             folder.rmdir()
         raise
     return git.git(ex.worktree, "rev-parse", "HEAD")
+
+
+def _landed(worktree: Path, old_head: str, message: str) -> bool:
+    try:
+        head = git.git(worktree, "rev-parse", "HEAD", check=False)
+        return head != old_head and git.git(worktree, "log", "-1", "--format=%B", check=False).strip() == message.strip()
+    except KgateError:
+        return False
 
 
 def require_in_progress(ex: Experiment, page: Page) -> None:

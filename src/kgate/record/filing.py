@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kgate.errors import KgateError
-from kgate.jsonio import write_atomic
+from kgate.jsonio import as_json, write_atomic
 from kgate.record.summary import ReportSummary
 from kgate.problem.module import file_sha256
 from kgate.record import commits, lint as lints
@@ -66,7 +66,7 @@ def check_receipt_fits(ex: Experiment, page: Page, path: Path) -> dict[str, Any]
         raise KgateError(f"receipt {path} checked parity with {data.get('parity_spec')!r}; the stub registered "
                          f"{page.front.get('parity')!r}.", f"re-run verify with --parity '{page.front.get('parity')}'.")
     op_point = dict(ex.family.op_point)
-    if dict(data.get("overrides") or {}) != op_point:
+    if as_json(dict(data.get("overrides") or {})) != as_json(op_point):  # a tuple in family.toml, a list in JSON
         sets = " ".join(f"--set {k}={v}" for k, v in op_point.items()) or "no --set"
         raise KgateError(f"receipt {path} ran at op-point overrides {data.get('overrides') or {}}; the family's op-point is "
                          f"{op_point or 'CONFIG as shipped'}.", f"re-run verify with {sets}.")

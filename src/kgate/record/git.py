@@ -27,8 +27,9 @@ def timeout_s() -> float:
         value = float(raw)
     except ValueError:
         value = 0.0
-    if not value > 0:
-        raise KgateError(f"{TIMEOUT_ENV}={raw!r} is not a positive number of seconds.", f"unset it, or set {TIMEOUT_ENV}=120.")
+    if not 0 < value <= 86400:
+        raise KgateError(f"{TIMEOUT_ENV}={raw!r} is not a number of seconds from 0 to 86400 (a day).",
+                         f"unset it, or set {TIMEOUT_ENV}=120.")
     return value
 
 
@@ -57,11 +58,19 @@ def call(args: list[str], *, cwd: Path | None = None, text: bool = True) -> subp
 
 
 def _stop(proc: subprocess.Popen[Any]) -> None:
+    """Kill git and its process group; a descendant that left the group may still hold the pipes:
+    they are closed after a short wait rather than waited on."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    proc.communicate()
+    try:
+        proc.communicate(timeout=2)
+    except subprocess.TimeoutExpired:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        proc.wait()
 
 
 def git(repo: Path, *args: str, check: bool = True, strip: bool = True) -> str:

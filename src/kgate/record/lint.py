@@ -16,7 +16,8 @@ from typing import Any, Final
 
 from kgate.errors import KgateError
 from kgate.record import commits, git, nopeek
-from kgate.record.experiment import VERDICT_WORDS, Experiment, resolved_ledger
+from kgate.record.experiment import ARTIFACT_BYTES, VERDICT_WORDS, Experiment, resolved_ledger
+from kgate.record.experiment import ARTIFACT as _ARTIFACT
 from kgate.record.page import PARAGRAPHS, THIS_COMMIT, Page
 from kgate.record.stub import criterion_repeats
 from kgate.record.summary import ReportSummary
@@ -27,9 +28,6 @@ ADVISORY: Final = "advisory"
 CAP: Final = "cap: inconclusive"
 INVALID: Final = "invalid"
 PREREGISTERED: Final = ("bar", "parity", "intervention_class", "activity", "variant")
-ARTIFACT_BYTES: Final = 5 * 1024 * 1024
-_ARTIFACT = re.compile(r"(\.xplane\.pb|\.trace\.json(\.gz)?|\.pftrace|\.perfetto-trace|\.nsys-rep|\.ncu-rep|\.qdrep|"
-                       r"\.pt\.trace\.json|\.prof|\.hlo\.pb)$|(^|/)plugins/profile/")
 _RECEIPT_CELL = re.compile(r"^(receipts/[^ ]+\.json) \(sha256 ([0-9a-f]{12,64})\)$")
 
 

@@ -11,12 +11,13 @@ that runs `kgate status` and does what it says reaches a filed verdict.
 from __future__ import annotations
 
 from collections.abc import Callable
+from shlex import quote
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kgate.errors import KgateError
-from kgate.record import experiment, lint as lints
+from kgate.record import experiment, git, lint as lints
 from kgate.record.family import load as load_family
 from kgate.record.page import Page
 from kgate.record.workspace import Workspace
@@ -66,8 +67,12 @@ def of(ws: Workspace, slug: str, lock: Callable[[int], Path]) -> Status:
         if not family.worktree.is_dir():
             return Status(slug, None, "stub", tuple(done), f"git worktree add {family.worktree} {family.integration_branch}",
                           "the family's worktree is missing", (exc.problem,))
+        branch = git.git(family.worktree, "rev-parse", "--abbrev-ref", "HEAD", check=False)
+        if branch != family.integration_branch:  # not simply before a stub: say what is wrong, suggest no stub
+            return Status(slug, None, "stub", tuple(done), exc.fix, f"the family's worktree is on {branch!r}",
+                          (exc.problem,))
         return Status(slug, None, "stub", tuple(done),
-                      f"kgate stub {slug} --bar BAR --hypothesis H --mechanism M --predicted P --criterion C "
+                      f"kgate stub {quote(slug)} --bar BAR --hypothesis H --mechanism M --predicted P --criterion C "
                       "--diagnosis D --reading R --plan 'cand1: <what> — predict <signal>'",
                       "no experiment is pre-registered on the family's worktree: the stub comes before any candidate")
     page = Page.load(ex.page_path)
@@ -75,19 +80,19 @@ def of(ws: Workspace, slug: str, lock: Callable[[int], Path]) -> Status:
     state = page.front.get("status")
     if state == "pivoted":
         to = (page.front.get("pivot") or {}).get("to", "<class>")
-        return Status(slug, ex.exp, "pivoted", tuple(done), f"kgate stub {slug} --class {to} ...",
+        return Status(slug, ex.exp, "pivoted", tuple(done), f"kgate stub {quote(slug)} --class {quote(str(to))} ...",
                       f"{ex.tag()} was pivoted to {to}: its plan is closed, the new class needs its own stub")
     if state == "filed":
         done += ["brief", "loaded", "candidates", f"verdict {page.front.get('verdict')}"]
-        return Status(slug, ex.exp, "report", tuple(done), f"kgate report {slug} {ex.exp} --html report.html",
+        return Status(slug, ex.exp, "report", tuple(done), f"kgate report {quote(slug)} {ex.exp} --html report.html",
                       f"{ex.tag()} is filed ({page.front.get('verdict')}): the report is the output contract's last "
                       f"piece; a new experiment starts with `kgate stub {slug} ...`")
     if state != "in_progress":
-        return Status(slug, ex.exp, "stub", tuple(done), f"kgate lint {slug}",
+        return Status(slug, ex.exp, "stub", tuple(done), f"kgate lint {quote(slug)}",
                       f"{ex.tag()} has status {state!r}, which no kgate command writes", (f"status {state!r}",))
     brief = experiment.brief(ws, slug, lock)
     if brief.missing:
-        return Status(slug, ex.exp, "brief", tuple(done), f"kgate brief {slug}",
+        return Status(slug, ex.exp, "brief", tuple(done), f"kgate brief {quote(slug)}",
                       "the brief is incomplete: each missing item is supplied from the records, never improvised",
                       brief.missing)
     done.append("brief")
@@ -95,26 +100,26 @@ def of(ws: Workspace, slug: str, lock: Callable[[int], Path]) -> Status:
     if ledger.loaded is None:
         reading = brief.items.get("required reading", [])
         return Status(slug, ex.exp, "loaded", tuple(done),
-                      f"kgate ledger {slug} --loaded '{', '.join(reading) or 'what you read'}'",
+                      f"kgate ledger {quote(slug)} --loaded {quote(', '.join(reading) or 'what you read')}",
                       "attest what was read before the first candidate (`loaded:` heads the ledger)")
     done.append("loaded")
     open_items = [e for e in page.plan if e.state == "open"]
     if open_items:
         item = open_items[0]
         target = family.worktree / family.target
-        reference = family.worktree / family.reference
         recorded = len([e for e in page.plan if e.state != "open"])
-        klass = page.front.get("intervention_class")
-        with_class = f" --class {klass}" if klass else ""
+        receipt = quote(f"{item.cand}.json")
+        # two commands, the second whatever the first's exit code: a candidate that FAILs is recorded too
         return Status(slug, ex.exp, "candidates", tuple(done),
-                      f"kgate gate -r {reference} -c {target}{with_class} -o {item.cand}.json && kgate cand {slug} "
-                      f"{item.cand} --receipt {item.cand}.json --why '<kept or rejected, and why>'",
+                      f"kgate gate --family {quote(slug)} -o {receipt}; kgate cand {quote(slug)} {item.cand} "
+                      f"--receipt {receipt} --why '<kept or rejected, and why>'",
                       f"{recorded} of {len(page.plan)} plan items recorded; next {item.cand}: {item.text} (write it at "
-                      f"{target}, gate it, then commit it as one candidate)")
+                      f"{target}, gate it under the family's registered terms, then commit it as one candidate, "
+                      "kept or rejected)")
     done.append("candidates")
     findings = lints.lint(lints.gather(ws, ex))
     blocking = tuple(f"{f.code} {f.title}: {f.evidence} (fix: {f.fix})" for f in findings
                      if f.consequence == lints.INVALID)
-    return Status(slug, ex.exp, "verdict", tuple(done), f"kgate verdict {slug} {ex.exp} --verify",
+    return Status(slug, ex.exp, "verdict", tuple(done), f"kgate verdict {quote(slug)} {ex.exp} --verify",
                   "every plan item is recorded: verify the final candidate in full under the registered terms and "
                   "file the verdict the receipt gives", blocking)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kgate.errors import KgateError
+from kgate.jsonio import as_json
 from kgate.record import experiment
 from kgate.record.family import load as load_family
 from kgate.record.page import Page
@@ -80,7 +81,7 @@ def resolve(terms: Terms, **given: Any) -> dict[str, Any]:
     where = f"family {terms.slug}" + (f" ({terms.experiment})" if terms.experiment else "")
     checks = {
         "reference": (terms.reference, lambda a, b: Path(a).resolve() == Path(b).resolve(), "--reference"),
-        "overrides": (terms.overrides, lambda a, b: dict(a) == dict(b), "--set"),
+        "overrides": (terms.overrides, lambda a, b: as_json(dict(a)) == as_json(dict(b)), "--set"),
         "dtype": (terms.dtype, lambda a, b: a == b, "--dtype"),
         "parity": (terms.parity, lambda a, b: ParitySpec.parse(str(a)).describe() == ParitySpec.parse(str(b)).describe(),
                    "--parity"),

@@ -30,8 +30,10 @@ from kgate.verify import receipt as receipts
 
 LEVEL = 0.95
 METHOD = ("Welch's t interval on the difference of the two runs' mean per-session log speedups (each session "
-          "a fresh compile with fresh input values); per-leg p50 intervals: bootstrap of the median over rounds, "
-          "sessions resampled first (" + stats.BOOTSTRAP_METHOD + ")")
+          "a fresh compile with fresh input values; nominal coverage: each run stopped when its own bar was "
+          "decided); per-leg p50 intervals: bootstrap of the median over rounds, sessions resampled first ("
+          + stats.BOOTSTRAP_METHOD + "); reference_ratio: B's reference p50 over A's, bounded by the two intervals' "
+          "ends (wider than 95%)")
 
 
 @dataclass(frozen=True)
@@ -135,12 +137,21 @@ def read(path: Path, label: str) -> Side:
     if checked.status != "OK":
         raise KgateError(f"{label}: {path} is {checked.status}: {'; '.join(checked.findings[:3])}.",
                          f"compare receipts that `kgate verify-receipt` calls OK; see `kgate verify-receipt {path}`.")
+    integrity = data["gates"].get("integrity", {})
+    failed = [str(c.get("name")) for c in integrity.get("checks", []) if c.get("status") == "FAIL"]
+    if data.get("status") == "ANOMALY" or failed:  # e.g. work leaking into the next call: its speedup is not one
+        raise KgateError(f"{label}: {path} is a run whose integrity FAILed ({', '.join(failed) or 'ANOMALY'}): its "
+                         "timings do not measure the candidate alone.",
+                         "fix what the integrity check names and verify again; compare runs that passed integrity.")
     timing = data["gates"].get("timing", {})
-    if "samples_ms" not in timing or "speedup" not in timing:
+    if "samples_ms" not in timing or "speedup" not in timing or timing.get("status") != "PASS":
         why = timing.get("reason") or f"its timing is {timing.get('status')}"
         raise KgateError(f"{label}: {path} holds no timings to compare ({why}).",
                          "compare receipts of timed runs (verify on the device, or --time-interpreted for a labelled "
                          "interpreter timing).")
+    if not timing["samples_ms"].get("session"):
+        raise KgateError(f"{label}: {path} records no sessions (a receipt of a kgate before sessions).",
+                         "verify the candidate again with this kgate.")
     return Side(label, path, data, note)
 
 
@@ -178,8 +189,8 @@ def _welch_ratio(logs_a: np.ndarray, logs_b: np.ndarray) -> stats.Interval:
     diff = float(np.mean(logs_a) - np.mean(logs_b))
     va, vb = float(np.var(logs_a, ddof=1)) / na, float(np.var(logs_b, ddof=1)) / nb
     se = math.sqrt(va + vb)
-    if se == 0.0:
-        return stats.Interval(math.exp(diff), math.exp(diff), math.exp(diff), LEVEL)
+    if se == 0.0:  # no spread at all (a clock too coarse to show any): nothing is resolved
+        return stats.Interval(math.exp(diff), 0.0, math.inf, LEVEL)
     df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
     t = stats.t_quantile(1.0 - (1.0 - LEVEL) / 2.0, df)
     return stats.Interval(math.exp(diff), math.exp(diff - t * se), math.exp(diff + t * se), LEVEL)

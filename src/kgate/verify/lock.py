@@ -33,8 +33,8 @@ def compile_slots() -> int:
         slots = int(raw)
     except ValueError:
         slots = 0
-    if slots < 1:
-        raise KgateError(f"{COMPILE_SLOTS_ENV}={raw!r} is not a positive whole number of compile slots.",
+    if not 1 <= slots <= 64:
+        raise KgateError(f"{COMPILE_SLOTS_ENV}={raw!r} is not a whole number of compile slots from 1 to 64.",
                          f"set {COMPILE_SLOTS_ENV}=2 (or unset it for the default, {COMPILE_SLOTS}).")
     return slots
 
@@ -45,19 +45,26 @@ def open_lock(path: Path) -> int:
     another user's file cannot be written (flock needs no write access; only the holder's name
     is then not written), and never opened with O_CREAT when it exists (in a sticky /tmp the
     kernel may refuse that for another user's file)."""
-    while True:
+    nofollow = getattr(os, "O_NOFOLLOW", 0)  # a symlink planted at the lock's path is never followed
+    for _ in range(100):
         try:
-            return os.open(path, os.O_RDWR)
+            return os.open(path, os.O_RDWR | nofollow)
         except FileNotFoundError:
             pass
         except PermissionError:
-            return os.open(path, os.O_RDONLY)
+            return os.open(path, os.O_RDONLY | nofollow)
+        except OSError as exc:  # ELOOP: a symlink
+            raise KgateError(f"the lock file {path} cannot be opened ({exc.strerror}): a symlink or something else "
+                             "that is not a lock file is there.", f"remove {path}, or set {LOCK_DIR_ENV} to another "
+                             "folder.") from exc
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, LOCK_MODE)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | nofollow, LOCK_MODE)
         except FileExistsError:
             continue  # another process made it first: open theirs
         os.fchmod(fd, LOCK_MODE)
         return fd
+    raise KgateError(f"the lock file {path} exists and cannot be opened (a dangling symlink?).",
+                     f"remove {path}, or set {LOCK_DIR_ENV} to another folder.")
 
 
 def lock_path(chip: int, lock_dir: str | Path | None = None) -> Path:
@@ -127,7 +134,8 @@ def compile_slot(lock_dir: str | Path | None = None, say: Callable[[str], None] 
     folder = Path(lock_dir or os.environ.get(LOCK_DIR_ENV) or "/tmp")
     fds: list[int] = []
     try:
-        fds += [open_lock(folder / f"kgate-compile-{i}.lock") for i in range(slots)]
+        for i in range(slots):  # one at a time: a failure part-way closes those already open
+            fds.append(open_lock(folder / f"kgate-compile-{i}.lock"))
         taken = _free_slot(fds)
         if taken is None and say:
             say(f"waiting for a compile slot ({slots} compiles already running on this host)")

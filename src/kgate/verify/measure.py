@@ -40,7 +40,7 @@ from kgate.verify.watch import Watch
 
 NOISY_IQR = 0.10  # IQR/median above this is called noisy, in plain words
 CPU_BUDGET_S = 6.0
-ORDERING_LEVEL = 0.99
+ORDERING_LEVEL = stats.ORDERING_LEVEL
 CPU_MAX_ROUNDS = 200  # rounds are short (3..6 per session): the 6 s budget is what bounds a CPU run
 TIMED_AGREEMENT_FACTOR = 4.0  # a later session's error may be this many times the first's (or the resolution)
 
