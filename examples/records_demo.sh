@@ -47,6 +47,11 @@ run 0 ledger rmsnorm
 echo "\$ git -C $WT log --format=%s main.."
 git -C "$WT" log --format=%s main..
 echo
+echo "== A compile error, matched against the gotcha table (a block off the TPU's (8, 128) tiling)"
+(cd "$EX" && SUFFIX="  # its JSON report, matched by kgate gotcha" show lower -r reference.py -c bad_block_off_tpu_tiling.py --json)
+(cd "$EX" && "$KGATE" lower -r reference.py -c bad_block_off_tpu_tiling.py --json > "$WORK/lower.json" 2>/dev/null)
+run 0 gotcha "$WORK/lower.json"
+echo
 echo "== Refused, and nothing changed: a candidate outside the plan without --reason"
 echo "# another idea" >> "$WT/ops/rmsnorm.py"
 run 2 cand rmsnorm cand4 --what "another idea" --why "kept: worth a look"

@@ -14,9 +14,11 @@ WT=kernel_experiments/cumsum/.repo
 OP=(--set n=1024 --set batch=16)
 BAR="speedup > 1.3x"
 
-echo "== Workspace, family (op-point n=1024, batch=16), pre-registration"
+echo "== Workspace, family (op-point n=1024, batch=16), pre-registration; kgate status says what is next"
+run 0 status
 run 0 init
 run 0 family new cumsum --reference ops/reference.py --target ops/cumsum.py "${OP[@]}"
+run 0 status
 run 0 stub cumsum --class xla-rewrite --bar "$BAR" \
   --diagnosis "The reference computes a prefix sum as a matmul with a triangular matrix: O(n^2) work for an O(n) scan." \
   --reading "jax.numpy.cumsum" \
@@ -26,7 +28,9 @@ run 0 stub cumsum --class xla-rewrite --bar "$BAR" \
   --criterion "The 95% speedup interval lies below 1.3x." \
   --plan "cand1: cumsum minus the element (exclusive) — predict 3x" \
   --plan "cand2: jnp.cumsum, inclusive — predict 3x"
+run 0 status
 run 0 ledger cumsum --loaded "jax.numpy.cumsum"
+run 0 status
 echo
 echo "== cand1 is fast and wrong: parity fails, the row says so"
 cp "$EX/bad_exclusive.py" "$WT/ops/cumsum.py"
@@ -38,11 +42,13 @@ cp "$EX/xla_rewrite.py" "$WT/ops/cumsum.py"
 (cd "$WT/ops" && quiet verify --mode full -r reference.py -c cumsum.py --class xla-rewrite --bar "$BAR" "${OP[@]}" \
   --budget 3 --receipt "$WORK/cand2-full.json" --lock-dir "$WORK")
 run 0 cand cumsum cand2 --receipt "$WORK/cand2-full.json" --why "kept: the final candidate"
+run 0 status
 echo
 echo "== Lint, then the verdict: derived from the receipt, never typed in"
 run 0 lint cumsum
 run 0 verdict cumsum v001 --receipt "$WORK/cand2-full.json"
 run 0 lint cumsum
+run 0 status
 echo "\$ cat kernel_experiments/cumsum/RESULTS.tsv"
 cat kernel_experiments/cumsum/RESULTS.tsv
 echo "\$ git -C $WT log --format=%s main.."
