@@ -330,6 +330,8 @@ def test_each_broken_rule_is_found_with_its_consequence(records, tmp_path, rule)
 def test_filed_pages_are_final_and_interpreted_timings_never_back_supported(records, tmp_path):
     rec = copy_record(records("pallas"), tmp_path / "code")
     assert lint(rec)[0] == 0
+    late = kgate(rec["root"], "lead", "cumsum", "a blocked scan")  # a lead after filing: the page is final
+    assert late.returncode == 2 and "is filed: its page is final" in late.stderr
     edit_page(rec, 'verdict: "inconclusive"', 'verdict: "supported"')
     code, found, _ = lint(rec)
     assert code == 2 and ("L11", "invalid") in found and ("L12", "invalid") in found

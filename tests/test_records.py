@@ -519,6 +519,27 @@ def test_a_candidate_never_commits_a_profile_a_trace_or_a_large_file(example_rep
     assert kgate(repo, "cand", "rmsnorm", "cand1", "--why", "kept").returncode == 0
 
 
+def test_a_lead_is_committed_alone_listed_in_the_report_and_refused_once_filed(example_repo):
+    repo = example_repo
+    wt, page = _stub(repo)
+    (wt / "ops" / "rmsnorm.py").write_text("def workload(x, w):\n    return x\n")  # a candidate in progress
+    sh(wt, "git", "add", "ops/rmsnorm.py")  # even staged, it stays out of the lead's commit
+    proc = kgate(repo, "lead", "rmsnorm", "try  two row blocks\nper grid step")
+    assert proc.returncode == 0, proc.stderr
+    assert sh(wt, "git", "log", "-1", "--format=%s") == "lead(rmsnorm v001): try two row blocks per grid step"
+    assert sh(wt, "git", "show", "--name-only", "--format=", "HEAD").splitlines() == [str(page.relative_to(wt))]
+    assert "A  ops/rmsnorm.py" in sh(wt, "git", "status", "--porcelain")
+    assert "## Leads" in page.read_text() and "- try two row blocks per grid step" in page.read_text()
+    assert kgate(repo, "cand", "rmsnorm", "cand1", "--why", "kept").returncode == 0  # the loop goes on
+    lint = json.loads(kgate(repo, "lint", "rmsnorm", "--json").stdout)
+    assert not any(f["code"] in ("L04", "L07") for f in lint["findings"]), lint  # a lead is in the grammar
+    report = kgate(repo, "report", "rmsnorm", "v001").stdout
+    assert "## Leads (seeds of the next experiment)\n\n- try two row blocks per grid step" in report
+    for bad, message in (("", "empty"), ("this is supported", "verdict language")):
+        proc = kgate(repo, "lead", "rmsnorm", bad)
+        assert proc.returncode == 2 and message in proc.stderr
+
+
 def test_brief_names_every_missing_item(repo, family):
     assert kgate(repo, "stub", "rmsnorm", *STUB).returncode == 0  # no diagnosis, no reading
     proc = kgate(repo, "brief", "rmsnorm")

@@ -239,6 +239,25 @@ def cand(
 
 
 @app.command()
+def lead(
+    slug: Annotated[str, typer.Argument(help="The family's slug.")],
+    text: Annotated[str, typer.Argument(help="The idea, in a line: noticed, not pursued in this experiment.")],
+) -> None:
+    """Record a lead: an idea noticed and not pursued, listed in the report as a seed of the next experiment.
+
+    A line under the page's `## Leads`, committed alone as `lead(<slug> vNNN): <text>`; the
+    candidate in progress is left as it is. Refused on a filed page (it is final).
+    """
+    from kgate.record import experiment, workspace
+
+    try:
+        sha = experiment.lead(workspace.find(Path.cwd()), slug, text)
+    except KgateError as exc:
+        fail_usage(exc, False)
+    Console().print(f"kgate lead: committed {sha[:12]} lead: {' '.join(text.split())}", markup=False, soft_wrap=True)
+
+
+@app.command()
 def ledger(
     slug: Annotated[str, typer.Argument(help="The family's slug.")],
     exp: Annotated[Optional[str], typer.Option("--exp", help="Experiment vNNN (default: the worktree's current one).")] = None,

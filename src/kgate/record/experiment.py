@@ -191,8 +191,10 @@ def _size(path: Path) -> int:
     return path.stat().st_size if path.is_file() else 0
 
 
-def commit_record(ex: Experiment, page: Page, message: str, paths: list[str], extra: dict[Path, bytes] | None = None) -> str:
-    """Write the page (and extra files), stage them with `paths`, commit; undo all of it on failure."""
+def commit_record(ex: Experiment, page: Page, message: str, paths: list[str], extra: dict[Path, bytes] | None = None,
+                  only: bool = False) -> str:
+    """Write the page (and extra files), stage them with `paths`, commit; undo all of it on failure.
+    `only`: commit these files alone, whatever else the author has staged."""
     old_page = ex.page_path.read_text()
     old_index = git.git(ex.worktree, "write-tree")  # the index as the author left it
     old_head = git.git(ex.worktree, "rev-parse", "HEAD")
@@ -210,7 +212,7 @@ def commit_record(ex: Experiment, page: Page, message: str, paths: list[str], ex
         write_atomic(ex.page_path, page.text())
         staged = [*paths, ex.page_rel.as_posix(), *(rel.as_posix() for rel in extra)]
         git.git(ex.worktree, "add", "--", *staged)
-        git.git(ex.worktree, "commit", "-q", "-m", message)
+        git.git(ex.worktree, "commit", "-q", "-m", message, *(["--only", "--", *staged] if only else []))
     except BaseException as exc:
         if _landed(ex.worktree, old_head, message):  # the error came after the commit (a hook's child, Ctrl-C)
             if isinstance(exc, KgateError):
@@ -497,6 +499,35 @@ def pivot(ws: Workspace, slug: str, transition: str, evidence: str) -> PivotOutc
         new_page = replace(new_page, sections=tuple(s for s in new_page.sections if s[0] != LEDGER))
     sha = commit_record(ex, new_page, message, [])
     return PivotOutcome(sha, message, closed)
+
+
+# -- kgate lead -------------------------------------------------------------------------
+
+LEADS = "Leads"
+
+
+def leads(page: Page) -> list[str]:
+    """The ideas noticed and not pursued, as `kgate lead` recorded them."""
+    return [ln.strip()[2:] for ln in (page.section(LEADS) or "").splitlines() if ln.strip().startswith("- ")]
+
+
+def lead(ws: Workspace, slug: str, text: str) -> str:
+    """Record an idea noticed and not pursued (a seed of the next experiment): a line under the
+    page's `## Leads`, committed alone as `lead(<slug> vNNN): <text>`. The candidate in progress
+    (the work dir) is left as it is."""
+    ex = current(ws, slug)
+    page = Page.load(ex.page_path)
+    if page.front.get("status") == "filed":
+        raise KgateError(f"{ex.tag()} is filed: its page is final.",
+                         f"record the lead in the next experiment (`kgate stub {slug} ...`, then `kgate lead`).")
+    idea = " ".join(text.split())
+    if not idea:
+        raise KgateError("the lead is empty.", "say the idea in a line, e.g. kgate lead SLUG 'try two rows per step'.")
+    if word := VERDICT_WORDS.search(idea):
+        raise KgateError(f"the lead uses verdict language ({word.group(0)!r}).", "a lead is an idea, not a result.")
+    message = commits.checked("lead", f"lead({ex.tag()}): {idea}")
+    new_page = page.with_section(LEADS, [f"- {item}" for item in (*leads(page), idea)])
+    return commit_record(ex, new_page, message, [], only=True)
 
 
 # -- kgate brief ------------------------------------------------------------------------

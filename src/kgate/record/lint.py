@@ -301,7 +301,7 @@ def _candidate_commits(f: Facts) -> list[Finding]:
 
 def _grammar(f: Facts) -> list[Finding]:
     return [Finding("L04", "commit outside the grammars", f"{c.sha[:12]} {c.subject!r}",
-                    "experiment branches hold only K3, candN, pivot and K7 commits made by kgate", CAP)
+                    "experiment branches hold only K3, candN, pivot, lead and K7 commits made by kgate", CAP)
             for c in f.commits if commits.kind(c.subject) is None]
 
 

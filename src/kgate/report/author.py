@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from kgate.record.experiment import Experiment, resolved_ledger
+from kgate.record.experiment import leads as experiment_leads
 from kgate.record.lint import ADVISORY, Facts, Finding
 from kgate.record.page import LEDGER_COLUMNS, Ledger, Page
 
@@ -43,6 +44,7 @@ class AuthorReport:
     verdict_section: str | None
     samples: dict[str, list[float]] | None  # the final verify's timing samples per leg, ms
     verify_interpreted: bool | None
+    leads: tuple[str, ...] = ()  # ideas noticed and not pursued: the seeds of the next experiment
 
 
 def _predictions(page: Page) -> dict[str, float]:
@@ -109,7 +111,7 @@ def build(ex: Experiment, page: Page, facts: Facts, findings: list[Finding]) -> 
         tag=ex.tag(), status=str(page.front.get("status")), verdict=page.front.get("verdict"), ledger=ledger, final=final,
         escalations=tuple(escalations), blockers=tuple(blockers), compliance=_compliance(page, findings),
         findings=tuple(findings), points=tuple(points), verdict_section=page.section("Verdict"), samples=samples,
-        verify_interpreted=verify_interpreted,
+        verify_interpreted=verify_interpreted, leads=tuple(experiment_leads(page)),
     )
 
 
@@ -146,6 +148,7 @@ def to_markdown(r: AuthorReport) -> str:
         lines += ["none: no candidate ran", ""]
     lines += ["## Escalations and pivots", "", *(f"- {e}" for e in r.escalations or ("none",)), ""]
     lines += ["## Honest blockers", "", *(f"- {b}" for b in r.blockers or ("none",)), ""]
+    lines += ["## Leads (seeds of the next experiment)", "", *(f"- {lead}" for lead in r.leads or ("none",)), ""]
     lines += ["## Compliance", "", r.compliance, ""]
     if r.findings:
         lines += ["Lint findings:", "", *(f"- {f.code} [{f.consequence}] {f.title}: {f.evidence}" for f in r.findings), ""]
@@ -265,6 +268,7 @@ def to_html(r: AuthorReport) -> str:
         "<h2>Final candidate</h2>", final,
         "<h2>Escalations and pivots</h2>", lis(r.escalations),
         "<h2>Honest blockers</h2>", lis(r.blockers),
+        "<h2>Leads (seeds of the next experiment)</h2>", lis(r.leads),
         "<h2>Compliance</h2>", f"<p>{e(r.compliance)}</p>", lis([f"{f.code} [{f.consequence}] {f.title}: {f.evidence}"
                                                                    for f in r.findings]) if r.findings else "",
         "<h2>Final verification</h2>", "<figure>", _distribution_svg(r.samples),
