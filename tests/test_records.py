@@ -540,6 +540,23 @@ def test_a_lead_is_committed_alone_listed_in_the_report_and_refused_once_filed(e
         assert proc.returncode == 2 and message in proc.stderr
 
 
+@pytest.mark.parametrize("budget, over", [("90", True), ("180", False)])
+def test_the_reading_budget_is_checked_from_the_commit_times(example_repo, budget, over):
+    repo = example_repo
+    wt, page = _stub(repo, "--reading-budget", budget)
+    assert f"reading_budget_min: {budget}" in page.read_text()
+    stub_time = int(sh(wt, "git", "log", "-1", "--format=%ct"))
+    (wt / "ops" / "rmsnorm.py").write_text("def workload(x, w):\n    return x\n")
+    later = {"GIT_COMMITTER_DATE": f"{stub_time + 7200} +0000"}  # the first candidate, two hours after the stub
+    assert kgate_env(repo, later, "cand", "rmsnorm", "cand1", "--why", "kept").returncode == 0
+    findings = json.loads(kgate(repo, "lint", "rmsnorm", "--json").stdout)["findings"]
+    l15 = [f for f in findings if f["code"] == "L15"]
+    assert bool(l15) == over and all("120 min from the stub" in f["evidence"] and f["consequence"] == "advisory"
+                                     for f in l15)
+    bad = kgate(repo, "stub", "rmsnorm", *STUB, "--reading-budget", "-5")
+    assert bad.returncode == 2 and "is not a number of minutes" in bad.stderr
+
+
 def test_brief_names_every_missing_item(repo, family):
     assert kgate(repo, "stub", "rmsnorm", *STUB).returncode == 0  # no diagnosis, no reading
     proc = kgate(repo, "brief", "rmsnorm")

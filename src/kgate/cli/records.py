@@ -138,6 +138,7 @@ def stub(
     category: Annotated[str, typer.Option("--category", help="Free-form category.")] = "kernel",
     diagnosis: Annotated[str, typer.Option("--diagnosis", help="What profiling showed about the reference (kgate brief needs it).")] = "",
     reading: Annotated[Optional[list[str]], typer.Option("--reading", help="Required reading, one document or section (repeatable).")] = None,
+    reading_budget: Annotated[Optional[float], typer.Option("--reading-budget", metavar="MINUTES", help="The knowledge-purchase budget: minutes of reading before the first candidate (`kgate lint` checks it from the commit times).")] = None,
     no_peek: Annotated[Optional[list[str]], typer.Option("--no-peek", help="A file, folder or module candidates must not read (repeatable): `kgate cand` refuses a candidate whose imports or source reach it.")] = None,
     variant: Annotated[Optional[str], typer.Option("--variant", hidden=True)] = None,
 ) -> None:
@@ -184,7 +185,7 @@ def stub(
             predicted=str(fields["predicted"]), criterion=str(fields["criterion"]),
             plan=tuple(fields["plan"]),  # type: ignore[arg-type]
             diagnosis=str(fields["diagnosis"]), reading=tuple(fields["reading"]),  # type: ignore[arg-type]
-            no_peek=tuple(no_peek or ()),
+            no_peek=tuple(no_peek or ()), reading_budget_min=reading_budget,
         )
         stubs.validate(request)
         device = get_backend("jax").device()

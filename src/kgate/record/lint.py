@@ -55,6 +55,7 @@ class Commit:
     files: tuple[str, ...]  # paths changed by the commit
     sizes: dict[str, int] = field(default_factory=dict)  # size of each path as committed (absent: deleted)
     target_sha256: str | None = None  # the target file as of this commit
+    time: int = 0  # committer time, seconds since the epoch
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ def gather(ws: Workspace, ex: Experiment) -> Facts:
     history = []
     stray: list[str] = []
     for sha in listed:
-        message = git.git(wt, "log", "-1", "--format=%B", sha)
+        stamp, _, message = git.git(wt, "log", "-1", "--format=%ct%n%B", sha).partition("\n")
         subject, _, body = message.partition("\n")
         files = tuple(git.git(wt, "diff-tree", "--no-commit-id", "--name-only", "-r", sha).splitlines())
         sizes = {}
@@ -121,7 +122,7 @@ def gather(ws: Workspace, ex: Experiment) -> Facts:
                      if path in sizes and _is_receipt(path, sizes[path], records, lambda p: read(p, sha)))
         target = git.run(wt, "show", f"{sha}:{fam.target.as_posix()}")
         target_sha = hashlib.sha256(target.stdout).hexdigest() if target.returncode == 0 else None
-        history.append(Commit(sha, subject, body.strip(), files, sizes, target_sha))
+        history.append(Commit(sha, subject, body.strip(), files, sizes, target_sha, int(stamp or 0)))
     k3 = next((c for c in history if commits.kind(c.subject) == "K3"), None)
     k7 = next((c for c in history if commits.kind(c.subject) == "K7"), None)  # the filing; anything later is an edit
 
@@ -454,6 +455,22 @@ def _gotchas(f: Facts) -> list[Finding]:
             for row in f.page.ledger.rows for m in _GOTCHA.finditer(row.why) if not gotchas.known(m.group(1))]
 
 
+def _reading_budget(f: Facts) -> list[Finding]:
+    """The knowledge-purchase budget the stub set (minutes of reading before the first candidate),
+    checked from the commit times: the stub's commit to the first candidate's."""
+    budget = f.page.front.get("reading_budget_min")
+    k3 = next((c for c in f.commits if commits.kind(c.subject) == "K3"), None)
+    first = next((c for c in f.commits if commits.kind(c.subject) == "cand"), None)
+    if not isinstance(budget, (int, float)) or k3 is None or first is None:
+        return []
+    spent = (first.time - k3.time) / 60
+    if spent <= budget:
+        return []
+    return [Finding("L15", "reading over its budget", f"{spent:.0f} min from the stub ({k3.sha[:12]}) to the first "
+                    f"candidate ({first.sha[:12]}); the stub set {budget:g} min",
+                    "buy knowledge within the budget, or pre-register a larger one in the next stub", ADVISORY)]
+
+
 def _no_peek(f: Facts) -> list[Finding]:
     return [Finding("L14", "no-peek violation", evidence, "a candidate may not read what the stub's no-peek list "
                     "names: the capability evaluation is void; start a new experiment", INVALID) for evidence in f.no_peek]
@@ -461,7 +478,7 @@ def _no_peek(f: Facts) -> list[Finding]:
 
 RULES: Final[tuple[Rule, ...]] = (
     _attestation, _receipts, _candidate_commits, _grammar, _stub_first, _plan, _paragraphs, _reference, _files,
-    _verdict_words, _filed, _interpreted_support, _gotchas, _no_peek,
+    _verdict_words, _filed, _interpreted_support, _gotchas, _no_peek, _reading_budget,
 )
 
 

@@ -41,6 +41,7 @@ class StubRequest:
     diagnosis: str = ""  # what profiling said about the reference; `kgate brief` needs it
     reading: tuple[str, ...] = ()  # required reading; `kgate brief` needs it
     no_peek: tuple[str, ...] = ()  # what candidates must not read (paths or modules): checked by `kgate cand`
+    reading_budget_min: float | None = None  # minutes of reading before the first candidate: `kgate lint` checks it
 
 
 def parse_plan(items: Sequence[str]) -> list[PlanEntry]:
@@ -88,6 +89,10 @@ def validate(request: StubRequest) -> list[PlanEntry]:
     if request.activity not in ACTIVITIES:
         raise KgateError(f"activity {request.activity!r} is not one of {', '.join(ACTIVITIES)}.", "pass --activity optimization.")
     parse_bar(request.bar)
+    budget = request.reading_budget_min
+    if budget is not None and not (0 < budget <= 10080):
+        raise KgateError(f"--reading-budget {budget:g} is not a number of minutes from 0 to a week.",
+                         "pass the minutes of reading you allow before the first candidate, e.g. --reading-budget 30.")
     return parse_plan(request.plan)
 
 
@@ -157,6 +162,7 @@ def render(request: StubRequest, plan: Sequence[PlanEntry], *, exp: str, variant
         "reference": {"path": family.reference.as_posix(), "sha256": family.reference_sha256},
         "target": {"path": family.target.as_posix(), "sha256": target_sha},
         **({"no_peek": list(request.no_peek)} if request.no_peek else {}),
+        **({"reading_budget_min": request.reading_budget_min} if request.reading_budget_min is not None else {}),
     }
     head = [*format_front(front), "", f"# {request.slug} {exp}", ""]
     body = ["## Diagnosis", "", request.diagnosis.strip(), ""] if request.diagnosis.strip() else []
