@@ -557,6 +557,43 @@ def test_the_reading_budget_is_checked_from_the_commit_times(example_repo, budge
     assert bad.returncode == 2 and "is not a number of minutes" in bad.stderr
 
 
+def test_the_honorable_exit_files_blocked_with_the_transcript_only_after_two_attempts(example_repo, tmp_path):
+    repo = example_repo
+    wt, page = _stub(repo)
+    assert kgate(repo, "ledger", "rmsnorm", "--loaded", "Pallas TPU pipelining").returncode == 0
+    transcript = tmp_path / "transcript.txt"
+    transcript.write_text("$ kgate gate --family rmsnorm\nerror: XlaRuntimeError: INTERNAL: Mosaic failed\n")
+    (wt / "ops" / "rmsnorm.py").write_text("def workload(x, w):\n    return x\n")
+    assert kgate(repo, "cand", "rmsnorm", "cand1", "--why", "rejected: INTERNAL: Mosaic failed").returncode == 0
+    before = _state(wt, page)
+    one = kgate(repo, "verdict", "rmsnorm", "v001", "--blocked", "tooling", "--transcript", transcript)
+    assert one.returncode == 2 and "1 recorded attempt(s): blocked is filed only after two" in one.stderr
+    assert _state(wt, page) == before
+    (wt / "ops" / "rmsnorm.py").write_text("def workload(x, w):\n    return x + 0\n")
+    assert kgate(repo, "cand", "rmsnorm", "cand2", "--why", "rejected: INTERNAL: Mosaic failed again").returncode == 0
+    for args, message in ((["--blocked", "tooling"], "go together"), (["--blocked", "mood", "--transcript", transcript],
+                          "is not one of"), (["--blocked", "tooling", "--transcript", tmp_path / "none.txt"],
+                          "does not exist"), (["--blocked", "tooling", "--verify"], "exactly one of")):
+        proc = kgate(repo, "verdict", "rmsnorm", "v001", *args)
+        assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+    proc = kgate(repo, "verdict", "rmsnorm", "v001", "--blocked", "tooling", "--transcript", transcript, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["verdict"] == "blocked"
+    assert sh(wt, "git", "log", "-1", "--format=%s") == "K7(rmsnorm v001): blocked — tooling"
+    text = page.read_text()
+    assert "status: filed" in text and 'verdict: "blocked"' in text
+    kept = wt / page.parent.relative_to(wt) / "receipts" / "v001-blocked-transcript.txt"
+    assert kept.read_bytes() == transcript.read_bytes()
+    assert hashlib.sha256(transcript.read_bytes()).hexdigest() in text
+    results = (repo / "kernel_experiments" / "rmsnorm" / "RESULTS.tsv").read_text().splitlines()
+    assert results[-1].split("\t")[9] == "blocked"
+    lint = json.loads(kgate(repo, "lint", "rmsnorm", "--json").stdout)
+    assert lint["exit_code"] == 0, lint["findings"]
+    status = json.loads(kgate(repo, "status", "--json").stdout)["families"][0]
+    assert status["stage"] == "report" and "verdict blocked" in status["done"]
+    assert "**blocked**" in kgate(repo, "report", "rmsnorm", "v001").stdout
+
+
 def test_brief_names_every_missing_item(repo, family):
     assert kgate(repo, "stub", "rmsnorm", *STUB).returncode == 0  # no diagnosis, no reading
     proc = kgate(repo, "brief", "rmsnorm")

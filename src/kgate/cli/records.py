@@ -440,6 +440,8 @@ def verdict(
     verify: Annotated[bool, typer.Option("--verify", help="Run the full verification now, under the registered terms, and file from it.")] = False,
     budget: Annotated[float, typer.Option("--budget", help="With --verify: time budget in seconds for the timed rounds.")] = 20.0,
     lock_dir: Annotated[Optional[Path], typer.Option("--lock-dir", help="With --verify: folder of the chip lock files.")] = None,
+    blocked: Annotated[Optional[str], typer.Option("--blocked", help="The honorable exit: file the experiment blocked (tooling, compiler or device), after two recorded attempts; needs --transcript.")] = None,
+    transcript: Annotated[Optional[Path], typer.Option("--transcript", help="With --blocked: the failing command and its error output (committed with the record).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """File the experiment: derive the verdict from the receipt by rules, apply lint caps.
@@ -455,11 +457,17 @@ def verdict(
     from kgate.report.records import render_filing
 
     try:
-        if (receipt is None) == (not verify):
-            raise KgateError("pass exactly one of --receipt R and --verify.",
-                             "--receipt files a receipt you made; --verify makes it now, under the registered terms.")
+        if sum((receipt is not None, verify, blocked is not None)) != 1:
+            raise KgateError("pass exactly one of --receipt R, --verify and --blocked REASON.",
+                             "--receipt files a receipt you made; --verify makes it now, under the registered terms; "
+                             "--blocked files the honorable exit, with --transcript.")
+        if (blocked is None) != (transcript is None):
+            raise KgateError("--blocked and --transcript go together.",
+                             "pass --blocked tooling --transcript FILE (the failing command and its error).")
         ws = workspace.find(Path.cwd())
-        if verify:
+        if blocked is not None:
+            filed = filing.file_blocked(ws, slug, exp, blocked, transcript)  # type: ignore[arg-type]
+        elif verify:
             filed = filing.verify_and_file(ws, slug, exp, budget_s=budget, lock_dir=lock_dir,
                                            say=(lambda _: None) if as_json else say_to_stderr("verdict"))
         else:

@@ -12,7 +12,7 @@ GRAMMARS: Final[dict[str, re.Pattern[str]]] = {
     "cand": re.compile(r"^cand[0-9]+\([a-z0-9-]+ v[0-9]{3}\): .+ — .+$"),
     "pivot": re.compile(r"^pivot\([a-z0-9-]+ v[0-9]{3}\): [a-z-]+→[a-z-]+$"),
     "lead": re.compile(r"^lead\([a-z0-9-]+ v[0-9]{3}\): .+$"),
-    "K7": re.compile(r"^K7\([a-z0-9-]+ v[0-9]{3}\): (supported|refuted|inconclusive|invalid) — .+$"),
+    "K7": re.compile(r"^K7\([a-z0-9-]+ v[0-9]{3}\): (supported|refuted|inconclusive|invalid|blocked) — .+$"),
 }
 
 

@@ -214,6 +214,58 @@ def file_verdict(ws: Any, slug: str, exp: str, receipt: Path) -> Filing:
     return Filing(decision, tuple(findings), commit_sha, message, ex.page_path, row, rel)
 
 
+BLOCKED_REASONS = ("tooling", "compiler", "device")
+TRANSCRIPT_BYTES = 1024 * 1024
+
+
+def file_blocked(ws: Any, slug: str, exp: str, reason: str, transcript: Path) -> Filing:
+    """The honorable exit: a tool failed in a way the author could not fix, after at least two
+    recorded attempts (candidates committed with the error in their why-column). Filed as
+    `blocked` with the transcript, never as a result: the page says why, the transcript is
+    committed beside the receipts with its sha256, RESULTS.tsv has the row, the commit is K7."""
+    from kgate.record.verdict import Rule
+
+    ex, page = _fileable(ws, slug, exp)
+    if reason not in BLOCKED_REASONS:
+        raise KgateError(f"--blocked {reason!r} is not one of {', '.join(BLOCKED_REASONS)}.",
+                         "say what failed: --blocked tooling (kgate or jax), compiler, or device.")
+    if not transcript.is_file() or transcript.stat().st_size == 0:
+        raise KgateError(f"the transcript {transcript} does not exist or is empty.",
+                         "pass the file holding the failing command and its full error output.")
+    if transcript.stat().st_size > TRANSCRIPT_BYTES:
+        raise KgateError(f"the transcript {transcript} is over {TRANSCRIPT_BYTES // 1024} KiB.",
+                         "keep the failing command, its error and the two retries; not whole logs.")
+    attempts = [row for row in page.ledger.rows if row.sha not in ("", "—") and "not run" not in row.p50_ms]
+    if len(attempts) < 2:
+        raise KgateError(f"{ex.tag()} has {len(attempts)} recorded attempt(s): blocked is filed only after two.",
+                         "retry with the error pasted into the why-column (`kgate cand SLUG candN --why '<error>'`), "
+                         "twice; then file blocked.")
+    raw = transcript.read_bytes()
+    sha = hashlib.sha256(raw).hexdigest()
+    rel = f"receipts/{ex.exp}-blocked-transcript.txt"
+    decision = Decision("blocked", "blocked", (Rule("B1", f"{reason} failed after {len(attempts)} recorded attempts "
+                                                      f"({', '.join(r.candidate for r in attempts)}): filed blocked, "
+                                                      "with the transcript; no result", "blocked"),))
+    message = commits.checked("K7", f"K7({ex.tag()}): blocked — {reason}")
+    section = [f"**blocked** ({reason}), filed by `kgate verdict --blocked`: no result.", "",
+               f"- attempts: {', '.join(f'{r.candidate} ({r.why})' for r in attempts)}",
+               f"- transcript: `{rel}` (sha256 {sha})"]
+    filed = (page.with_front(status="filed", verdict="blocked", blocked={"reason": reason, "transcript": rel,
+                                                                         "sha256": sha})
+             .with_ledger(resolved_ledger(ex, page.ledger)).with_section("Verdict", section))
+    first_sentence = (page.section("Hypothesis") or "").split(". ")[0].strip().rstrip(".")
+    row = {"exp_id": ex.exp, "date": dt.date.today().isoformat(), "p50_ms": "—", "speedup": "—", "tflops": "—",
+           "roofline_util": "—", "parity": "—", "class": str(page.front.get("intervention_class")),
+           "activity": str(page.front.get("activity")), "status": "blocked",
+           "description": f"{first_sentence} (blocked: {reason})"}
+    row = {k: " ".join(str(v).split()) for k, v in row.items()}
+    results = ex.family.folder / "RESULTS.tsv"
+    before = results.read_text() if results.is_file() else "\t".join(RESULTS_COLUMNS) + "\n"
+    commit_sha = commit_record(ex, filed, f"{message}\n\nexp: {ex.page_rel.as_posix()}", [], {ex.records_rel / rel: raw})
+    write_atomic(results, before + "\t".join(row[c] for c in RESULTS_COLUMNS) + "\n")
+    return Filing(decision, (), commit_sha, message, ex.page_path, row, rel)
+
+
 def decision_json(filing: Filing) -> dict[str, Any]:
     return {
         **filing.decision.to_json(),

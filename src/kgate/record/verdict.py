@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-Verdict = Literal["supported", "refuted", "inconclusive", "invalid"]
+Verdict = Literal["supported", "refuted", "inconclusive", "invalid", "blocked"]  # blocked: filed by --blocked
 Consequence = Literal["advisory", "cap: inconclusive", "invalid"]
 GateOutcome = Literal["PASS", "FAIL", "SKIPPED"] | None  # None: the gate is not in the receipt
 BarOutcome = Literal["MET", "MISSED", "UNDECIDED"] | None

@@ -59,7 +59,8 @@ def render_filing(filed: Any, console: Console) -> None:
     d = filed.decision
     for rule in d.fired:
         console.print(f"rule {rule.code}: {rule.text} -> {rule.verdict}", markup=False, soft_wrap=True)
-    style = {"supported": "bold green", "refuted": "bold", "inconclusive": "bold yellow", "invalid": "bold red"}[d.verdict]
+    style = {"supported": "bold green", "refuted": "bold", "inconclusive": "bold yellow", "invalid": "bold red",
+             "blocked": "bold yellow"}[d.verdict]
     console.print(f"verdict: {d.verdict}", style=style)
     console.print(f"kgate verdict: committed {filed.sha[:12]} {filed.message}", markup=False, soft_wrap=True)
     console.print(f"kgate verdict: RESULTS.tsv row {filed.results_row['exp_id']} {filed.results_row['status']}",
