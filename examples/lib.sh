@@ -1,6 +1,7 @@
 # Helpers shared by the demo scripts: print each kgate command as typed, run it, check its exit code.
 
-KGATE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.venv/bin/kgate"
+KGATE="${KGATE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.venv/bin/kgate}"
+export KGATE
 
 temp_workspace() {  # temp_workspace PREFIX: sets WORK to a new temp folder, removed when the demo exits
   WORK="$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")"
@@ -35,4 +36,14 @@ new_repo() {  # new_repo DIR REFERENCE: a git repo holding REFERENCE at ops/refe
   mkdir -p "$1/ops" && cd "$1" || exit 1
   git init -q -b main && git config user.email demo@example.invalid && git config user.name demo
   cp "$2" ops/reference.py && git add -A && git commit -qm "reference"
+}
+
+status_says() {  # status_says STAGE NEXT_PREFIX: kgate status names this stage and next command, or the demo stops
+  show status
+  "$KGATE" status
+  "$(dirname "$KGATE")/python" -c '
+import json, os, subprocess, sys
+family = json.loads(subprocess.run([os.environ["KGATE"], "status", "--json"], capture_output=True, text=True).stdout)["families"][0]
+sys.exit(0 if family["stage"] == sys.argv[1] and family["next"].startswith(sys.argv[2]) else 1)' "$1" "$2" \
+    || { echo "demo: kgate status did not name stage $1 with next: $2" >&2; exit 1; }
 }

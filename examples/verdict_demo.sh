@@ -15,10 +15,11 @@ OP=(--set n=1024 --set batch=16)
 BAR="speedup > 1.3x"
 
 echo "== Workspace, family (op-point n=1024, batch=16), pre-registration; kgate status says what is next"
-run 0 status
+status_says workspace "kgate init"
 run 0 init
+status_says family "kgate family new"
 run 0 family new cumsum --reference ops/reference.py --target ops/cumsum.py "${OP[@]}"
-run 0 status
+status_says stub "kgate stub cumsum"
 run 0 stub cumsum --class xla-rewrite --bar "$BAR" \
   --diagnosis "The reference computes a prefix sum as a matmul with a triangular matrix: O(n^2) work for an O(n) scan." \
   --reading "jax.numpy.cumsum" \
@@ -28,27 +29,28 @@ run 0 stub cumsum --class xla-rewrite --bar "$BAR" \
   --criterion "The 95% speedup interval lies below 1.3x." \
   --plan "cand1: cumsum minus the element (exclusive) — predict 3x" \
   --plan "cand2: jnp.cumsum, inclusive — predict 3x"
-run 0 status
+status_says loaded "kgate ledger cumsum --loaded jax.numpy.cumsum"
 run 0 ledger cumsum --loaded "jax.numpy.cumsum"
-run 0 status
+status_says candidates "kgate gate --family cumsum -o cand1.json"
 echo
 echo "== cand1 is fast and wrong: parity fails, the row says so"
 cp "$EX/bad_exclusive.py" "$WT/ops/cumsum.py"
 (cd "$WT/ops" && quiet gate -r reference.py -c cumsum.py --class xla-rewrite -o "$WORK/cand1.json")
 run 0 cand cumsum cand1 --receipt "$WORK/cand1.json"
+status_says candidates "kgate gate --family cumsum -o cand2.json"
 echo
 echo "== cand2: full verification at the family's op-point, against the registered bar"
 cp "$EX/xla_rewrite.py" "$WT/ops/cumsum.py"
 (cd "$WT/ops" && quiet verify --mode full -r reference.py -c cumsum.py --class xla-rewrite --bar "$BAR" "${OP[@]}" \
   --budget 3 --receipt "$WORK/cand2-full.json" --lock-dir "$WORK")
 run 0 cand cumsum cand2 --receipt "$WORK/cand2-full.json" --why "kept: the final candidate"
-run 0 status
+status_says verdict "kgate verdict cumsum v001 --verify"
 echo
 echo "== Lint, then the verdict: derived from the receipt, never typed in"
 run 0 lint cumsum
 run 0 verdict cumsum v001 --receipt "$WORK/cand2-full.json"
 run 0 lint cumsum
-run 0 status
+status_says report "kgate report cumsum v001"
 echo "\$ cat kernel_experiments/cumsum/RESULTS.tsv"
 cat kernel_experiments/cumsum/RESULTS.tsv
 echo "\$ git -C $WT log --format=%s main.."
