@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 
-def test_the_verdict_demo_runs_the_whole_loop_as_kgate_status_directs_it(tmp_path):
+def test_the_verdict_demo_runs_the_whole_loop_and_kgate_status_names_each_step(tmp_path):
     kgate = Path(sys.executable).parent / "kgate"
     if not kgate.is_file():
         pytest.skip(f"no kgate script beside {sys.executable} (install the project: make venv)")

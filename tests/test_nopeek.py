@@ -43,6 +43,49 @@ def test_every_way_of_reaching_a_listed_item_is_found_with_its_line(repo, source
     assert found and any(evidence in line for line in found), found
 
 
+@pytest.mark.parametrize("setup, source, evidence", [
+    # a helper in a sub-folder imports the solution as the loader would resolve it (the candidate's folder)
+    ({"ops/helpers/__init__.py": "", "ops/helpers/x.py": "import solution\n"}, "from helpers import x\n",
+     "imports solution"),
+    ({}, "mod = __import__('ops.solution')\n", "names 'ops.solution'"),
+    ({}, "import importlib\nmod = importlib.import_module('solution')\n", "names 'solution'"),
+    ({}, "src = open(b'ops/solution.py').read()\n", "names 'ops/solution.py'"),
+    ({}, "# coding: unicode_escape\n\\u0069mport sol\\u0075tion\n", "imports solution"),  # a codec hides it
+])
+def test_the_ways_a_static_reader_is_fooled_most_often_are_found(repo, setup, source, evidence):
+    for name, text in setup.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    found = check(repo, source)
+    assert any(evidence in line for line in found), found
+
+
+def test_a_symlinked_candidate_a_module_entry_by_path_and_the_home_repo_around_a_worktree(repo, tmp_path):
+    (repo / "ops" / "rmsnorm.py").symlink_to(repo / "ops" / "solution.py")  # the candidate is the solution
+    found = nopeek.violations([repo / "ops" / "rmsnorm.py"], repo, nopeek.parse(["ops/solution.py"], repo))
+    assert found == ["ops/solution.py is itself a no-peek item (no-peek: ops/solution.py)"]
+    (repo / "ops" / "modsol.py").write_text("x = 1\n")
+    entry = nopeek.parse(["ops.modsol"], repo)  # a module entry: matched by its file too
+    (repo / "ops" / "other.py").write_text("import modsol\n")
+    assert nopeek.violations([repo / "ops" / "other.py"], repo, entry)
+    home = tmp_path / "home"  # a worktree inside the home repo: a path out of it into the home repo counts
+    (home / "ops").mkdir(parents=True)
+    (home / "ops" / "solution.py").write_text("x = 1\n")
+    wt = home / "kernel_experiments" / "f" / ".repo"
+    (wt / "ops").mkdir(parents=True)
+    (wt / "ops" / "k.py").write_text("open('../../../../ops/solution.py')\n")
+    items = nopeek.parse(["ops/solution.py"], wt)
+    assert nopeek.violations([wt / "ops" / "k.py"], wt, items, also=home)
+    outside = nopeek.violations([tmp_path / "elsewhere.py"], wt, items, lambda p: None, resolve=False)
+    assert outside == []  # a path outside the trees read is no crash
+
+
+def test_the_stub_refuses_entries_that_name_nothing(repo):
+    for typo in ("ops/solutoin.py", "solutions.nothing"):
+        with pytest.raises(KgateError, match="protects nothing"):
+            nopeek.parse([typo], repo, must_exist=True)
+
+
 def test_honest_candidates_and_unlisted_modules_pass(repo):
     assert check(repo, "import jax\nimport jax.numpy as jnp\nimport helpers\nimport reference\n") == []
     assert check(repo, "x = 'a solution is coming'\n") == []  # a string that names no listed file

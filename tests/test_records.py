@@ -567,7 +567,7 @@ def test_the_honorable_exit_files_blocked_with_the_transcript_only_after_two_att
     assert kgate(repo, "cand", "rmsnorm", "cand1", "--why", "rejected: INTERNAL: Mosaic failed").returncode == 0
     before = _state(wt, page)
     one = kgate(repo, "verdict", "rmsnorm", "v001", "--blocked", "tooling", "--transcript", transcript)
-    assert one.returncode == 2 and "1 recorded attempt(s): blocked is filed only after two" in one.stderr
+    assert one.returncode == 2 and "1 recorded attempt(s) that did not pass: blocked is filed only after two" in one.stderr
     assert _state(wt, page) == before
     (wt / "ops" / "rmsnorm.py").write_text("def workload(x, w):\n    return x + 0\n")
     assert kgate(repo, "cand", "rmsnorm", "cand2", "--why", "rejected: INTERNAL: Mosaic failed again").returncode == 0
@@ -591,7 +591,34 @@ def test_the_honorable_exit_files_blocked_with_the_transcript_only_after_two_att
     assert lint["exit_code"] == 0, lint["findings"]
     status = json.loads(kgate(repo, "status", "--json").stdout)["families"][0]
     assert status["stage"] == "report" and "verdict blocked" in status["done"]
-    assert "**blocked**" in kgate(repo, "report", "rmsnorm", "v001").stdout
+    report = kgate(repo, "report", "rmsnorm", "v001").stdout
+    assert "**blocked**" in report and "filed blocked (tooling): the transcript is receipts/v001-blocked-transcript.txt" in report
+
+
+def test_blocked_is_not_a_way_around_the_record(example_repo, tmp_path):
+    """Attempts are kgate cand commits that did not pass; a page edited to say blocked waives nothing;
+    a lead does not commit hand edits of the page."""
+    repo = example_repo
+    wt, page = _stub(repo)
+    assert kgate(repo, "ledger", "rmsnorm", "--loaded", "Pallas TPU pipelining").returncode == 0
+    transcript = tmp_path / "t.txt"
+    transcript.write_text("error\n")
+    (wt / "ops" / "rmsnorm.py").write_text("def workload(x, w):\n    return x\n")
+    assert kgate(repo, "cand", "rmsnorm", "cand1", "--why", "rejected: error").returncode == 0
+    # a ledger row typed by hand, committed past kgate: not an attempt (and lint says the ledger lies)
+    text = page.read_text()
+    row = [ln for ln in text.splitlines() if ln.startswith("| cand1 |")][0]
+    page.write_text(text.replace(row, row + "\n" + row.replace("cand1", "cand2")))
+    lead = kgate(repo, "lead", "rmsnorm", "an idea")
+    assert lead.returncode == 2 and "edits kgate did not make" in lead.stderr  # a lead does not carry the edit in
+    sh(wt, "git", "commit", "-qam", "cand2(rmsnorm v001): typed — by hand")
+    proc = kgate(repo, "verdict", "rmsnorm", "v001", "--blocked", "tooling", "--transcript", transcript)
+    assert proc.returncode == 2 and "1 recorded attempt(s) that did not pass" in proc.stderr, proc.stderr
+    # an in-progress page that says blocked waives no missing receipt
+    page.write_text(page.read_text().replace("status: in_progress", 'status: in_progress\nverdict: "blocked"'))
+    sh(wt, "git", "commit", "-qam", "cand3(rmsnorm v001): say blocked — by hand")
+    findings = json.loads(kgate(repo, "lint", "rmsnorm", "--json").stdout)["findings"]
+    assert any(f["code"] == "L02" and "cand1" in f["evidence"] for f in findings)
 
 
 def test_brief_names_every_missing_item(repo, family):

@@ -353,9 +353,9 @@ def _no_peek(ex: Experiment, page: Page, changed: list[str]) -> None:
     listed = page.front.get("no_peek") or []
     if not listed:
         return
-    items = nopeek.parse([str(item) for item in listed], ex.worktree)
+    items = nopeek.parse([str(item) for item in listed] if isinstance(listed, list) else [str(listed)], ex.worktree)
     files = [ex.worktree / ex.family.target, *(ex.worktree / p for p in changed)]
-    found = nopeek.violations(files, ex.worktree, items)
+    found = nopeek.violations(files, ex.worktree, items, also=ex.ws.home_repo)
     if found:
         raise KgateError(
             f"the candidate reads what the stub's no-peek list forbids ({page.front.get('activity')}): "
@@ -520,6 +520,9 @@ def lead(ws: Workspace, slug: str, text: str) -> str:
     if page.front.get("status") == "filed":
         raise KgateError(f"{ex.tag()} is filed: its page is final.",
                          f"record the lead in the next experiment (`kgate stub {slug} ...`, then `kgate lead`).")
+    if ex.page_rel.as_posix() in changed_paths(ex.worktree) and not _only_loaded_line_differs(ex):
+        raise KgateError(f"the page {ex.page_rel} has edits kgate did not make: a lead commits the page as it is.",
+                         f"discard them (`git -C {ex.worktree} checkout -- {ex.page_rel}`), then record the lead.")
     idea = " ".join(text.split())
     if not idea:
         raise KgateError("the lead is empty.", "say the idea in a line, e.g. kgate lead SLUG 'try two rows per step'.")

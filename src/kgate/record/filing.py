@@ -235,9 +235,31 @@ def file_blocked(ws: Any, slug: str, exp: str, reason: str, transcript: Path) ->
     if transcript.stat().st_size > TRANSCRIPT_BYTES:
         raise KgateError(f"the transcript {transcript} is over {TRANSCRIPT_BYTES // 1024} KiB.",
                          "keep the failing command, its error and the two retries; not whole logs.")
-    attempts = [row for row in page.ledger.rows if row.sha not in ("", "—") and "not run" not in row.p50_ms]
+    facts = lints.gather(ws, ex)
+    findings = lints.lint(facts)
+    void = [f for f in findings if f.consequence == lints.INVALID or f.code == "L03"]
+    if void:  # a record lint voids, or whose ledger does not match its commits, is not filed blocked either
+        raise KgateError("the record cannot be filed blocked: " + "; ".join(f"{f.code} {f.title}: {f.evidence}"
+                                                                          for f in void[:3]) + ".",
+                         f"fix what `kgate lint {slug}` names first.")
+    passed = {r.candidate for r in facts.receipts if r.summary is not None and r.summary.status == "PASS"}
+
+    work = facts.work_dir.rstrip("/") + "/"
+
+    def committed(row: Any) -> bool:
+        """Its ledger SHA is a commit of the branch that records this very candidate and changes the
+        work dir (kgate cand commits nothing else: a candidate is a change)."""
+        sha = facts.ledger_shas.get(row.candidate, "")
+        return bool(sha) and any(c.sha.startswith(sha) and c.subject.startswith(f"{row.candidate}(")
+                                 and any(f.startswith(work) for f in c.files)
+                                 for c in facts.commits if commits.kind(c.subject) == "cand")
+
+    # an attempt: a candidate committed on the branch, run (not abandoned), that did not pass
+    attempts = [row for row in page.ledger.rows if "not run" not in row.p50_ms and committed(row)
+                and row.candidate not in passed]
     if len(attempts) < 2:
-        raise KgateError(f"{ex.tag()} has {len(attempts)} recorded attempt(s): blocked is filed only after two.",
+        raise KgateError(f"{ex.tag()} has {len(attempts)} recorded attempt(s) that did not pass: blocked is filed only "
+                         "after two.",
                          "retry with the error pasted into the why-column (`kgate cand SLUG candN --why '<error>'`), "
                          "twice; then file blocked.")
     raw = transcript.read_bytes()

@@ -27,7 +27,7 @@ from kgate.record.workspace import Workspace
 ADVISORY: Final = "advisory"
 CAP: Final = "cap: inconclusive"
 INVALID: Final = "invalid"
-PREREGISTERED: Final = ("bar", "parity", "intervention_class", "activity", "variant")
+PREREGISTERED: Final = ("bar", "parity", "intervention_class", "activity", "variant", "no_peek", "reading_budget_min")
 _RECEIPT_CELL = re.compile(r"^(receipts/[^ ]+\.json) \(sha256 ([0-9a-f]{12,64})\)$")
 
 
@@ -156,7 +156,7 @@ def gather(ws: Workspace, ex: Experiment) -> Facts:
         for row in resolved_ledger(ex, ledger, ex.branch).rows:
             shas[row.candidate] = row.sha
     cited = (page.front.get("verdict_receipt") or {}).get("path") if page_text else None
-    peeked = _peeked(wt, page, history) if page_text else []
+    peeked = _peeked(wt, ws.home_repo, page_at(k3) or page, history, ex) if page_text else []
     return Facts(
         verdict_receipt=read(f"{records}/{cited}") if isinstance(cited, str) else None,
         tag=ex.tag(), page=page, stub_page=page_at(k3), filed_page=page_at(k7), commits=tuple(history),
@@ -167,29 +167,36 @@ def gather(ws: Workspace, ex: Experiment) -> Facts:
     )
 
 
-def _peeked(wt: Path, page: Page, history: list[Commit]) -> list[str]:
-    """Each candidate commit's Python files, read as that commit holds them (imports followed
-    through its own tree), against the stub's no-peek list."""
-    listed = page.front.get("no_peek") or []
+def _peeked(wt: Path, home: Path, stub: Page, history: list[Commit], ex: Experiment) -> list[str]:
+    """Each candidate commit's Python files, and the work dir at the branch's tip, read as the tree
+    holds them (imports followed through that tree), against the no-peek list the stub registered."""
+    listed = stub.front.get("no_peek") or []
     if not listed:
         return []
     root = wt.resolve()
     try:
-        items = nopeek.parse([str(i) for i in listed], root)
-    except KgateError as exc:
-        return [f"the no-peek list cannot be read: {exc.problem}"]
-    out = []
-    for c in history:
-        if commits.kind(c.subject) != "cand":
-            continue
+        items = nopeek.parse([str(i) for i in listed] if isinstance(listed, list) else [str(listed)], root)
+    except (KgateError, ValueError) as exc:
+        return [f"the no-peek list cannot be read: {getattr(exc, 'problem', exc)}"]
 
-        def at_commit(path: Path, sha: str = c.sha) -> str | None:
+    def tree(sha: str) -> Callable[[Path], bytes | None]:
+        def at(path: Path) -> bytes | None:
+            if not path.is_relative_to(root):
+                return None
             shown = git.run(wt, "show", f"{sha}:{path.relative_to(root).as_posix()}")
-            return shown.stdout.decode(errors="replace") if shown.returncode == 0 else None
+            return shown.stdout if shown.returncode == 0 else None
+        return at
 
-        files = [root / f for f in c.files if f.endswith(".py")]
-        out += [f"{c.sha[:12]} {line}" for line in nopeek.violations(files, root, items, at_commit)]
-    return out
+    out = []
+    scans = [(c.sha, [root / f for f in c.files if f.endswith(".py")]) for c in history
+             if commits.kind(c.subject) == "cand"]
+    tip = git.git(wt, "rev-parse", ex.branch, check=False)  # the candidates' files as the branch ends (a later hand commit)
+    touched = {f for c in history if commits.kind(c.subject) == "cand" for f in c.files if f.endswith(".py")}
+    scans.append((tip, [root / f for f in sorted(touched | {ex.family.target.as_posix()})]))
+    for sha, files in scans:
+        out += [f"{sha[:12]} {line}" for line in nopeek.violations(files, root, items, tree(sha), resolve=False,
+                                                                     also=home)]
+    return sorted(set(out))
 
 
 def _still_there(wt: Path, branch: str, stray: list[str]) -> tuple[str, ...]:
@@ -227,6 +234,13 @@ def _attestation(f: Facts) -> list[Finding]:
                     "record what was read: `kgate ledger SLUG --loaded 'section, section'`", CAP)]
 
 
+def _filed_blocked(f: Facts) -> bool:
+    """Filed blocked by kgate: the K7 commit says so and holds the page as filed (not a page edited to say it)."""
+    k7 = next((c for c in f.commits if commits.kind(c.subject) == "K7"), None)
+    return (k7 is not None and f.filed_page is not None and "): blocked — " in k7.subject
+            and f.filed_page.front.get("verdict") == "blocked")
+
+
 def _ran(row: Any) -> bool:
     return row.sha != "—"
 
@@ -240,7 +254,7 @@ def _receipts(f: Facts) -> list[Finding]:
             continue
         fix = f"re-run kgate on {r.candidate}'s commit and record the report (`kgate cand ... --receipt`)"
         if r.rel is None:
-            if f.page.front.get("verdict") == "blocked":  # the attempts a blocked filing rests on: the tool failed
+            if _filed_blocked(f):  # the attempts a blocked filing rests on: the tool failed, there is no receipt
                 continue
             out.append(Finding("L02", "ledger row without a receipt", f"{r.candidate}: receipt cell {r.cell!r}", fix, CAP))
             continue
@@ -460,10 +474,10 @@ def _gotchas(f: Facts) -> list[Finding]:
 def _reading_budget(f: Facts) -> list[Finding]:
     """The knowledge-purchase budget the stub set (minutes of reading before the first candidate),
     checked from the commit times: the stub's commit to the first candidate's."""
-    budget = f.page.front.get("reading_budget_min")
+    budget = (f.stub_page or f.page).front.get("reading_budget_min")  # as pre-registered
     k3 = next((c for c in f.commits if commits.kind(c.subject) == "K3"), None)
-    first = next((c for c in f.commits if commits.kind(c.subject) == "cand"), None)
-    if not isinstance(budget, (int, float)) or k3 is None or first is None:
+    first = next((c for c in f.commits if commits.kind(c.subject) == "cand" and " — abandoned: " not in c.subject), None)
+    if not isinstance(budget, (int, float)) or isinstance(budget, bool) or k3 is None or first is None:
         return []
     spent = (first.time - k3.time) / 60
     if spent <= budget:

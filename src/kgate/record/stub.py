@@ -89,6 +89,10 @@ def validate(request: StubRequest) -> list[PlanEntry]:
     if request.activity not in ACTIVITIES:
         raise KgateError(f"activity {request.activity!r} is not one of {', '.join(ACTIVITIES)}.", "pass --activity optimization.")
     parse_bar(request.bar)
+    for item in request.reading:  # each is attested later as one item of `loaded: [a, b]`
+        if any(ch in item for ch in "[],"):
+            raise KgateError(f"--reading {item!r} holds a bracket or a comma, which the ledger's `loaded: [...]` "
+                             "attestation cannot carry.", "write it without them, e.g. --reading 'Pallas guide: pipelining'.")
     budget = request.reading_budget_min
     if budget is not None and not (0 < budget <= 10080):
         raise KgateError(f"--reading-budget {budget:g} is not a number of minutes from 0 to a week.",
@@ -190,7 +194,7 @@ def create(ws: Workspace, request: StubRequest, variant: str, say: Callable[[str
             f"the reference module {family.reference} no longer matches the family's pinned sha256.",
             "restore it, or start a new family: results against a changed reference are not comparable.",
         )
-    nopeek.parse(request.no_peek, worktree)  # each entry a path in the repository or a module name
+    nopeek.parse(request.no_peek, worktree, must_exist=True)  # each entry a path or module of the repository
     target = worktree / family.target
     pages = worktree / family.records_rel(ws.home_repo)
     number = next_experiment(worktree, pages, request.slug, say)

@@ -98,6 +98,10 @@ def build(ex: Experiment, page: Page, facts: Facts, findings: list[Finding]) -> 
                 where = "below" if high < pred else "above"
                 blockers.append(f"{row.candidate}: predicted {pred:g}x, measured {est:.3f}x [{low:.3f}, {high:.3f}]"
                                 f": the whole interval is {where} the prediction")
+    blocked = page.front.get("blocked")
+    if page.front.get("verdict") == "blocked" and isinstance(blocked, dict):
+        blockers.insert(0, f"filed blocked ({blocked.get('reason')}): the transcript is {blocked.get('transcript')} "
+                           f"(sha256 {str(blocked.get('sha256'))[:12]}...); no result")
     samples, verify_interpreted = None, None
     if facts.verdict_receipt:
         try:
