@@ -367,7 +367,7 @@ def test_verdict_needs_the_registered_bar_parity_op_point_and_variant(records, t
 def test_verdict_can_run_the_verification_itself_under_the_registered_terms(records, tmp_path):
     rec = copy_record(records("in_progress"), tmp_path / "code")
     both = kgate(rec["root"], "verdict", "cumsum", "v001", "--receipt", rec["receipt"], "--verify")
-    assert both.returncode == 2 and "exactly one of --receipt R and --verify" in both.stderr
+    assert both.returncode == 2 and "exactly one of --receipt R, --verify and --blocked REASON" in both.stderr
     proc = kgate(rec["root"], "verdict", "cumsum", "v001", "--verify", "--budget", "4", "--lock-dir", tmp_path, "--json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["verdict"] == "supported"
