@@ -513,10 +513,6 @@ def test_lock_files_are_shared_with_the_other_users_of_the_machine():
             "    print('held', flush=True)\n"
         )
 
-        def as_nobody():
-            os.setgid(65534)
-            os.setuid(65534)
-
         # `nobody` cannot reach this venv's interpreter (under root's home): the system Python runs
         # kgate's own lock module (it needs only the standard library), copied where nobody can read it
         system_python = shutil.which("python3", path="/usr/bin:/bin")
@@ -534,7 +530,8 @@ def test_lock_files_are_shared_with_the_other_users_of_the_machine():
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(folder / "pkg"), "HOME": str(folder)}
         with hold(lock_path(0, folder)):
             other = subprocess.Popen([system_python, "-c", code, str(folder)], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, preexec_fn=as_nobody, env=env, cwd=folder)
+                                     stderr=subprocess.PIPE, text=True, user=65534, group=65534, extra_groups=[],
+                                     env=env, cwd=folder)  # another user; no Python runs between fork and exec
             line = other.stderr.readline()
             assert line.startswith("waiting for") and "kgate-chip-0.lock" in line, line + other.stderr.read()
         out, err = other.communicate(timeout=120)
