@@ -557,14 +557,20 @@ def test_the_reading_budget_is_checked_from_the_commit_times(example_repo, budge
     assert bad.returncode == 2 and "is not a number of minutes" in bad.stderr
 
 
-def test_the_honorable_exit_files_blocked_with_the_transcript_only_after_two_attempts(example_repo, tmp_path):
-    repo = example_repo
+def _one_failed_attempt(repo, tmp_path):
+    """A stub, the loaded line, a transcript, and one candidate committed as rejected on the tool's error."""
     wt, page = _stub(repo)
     assert kgate(repo, "ledger", "rmsnorm", "--loaded", "Pallas TPU pipelining").returncode == 0
     transcript = tmp_path / "transcript.txt"
     transcript.write_text("$ kgate gate --family rmsnorm\nerror: XlaRuntimeError: INTERNAL: Mosaic failed\n")
     (wt / "ops" / "rmsnorm.py").write_text("def workload(x, w):\n    return x\n")
     assert kgate(repo, "cand", "rmsnorm", "cand1", "--why", "rejected: INTERNAL: Mosaic failed").returncode == 0
+    return wt, page, transcript
+
+
+def test_the_honorable_exit_files_blocked_with_the_transcript_only_after_two_attempts(example_repo, tmp_path):
+    repo = example_repo
+    wt, page, transcript = _one_failed_attempt(repo, tmp_path)
     before = _state(wt, page)
     one = kgate(repo, "verdict", "rmsnorm", "v001", "--blocked", "tooling", "--transcript", transcript)
     assert one.returncode == 2 and "1 recorded attempt(s) that did not pass: blocked is filed only after two" in one.stderr
@@ -599,12 +605,7 @@ def test_blocked_is_not_a_way_around_the_record(example_repo, tmp_path):
     """Attempts are kgate cand commits that did not pass; a page edited to say blocked waives nothing;
     a lead does not commit hand edits of the page."""
     repo = example_repo
-    wt, page = _stub(repo)
-    assert kgate(repo, "ledger", "rmsnorm", "--loaded", "Pallas TPU pipelining").returncode == 0
-    transcript = tmp_path / "t.txt"
-    transcript.write_text("error\n")
-    (wt / "ops" / "rmsnorm.py").write_text("def workload(x, w):\n    return x\n")
-    assert kgate(repo, "cand", "rmsnorm", "cand1", "--why", "rejected: error").returncode == 0
+    wt, page, transcript = _one_failed_attempt(repo, tmp_path)
     # a ledger row typed by hand, committed past kgate: not an attempt (and lint says the ledger lies)
     text = page.read_text()
     row = [ln for ln in text.splitlines() if ln.startswith("| cand1 |")][0]

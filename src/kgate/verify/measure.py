@@ -40,7 +40,6 @@ from kgate.verify.watch import Watch
 
 NOISY_IQR = 0.10  # IQR/median above this is called noisy, in plain words
 CPU_BUDGET_S = 6.0
-ORDERING_LEVEL = stats.ORDERING_LEVEL
 CPU_MAX_ROUNDS = 200  # rounds are short (3..6 per session): the 6 s budget is what bounds a CPU run
 TIMED_AGREEMENT_FACTOR = 4.0  # a later session's error may be this many times the first's (or the resolution)
 
@@ -486,7 +485,7 @@ def _measure(
         watch.check("at the end", "deep")
         after = created if not changed and all(backend.digest(b) == h for b, h in buffers) else "changed"
         timer_changes = sorted(set(timer_changes_at_import) | set(kclock.tampered()))
-        ordered = stats.ordering_record(*samples.arrays(), samples.session, ORDERING_LEVEL)
+        ordered = stats.ordering_record(*samples.arrays(), samples.session, stats.ORDERING_LEVEL)
         integrity = [
             _process_check(watch.changes),
             _tamper_check(pair.reference_changes),
