@@ -1,5 +1,6 @@
-"""The agent skills (author-kernel, verify-kernel): every `kgate ...` they name exists with the
-flags they name, and the commit grammar quoted is the one the records enforce."""
+"""The agent skills (author-kernel, verify-kernel), the loop page, every docs page and the README:
+every `kgate ...` they name exists with the flags they name, and the commit grammar quoted is the
+one the records enforce."""
 
 import re
 from pathlib import Path
@@ -32,9 +33,38 @@ def commands() -> dict[str, set[str]]:
 
 
 def invocations(text: str) -> list[str]:
-    """Each `kgate ...` in an inline code span, up to the span's end (a span may wrap a line)."""
-    spans = re.findall(r"`([^`]+)`", text)
-    return [" ".join(span.split()) for span in spans if span.strip().startswith("kgate ")]
+    """Each `kgate ...` the text names: in an inline code span (a span may wrap a line) or on a line
+    of a fenced block (a `$ ` prompt and `\\` continuations allowed), split at `;`, `|` and `&&`."""
+    calls: list[str] = []
+
+    def take(snippet: str) -> None:
+        for part in re.split(r"\s*(?:&&|\|\||;|\|)\s*", " ".join(snippet.split())):
+            word = part.split()[1] if part.startswith("kgate ") else ""
+            if word and not word.endswith(":") and word not in ("...", "…", "…`"):  # not a heading or "kgate …"
+                calls.append(part)
+
+    fenced = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
+    for block in fenced.findall(text):
+        lines = [line.strip() for line in block.replace("\\\n", " ").splitlines()]
+        if any(line.startswith("$ ") for line in lines):  # a transcript: only what was typed
+            lines = [line[2:] for line in lines if line.startswith("$ ")]
+        for line in lines:
+            take(line)
+    for span in re.findall(r"`([^`\n]+(?:\n[^`\n]+)?)`", fenced.sub("", text)):
+        take(span)
+    return calls
+
+
+def unknown(call: str, known: dict[str, set[str]]) -> list[str]:
+    """What a `kgate ...` call names that the CLI lacks: its command, or each flag."""
+    words = call.split()[1:]
+    if not words or words[0].startswith("-"):
+        return [f"{call}: {flag}" for flag in words[:1] if flag not in ("--help", "--version", "--install-completion", "--show-completion")]
+    path = " ".join(words[:2]) if " ".join(words[:2]) in known else words[0]
+    if path not in known:
+        return [f"{call}: no command {path!r}"]
+    flags = re.findall(r"(?<![\w-])(--?[a-z][a-z0-9-]*)", " ".join(words[len(path.split()):]))
+    return [f"{call}: {path} has no {flag}" for flag in flags if flag not in known[path] | {"--help"}]
 
 
 def test_both_skills_exist_with_agent_front_matter():
@@ -51,17 +81,25 @@ def test_every_command_and_flag_a_skill_names_exists(path):
     known = commands()
     named = invocations(path.read_text())
     assert len(named) >= 8, named  # the skill points its rules at commands
-    problems = []
-    for call in named:
-        words = call.split()[1:]
-        path = " ".join(words[:2]) if " ".join(words[:2]) in known else words[0]
-        if path not in known:
-            problems.append(f"{call}: no command {path!r}")
-            continue
-        for flag in re.findall(r"(?<![\w-])(--?[a-z][a-z0-9-]*)", " ".join(words[len(path.split()):])):
-            if flag not in known[path]:
-                problems.append(f"{call}: {path} has no {flag}")
-    assert problems == []
+    assert [problem for call in named for problem in unknown(call, known)] == []
+
+
+ROOT = SKILLS.parent.parent
+PAGES = sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_command_and_flag_a_docs_page_names_exists(path):
+    known = commands()
+    assert [problem for call in invocations(path.read_text()) for problem in unknown(call, known)] == []
+
+
+def test_the_extractor_sees_fenced_blocks_and_spans_and_catches_what_is_missing():
+    text = "Run `kgate gate -r a.py --bogus`.\n\n```\n$ kgate nosuch \\\n  --x 1 | head\n$ kgate lint --json\nkgate gate: PASS\n```\n"
+    calls = invocations(text)
+    assert calls == ["kgate nosuch --x 1", "kgate lint --json", "kgate gate -r a.py --bogus"]
+    assert [p for c in calls for p in unknown(c, commands())] == [
+        "kgate nosuch --x 1: no command 'nosuch'", "kgate gate -r a.py --bogus: gate has no --bogus"]
 
 
 def test_the_commit_grammar_the_skill_quotes_is_the_one_enforced():
