@@ -24,6 +24,7 @@ demo: $(STAMP)
 	$(call timed,demo,the gates on the bundled examples,bash examples/demo.sh)
 	$(call timed,demo,an experiment record from stub to ledger,bash examples/records_demo.sh)
 	$(call timed,demo,a record filed to a verdict and its report,bash examples/verdict_demo.sh)
+	$(call timed,demo,the whole loop as the author skill orders it: a pivot; a gotcha; a sweep; a verdict,bash examples/loop_demo.sh)
 
 test: $(STAMP)
 	$(call timed,test,the test suite,$(BIN)/python -m pytest -q)
