@@ -485,6 +485,15 @@ def test_a_no_peek_violation_is_refused_with_evidence_and_a_hand_made_one_invali
     proc = kgate(repo, "cand", "rmsnorm", "cand1", "--why", "kept")
     assert proc.returncode == 2 and "no-peek list forbids" in proc.stderr, proc.stderr
     assert "ops/rmsnorm.py:4 imports solution (no-peek: ops/solution.py)" in proc.stderr and _state(wt, page) == before
+    # under the family's terms, verify (and every checking command) refuses it too, before running anything
+    proc = kgate(repo, "verify", "--family", "rmsnorm", "--mode", "screen", "--json")
+    assert proc.returncode == 2 and json.loads(proc.stdout)["status"] == "ERROR", proc.stdout + proc.stderr
+    assert "ops/rmsnorm.py:4 imports solution (no-peek: ops/solution.py)" in json.loads(proc.stdout)["error"]["problem"]
+    (wt / "ops" / "scratch.py").write_text("import importlib\nsol = importlib.import_module('solution')\n")
+    proc = kgate(repo, "gate", "--family", "rmsnorm", "-c", str(wt / "ops" / "scratch.py"))
+    assert proc.returncode == 2 and "scratch.py:2 names 'solution'" in proc.stderr, proc.stderr
+    (wt / "ops" / "scratch.py").unlink()
+    assert _state(wt, page) == before
     (wt / "ops" / "rmsnorm.py").write_text("import jax\n\ndef workload(x, w):\n    return x\n")
     assert kgate(repo, "cand", "rmsnorm", "cand1", "--why", "kept").returncode == 0
     lint = json.loads(kgate(repo, "lint", "rmsnorm", "--json").stdout)

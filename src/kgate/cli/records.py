@@ -139,7 +139,7 @@ def stub(
     diagnosis: Annotated[str, typer.Option("--diagnosis", help="What profiling showed about the reference (kgate brief needs it).")] = "",
     reading: Annotated[Optional[list[str]], typer.Option("--reading", help="Required reading, one document or section (repeatable).")] = None,
     reading_budget: Annotated[Optional[float], typer.Option("--reading-budget", metavar="MINUTES", help="The knowledge-purchase budget: minutes of reading before the first candidate (`kgate lint` checks it from the commit times).")] = None,
-    no_peek: Annotated[Optional[list[str]], typer.Option("--no-peek", help="A file, folder or module candidates must not read (repeatable): `kgate cand` refuses a candidate whose imports or source reach it.")] = None,
+    no_peek: Annotated[Optional[list[str]], typer.Option("--no-peek", help="A file, folder or module candidates must not read (repeatable): `kgate cand` and the checks run with --family refuse a candidate whose imports or source reach it.")] = None,
     variant: Annotated[Optional[str], typer.Option("--variant", hidden=True)] = None,
 ) -> None:
     """Pre-register an experiment: write the stub page and commit it on kernel/<slug>-vNNN.

@@ -350,19 +350,9 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
 def _no_peek(ex: Experiment, page: Page, changed: list[str]) -> None:
     """The stub's no-peek list: a candidate whose import closure or source reaches a listed item
     is refused, with the file and line as evidence."""
-    listed = page.front.get("no_peek") or []
-    if not listed:
-        return
-    items = nopeek.parse([str(item) for item in listed] if isinstance(listed, list) else [str(listed)], ex.worktree)
     files = [ex.worktree / ex.family.target, *(ex.worktree / p for p in changed)]
-    found = nopeek.violations(files, ex.worktree, items, also=ex.ws.home_repo)
-    if found:
-        raise KgateError(
-            f"the candidate reads what the stub's no-peek list forbids ({page.front.get('activity')}): "
-            + "; ".join(found[:5]) + ("" if len(found) <= 5 else f"; and {len(found) - 5} more") + ".",
-            "remove the import (or the path) from the candidate: a capability evaluation is of what the author "
-            "writes, not of the solution it reads.",
-        )
+    nopeek.refuse(files, ex.worktree, page.front.get("no_peek"), also=ex.ws.home_repo,
+                  activity=page.front.get("activity"))
 
 
 _Recorded = tuple[LedgerRow, str, dict[Path, bytes], list[str]]  # the row, the message's numbers, files to add, notes

@@ -74,6 +74,22 @@ def parse(items: Sequence[str], root: Path, *, must_exist: bool = False) -> list
     return out
 
 
+def refuse(files: Iterable[Path], root: Path, listed: object, *, also: Path | None, activity: object) -> None:
+    """Refuse (KgateError, with the evidence) a candidate whose files reach an item of the stub's
+    no-peek list (`listed`: the page's `no_peek`, a list or one entry); nothing listed, nothing to do."""
+    entries = [str(item) for item in listed] if isinstance(listed, list) else [str(listed)] if listed else []
+    if not entries:
+        return
+    found = violations(files, root, parse(entries, root), also=also)
+    if found:
+        raise KgateError(
+            f"the candidate reads what the stub's no-peek list forbids ({activity}): "
+            + "; ".join(found[:5]) + ("" if len(found) <= 5 else f"; and {len(found) - 5} more") + ".",
+            "remove the import (or the path) from the candidate: a capability evaluation is of what the author "
+            "writes, not of the solution it reads.",
+        )
+
+
 def _on_disk(path: Path) -> bytes | None:
     return path.read_bytes() if path.is_file() else None
 

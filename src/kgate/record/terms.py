@@ -11,7 +11,7 @@ from typing import Any
 
 from kgate.errors import KgateError
 from kgate.jsonio import as_json
-from kgate.record import experiment
+from kgate.record import experiment, nopeek
 from kgate.record.family import load as load_family
 from kgate.record.page import Page
 from kgate.record.workspace import Workspace
@@ -29,6 +29,10 @@ class Terms:
     bar: str | None
     experiment: str | None  # "<slug> vNNN", or None
     chip: str | None = None  # the TPU device kind of the experiment's variant ("tpu:TPU v5 lite"), or None
+    no_peek: tuple[str, ...] = ()  # the open experiment's no-peek list: a candidate reaching an item is refused
+    activity: str | None = None
+    worktree: Path | None = None  # the family's worktree, where no-peek paths are resolved
+    home_repo: Path | None = None  # the worktree's parent repository (its paths count as the worktree's)
 
 
 def families_around(start: Path) -> list[tuple[str, Path]]:
@@ -57,7 +61,8 @@ def family_at(start: Path) -> str | None:
 def registered(ws: Workspace, slug: str) -> Terms:
     family = load_family(ws, slug)
     wt = family.worktree
-    klass = bar = tag = chip = None
+    klass = bar = tag = chip = activity = None
+    no_peek: tuple[str, ...] = ()
     parity = family.parity
     try:
         ex = experiment.current(ws, slug)
@@ -68,8 +73,10 @@ def registered(ws: Workspace, slug: str) -> Terms:
         klass, bar, parity, tag = str(front.get("intervention_class")), str(front.get("bar")), str(front.get("parity")), ex.tag()
         platform, _, kind = str(front.get("variant", "")).partition(":")
         chip = kind if platform == "tpu" and kind else None
+        listed = front.get("no_peek") or []
+        no_peek, activity = tuple(str(i) for i in (listed if isinstance(listed, list) else [listed])), front.get("activity")
     return Terms(slug, wt / family.reference, wt / family.target, dict(family.op_point), family.graded_dtype, parity,
-                 klass, bar, tag, chip)
+                 klass, bar, tag, chip, no_peek, None if activity is None else str(activity), wt, ws.home_repo)
 
 
 def resolve(terms: Terms, **given: Any) -> dict[str, Any]:
@@ -100,6 +107,10 @@ def resolve(terms: Terms, **given: Any) -> dict[str, Any]:
         out[name] = value if value is not None else typed
     if "chip_kind" in given:  # the chip VMEM is compared with: as given, else the experiment's TPU variant
         out["chip_kind"] = given["chip_kind"] or terms.chip
+    # the stub's activity constraint: a candidate reaching a no-peek item is not checked under the family's terms
+    if terms.no_peek and terms.worktree is not None:
+        nopeek.refuse([Path(out["candidate"])], terms.worktree, list(terms.no_peek), also=terms.home_repo,
+                      activity=terms.activity)
     return out
 
 
