@@ -684,3 +684,43 @@ def test_a_plan_item_without_a_separator_names_every_form():
     with pytest.raises(KgateError) as info:
         parse_plan(["cand1: fuse the two passes, predict 1.3x"])
     assert all(form in info.value.fix for form in ("' — '", "' – '", "' -- '", "' - '"))
+
+
+def test_the_cost_ladder_is_climbed_only_after_the_cheaper_class_missed_the_bar(example_repo, tmp_path):
+    repo = example_repo
+    bar = "speedup > 50x"  # a bar no rewrite reaches on this machine: its interval lies wholly below it
+    wt, page = _stub(repo, "--class", "xla-rewrite", "--bar", bar)
+    shutil.copy(EXAMPLE / "pallas.py", wt / "ops" / "rmsnorm.py")
+    before = _state(wt, page)
+    escalate = ["--escalate", "xla-rewrite->kernel-authored", "--reason", "XLA fuses both passes already"]
+    proc = kgate(repo, "cand", "rmsnorm", "cand2", "--why", "kept", *escalate)
+    assert proc.returncode == 2 and "no earlier candidate of class xla-rewrite was recorded" in proc.stderr, proc.stderr
+    assert _state(wt, page) == before
+    bad = kgate(repo, "cand", "rmsnorm", "cand2", "--why", "kept", "--escalate", "kernel-authored->flag", "--reason", "x")
+    assert bad.returncode == 2 and "does not climb the ladder" in bad.stderr and _state(wt, page) == before
+
+    shutil.copy(EXAMPLE / "xla_rewrite.py", wt / "ops" / "rmsnorm.py")
+    r1 = _receipt(wt, tmp_path, "c1", "measure", "--bar", bar, "--set", "seq_len=64", "--budget", "2", "--sessions", "2")
+    assert json.loads(r1.read_text())["gates"]["bar"]["outcome"] == "MISSED"
+    assert kgate(repo, "cand", "rmsnorm", "cand1", "--receipt", r1, "--why", "rejected: far below the bar").returncode == 0
+
+    # a kernel recorded with --class alone climbs the ladder unrecorded: lint caps the verdict (L16)
+    shutil.copy(EXAMPLE / "pallas.py", wt / "ops" / "rmsnorm.py")
+    r2 = _receipt(wt, tmp_path, "c2", "gate")
+    proc = kgate(repo, "cand", "rmsnorm", "cand2", "--class", "kernel-authored", "--receipt", r2, "--why", "kept",
+                 "--what", "pallas, one row block per step", "--reason", "the kernel")
+    assert proc.returncode == 0, proc.stderr
+    # recorded with --escalate, after the rewrite missed the registered bar: accepted, in the ledger and the report
+    (wt / "ops" / "rmsnorm.py").write_text((EXAMPLE / "pallas.py").read_text() + "\n# block rows 16\n")
+    r3 = _receipt(wt, tmp_path, "c3", "gate")
+    proc = kgate(repo, "cand", "rmsnorm", "cand3", "--receipt", r3, "--why", "kept", "--what", "pallas, 16 rows",
+                 *escalate)
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["candidate"]: r for r in json.loads(kgate(repo, "ledger", "rmsnorm", "--json").stdout)["rows"]}
+    assert rows["cand3"]["class"] == "kernel-authored"
+    assert rows["cand3"]["why"].endswith("(escalated xla-rewrite→kernel-authored: XLA fuses both passes already)")
+    findings = [f for f in json.loads(kgate(repo, "lint", "rmsnorm", "--json").stdout)["findings"] if f["code"] == "L16"]
+    assert [(f["title"], f["consequence"]) for f in findings] == [("unrecorded escalation", "cap: inconclusive")]
+    assert findings[0]["evidence"].startswith("cand2 is kernel-authored, above the registered class xla-rewrite")
+    report = kgate(repo, "report", "rmsnorm", "v001")
+    assert "escalation cand3: xla-rewrite→kernel-authored: XLA fuses both passes already" in report.stdout

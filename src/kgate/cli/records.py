@@ -211,6 +211,7 @@ def cand(
     abandon: Annotated[bool, typer.Option("--abandon", help="Record a planned candidate as not run (needs --reason).")] = False,
     klass: Annotated[Optional[str], typer.Option("--class", help="The candidate's intervention class (default: the page's).")] = None,
     gotcha: Annotated[str, typer.Option("--gotcha", help="The gotcha table's row that fired on this candidate (`kgate gotcha`): recorded in the why-column.")] = "",
+    escalate: Annotated[str, typer.Option("--escalate", metavar="FROM->TO", help="Climb the cost ladder (flag -> xla-rewrite -> kernel-authored): the candidate is of class TO; needs --reason and an earlier FROM candidate whose receipt missed the registered bar.")] = "",
     as_json: JsonOpt = False,
 ) -> None:
     """Commit the target's current state as one candidate, with its ledger row.
@@ -226,7 +227,8 @@ def cand(
 
     try:
         ws = workspace.find(Path.cwd())
-        out = experiment.cand(ws, experiment.CandRequest(slug, candidate, what, receipt, why, reason, abandon, klass, gotcha))
+        out = experiment.cand(ws, experiment.CandRequest(slug, candidate, what, receipt, why, reason, abandon, klass, gotcha,
+                                                                   escalate))
     except KgateError as exc:
         fail_usage(exc, as_json)
     if as_json:

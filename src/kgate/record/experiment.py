@@ -18,10 +18,10 @@ from kgate.jsonio import write_atomic
 from kgate.problem.module import file_sha256
 from kgate.record.stub import PLAN_SEPARATOR
 from kgate import gotchas
-from kgate.record import commits, git, nopeek
+from kgate.record import commits, git, ladder, nopeek
 from kgate.record.summary import ReportSummary
 from kgate.record.family import Family, load as load_family
-from kgate.record.page import INTERVENTION_CLASSES, LEDGER, THIS_COMMIT, Ledger, LedgerRow, Page, PlanEntry
+from kgate.record.page import INTERVENTION_CLASSES, LEDGER, RECEIPT_CELL, THIS_COMMIT, Ledger, LedgerRow, Page, PlanEntry
 from kgate.record.workspace import Workspace
 
 # Profiles, traces and HLO dumps never go into git (verify's artifacts live in an ignored folder),
@@ -272,6 +272,7 @@ class CandRequest:
     abandon: bool = False  # record a planned candidate as not run, with `reason`
     klass: str | None = None  # the candidate's intervention class (default: the page's)
     gotcha: str = ""  # the gotcha table's row that fired on this candidate (`kgate gotcha`), if any
+    escalate: str = ""  # FROM->TO: this candidate climbs the cost ladder (with `reason`), see record/ladder.py
 
 
 @dataclass(frozen=True)
@@ -320,6 +321,9 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
     if request.abandon and not request.reason.strip():
         raise KgateError("an abandoned candidate needs --reason.", "say why it was not run.")
     klass = request.klass or str(page.front.get("intervention_class", "?"))
+    climb = _escalation(ex, page, request) if request.escalate else None
+    if climb is not None:
+        klass = climb[1]
     if klass not in INTERVENTION_CLASSES:
         raise KgateError(f"class {klass!r} is not an intervention class.", f"use one of {', '.join(INTERVENTION_CLASSES)}.")
     if request.gotcha and not gotchas.known(request.gotcha):
@@ -334,6 +338,8 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
         row, summary, extra, notes = _run_row(ex, request, klass, changed)
     if request.gotcha:  # the why-column says which row fired (lint checks it exists)
         row = replace(row, why=f"{row.why} (gotcha {request.gotcha})")
+    if climb is not None:  # the why-column records the climb (lint checks it is backed, L16)
+        row = replace(row, why=f"{row.why} {ladder.mark(*climb, request.reason)}")
     message = commits.checked("cand", f"{request.cand}({ex.tag()}): {what} — {summary}")
     if planned is not None:
         plan[planned] = replace(plan[planned], state="done")
@@ -353,6 +359,27 @@ def _no_peek(ex: Experiment, page: Page, changed: list[str]) -> None:
     files = [ex.worktree / ex.family.target, *(ex.worktree / p for p in changed)]
     nopeek.refuse(files, ex.worktree, page.front.get("no_peek"), also=ex.ws.home_repo,
                   activity=page.front.get("activity"))
+
+
+def _escalation(ex: Experiment, page: Page, request: CandRequest) -> tuple[str, str]:
+    """`--escalate FROM->TO`: refused unless an earlier FROM candidate's receipt missed the bar."""
+    src, dst = ladder.parse(request.escalate)
+    if request.klass is not None and request.klass != dst:
+        raise KgateError(f"--class {request.klass} contradicts --escalate {src}->{dst}.", f"drop --class: the candidate is {dst}.")
+    if request.abandon or not request.reason.strip():
+        raise KgateError("--escalate needs --reason (and a candidate that is run, not abandoned).",
+                         f"say why {src} cannot meet the bar, e.g. --reason 'cand1 missed it: XLA already fuses both passes'.")
+    earlier = []
+    for row in page.ledger.rows:
+        m = RECEIPT_CELL.match(row.receipt)
+        path = ex.worktree / ex.records_rel / m.group(1) if m else None
+        summary = ReportSummary.load(path) if path is not None and path.is_file() else None
+        earlier.append(ladder.Earlier(row.candidate, row.klass, summary))
+    if (why := ladder.unbacked(src, page.front.get("bar"), earlier)) is not None:
+        raise KgateError(f"--escalate {src}->{dst} is not backed: {why}.",
+                         f"climb the ladder only after a {src} candidate, measured against the registered bar "
+                         f"(kgate measure --family {ex.family.slug}), missed it.")
+    return src, dst
 
 
 _Recorded = tuple[LedgerRow, str, dict[Path, bytes], list[str]]  # the row, the message's numbers, files to add, notes

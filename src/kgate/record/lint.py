@@ -15,10 +15,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
 from kgate.errors import KgateError
-from kgate.record import commits, git, nopeek
+from kgate.record import commits, git, ladder, nopeek
 from kgate.record.experiment import ARTIFACT_BYTES, VERDICT_WORDS, Experiment, resolved_ledger
 from kgate.record.experiment import ARTIFACT as _ARTIFACT
-from kgate.record.page import PARAGRAPHS, THIS_COMMIT, Page
+from kgate.record.page import PARAGRAPHS, RECEIPT_CELL, THIS_COMMIT, Page
 from kgate.record.stub import criterion_repeats
 from kgate.record.summary import ReportSummary
 from kgate.record.verdict import Cap, Consequence
@@ -28,7 +28,6 @@ ADVISORY: Final = "advisory"
 CAP: Final = "cap: inconclusive"
 INVALID: Final = "invalid"
 PREREGISTERED: Final = ("bar", "parity", "intervention_class", "activity", "variant", "no_peek", "reading_budget_min")
-_RECEIPT_CELL = re.compile(r"^(receipts/[^ ]+\.json) \(sha256 ([0-9a-f]{12,64})\)$")
 
 
 @dataclass(frozen=True)
@@ -134,7 +133,7 @@ def gather(ws: Workspace, ex: Experiment) -> Facts:
     receipts = []
     ledger = page.ledger if page_text else None
     for row in ledger.rows if ledger else ():
-        m = _RECEIPT_CELL.match(row.receipt)
+        m = RECEIPT_CELL.match(row.receipt)
         rel = m.group(1) if m else None
         data = read(f"{records}/{rel}") if rel else None
         status: str | None = None
@@ -262,7 +261,7 @@ def _receipts(f: Facts) -> list[Finding]:
             out.append(Finding("L02", "receipt missing", f"{r.candidate}: {f.records_dir}/{r.rel} does not exist", fix, CAP))
             continue
         actual = hashlib.sha256(r.data).hexdigest()
-        cited = _RECEIPT_CELL.match(r.cell).group(2)  # type: ignore[union-attr]
+        cited = RECEIPT_CELL.match(r.cell).group(2)  # type: ignore[union-attr]
         if not actual.startswith(cited):
             out.append(Finding("L02", "receipt TAMPERED", f"{r.candidate}: {r.rel} hashes {actual[:12]}, the ledger cites {cited}",
                                "restore the receipt from the candidate's commit; a receipt is never edited", INVALID))
@@ -487,6 +486,27 @@ def _reading_budget(f: Facts) -> list[Finding]:
                     "buy knowledge within the budget, or pre-register a larger one in the next stub", ADVISORY)]
 
 
+def _ladder(f: Facts) -> list[Finding]:
+    """The cost ladder: every climb above the page's class is recorded (`kgate cand --escalate`) and
+    follows a candidate of the rung below whose receipt missed the registered bar."""
+    stub = f.stub_page or f.page
+    rows = f.page.ledger.rows
+    summaries = {r.candidate: r.summary for r in f.receipts}
+    out = []
+    for i, candidate, src in ladder.climbs(str(stub.front.get("intervention_class")), [(r.candidate, r.klass, r.why) for r in rows]):
+        if src is None:
+            out.append(Finding("L16", "unrecorded escalation", f"{candidate} is {rows[i].klass}, above the registered "
+                               f"class {stub.front.get('intervention_class')}, and no escalation was recorded",
+                               "climb with `kgate cand --escalate FROM->TO --reason ...` after the cheaper class missed "
+                               "the bar, or pre-register the class in a new stub", CAP))
+            continue
+        earlier = [ladder.Earlier(r.candidate, r.klass, summaries.get(r.candidate)) for r in rows[:i]]
+        if (why := ladder.unbacked(src, stub.front.get("bar"), earlier)) is not None:
+            out.append(Finding("L16", "escalation without a miss", f"{candidate} escalated from {src}: {why}",
+                               "the ladder is climbed only after the cheaper class missed the bar", CAP))
+    return out
+
+
 def _no_peek(f: Facts) -> list[Finding]:
     return [Finding("L14", "no-peek violation", evidence, "a candidate may not read what the stub's no-peek list "
                     "names: the capability evaluation is void; start a new experiment", INVALID) for evidence in f.no_peek]
@@ -494,7 +514,7 @@ def _no_peek(f: Facts) -> list[Finding]:
 
 RULES: Final[tuple[Rule, ...]] = (
     _attestation, _receipts, _candidate_commits, _grammar, _stub_first, _plan, _paragraphs, _reference, _files,
-    _verdict_words, _filed, _interpreted_support, _gotchas, _no_peek, _reading_budget,
+    _verdict_words, _filed, _interpreted_support, _gotchas, _no_peek, _reading_budget, _ladder,
 )
 
 

@@ -40,6 +40,9 @@ class PlanEntry:
         return f"- [{_MARKS[self.state]}] {self.cand}: {self.text}"
 
 
+RECEIPT_CELL: Final = re.compile(r"^(receipts/[^ ]+\.json) \(sha256 ([0-9a-f]{12,64})\)$")  # a ledger row's receipt cell
+
+
 @dataclass(frozen=True)
 class LedgerRow:
     candidate: str

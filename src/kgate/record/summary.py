@@ -39,6 +39,8 @@ class ReportSummary:
     reference_sha256: str | None
     first_failure: str | None
     input_dtypes: tuple[str, ...] = ()  # the floating dtypes the run's inputs were made in (older runs: none)
+    bar: str | None = None  # the bar the run graded (measure --bar, verify --bar), if any
+    bar_outcome: str | None = None  # MET | MISSED | UNDECIDED
 
     @classmethod
     def load(cls, path: Path) -> ReportSummary:
@@ -66,6 +68,7 @@ class ReportSummary:
                         value = _num(out.get("candidate", {}).get(key))
                         if value is not None and (key not in worst or math.isnan(value) or value > worst[key]):
                             worst[key] = value  # NaN wins: a non-finite output is the worst error there is
+        bar = gates.get("bar") if isinstance(gates.get("bar"), dict) else {}
         timing = gates.get("timing")
         p50 = speedup = None
         if isinstance(timing, dict) and isinstance(timing.get("speedup"), dict):
@@ -96,6 +99,8 @@ class ReportSummary:
             reference_sha256=(modules.get("reference") or {}).get("sha256"),
             first_failure=failure,
             input_dtypes=tuple(str(d) for d in data.get("input_dtypes") or ()),
+            bar=str(bar["bar"]) if "bar" in bar else None,
+            bar_outcome=str(bar["outcome"]) if "outcome" in bar else None,
         )
 
     def check_dtype(self, graded: str) -> None:

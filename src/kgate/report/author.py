@@ -10,6 +10,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from kgate.record import ladder
 from kgate.record.experiment import Experiment, resolved_ledger
 from kgate.record.experiment import leads as experiment_leads
 from kgate.record.lint import ADVISORY, Facts, Finding
@@ -73,6 +74,8 @@ def build(ex: Experiment, page: Page, facts: Facts, findings: list[Finding]) -> 
     for row in ledger.rows:
         if row.why.startswith("abandoned: "):
             escalations.append(f"abandoned {row.candidate}: {row.why.removeprefix('abandoned: ')}")
+        if m := ladder.MARK.search(row.why):
+            escalations.append(f"escalation {row.candidate}: {m['src']}→{m['dst']}: {m['reason']}")
     points, blockers = [], []
     for entry in page.plan:
         if entry.state == "open":
