@@ -67,24 +67,27 @@ SUFFIX="  # its JSON report, matched by kgate gotcha" show gate --family rmsnorm
 run 0 gotcha "$WORK/v002-cand1.out"
 run 0 cand rmsnorm cand1 --receipt "$WORK/v002-cand1.json" --gotcha TPU-BLOCK-TILING
 echo
-echo "== K4: cand2, the sweep: which block sizes pass parity and lower for TPU (an interpreter is not timed)"
+echo "== K4: cand2, the plan's sweep, run and recorded by one command: one commit per point, each with its receipt"
 status_says candidates "kgate gate --family rmsnorm -o cand2.json"
 # exit code 1: a pass with advisories (no point could be timed here, so none is named best)
-run 1 sweep --family rmsnorm --grid block_rows=4,8,16 --grid sub_rows=8 --json -o "$WORK/sweep.json" > /dev/null
+run 1 sweep --record rmsnorm --grid block_rows=4,8,16 --grid sub_rows=8 --json -o "$WORK/sweep.json" > /dev/null
 "$(dirname "$KGATE")/python" - "$WORK/sweep.json" <<'EOF'
 import json, sys
 for point in json.load(open(sys.argv[1]))["gates"]["sweep"]["points"]:
     print(f"  {point['label']}: gate {point['gate']}  {point.get('reason', point.get('not_timed', ''))[:110]}")
 EOF
-echo "# the fix: 16-row blocks, the largest point that lowers"
+run 0 ledger rmsnorm
+echo
+echo "== The fix the sweep points at: 16-row blocks by default, the final candidate"
 sed 's/block_rows=16, sub_rows=16/block_rows=16, sub_rows=8/' "$EX/pallas_tiles.py" > "$WT/ops/rmsnorm.py"
 echo
 echo "== K6: full verification of the final candidate (kgate status names it), then K7: the verdict"
-quiet verify --family rmsnorm --mode full --budget 3 -o "$WORK/v002-cand2.json" --lock-dir "$WORK"
-run 0 cand rmsnorm cand2 --receipt "$WORK/v002-cand2.json" --why "kept: the final candidate; sweep: 4-row blocks do not lower, 8 and 16 do"
+quiet verify --family rmsnorm --mode full --budget 3 -o "$WORK/v002-final.json" --lock-dir "$WORK"
+run 0 cand rmsnorm cand5 --what "16-row blocks by default" --receipt "$WORK/v002-final.json" \
+  --why "kept: the final candidate" --reason "the sweep (cand2 to cand4): 4-row blocks do not lower, 8 and 16 do"
 status_says verdict "kgate verdict rmsnorm v002 --verify"
 run 0 lint rmsnorm
-run 0 verdict rmsnorm v002 --receipt "$WORK/v002-cand2.json"
+run 0 verdict rmsnorm v002 --receipt "$WORK/v002-final.json"
 echo
 echo "== K8: the report (the verdict is inconclusive here: on a CPU the kernel ran in an interpreter)"
 status_says report "kgate report rmsnorm v002"

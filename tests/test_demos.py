@@ -4,6 +4,7 @@ an HTML report, as the author skill orders it, checking every command's exit cod
 step, that `kgate status` named that step's stage and command."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,8 @@ def test_the_loop_demo_runs_the_skill_s_loop_and_kgate_status_names_each_step(tm
     assert "pivot(rmsnorm v001): xla-rewrite→kernel-authored" in out
     assert "TPU-BLOCK-TILING" in out and "gate FAIL at lowering" in out
     assert "block_rows=4,sub_rows=8: gate FAIL" in out and "block_rows=16,sub_rows=8: gate PASS" in out
+    for cand in ("cand2", "cand3", "cand4"):  # the sweep's points, one commit each (sweep --record)
+        assert re.search(rf"^{cand}\(rmsnorm v002\): tile sweep block_rows 4, 8, 16, block_rows=\d+,sub_rows=8 — ", out, re.M)
     assert "K7(rmsnorm v002): inconclusive" in out
     assert "kgate report: wrote" in out + proc.stderr and "report.html" in out + proc.stderr
     assert out.rstrip().endswith("lint rmsnorm v002: clean")

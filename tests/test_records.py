@@ -724,3 +724,51 @@ def test_the_cost_ladder_is_climbed_only_after_the_cheaper_class_missed_the_bar(
     assert findings[0]["evidence"].startswith("cand2 is kernel-authored, above the registered class xla-rewrite")
     report = kgate(repo, "report", "rmsnorm", "v001")
     assert "escalation cand3: xla-rewrite→kernel-authored: XLA fuses both passes already" in report.stdout
+
+
+def test_a_recorded_sweep_commits_every_point_with_its_receipt_and_lints_clean(example_repo):
+    repo = example_repo
+    wt, page = _stub(repo)
+    assert kgate(repo, "ledger", "rmsnorm", "--loaded", "Pallas TPU pipelining").returncode == 0
+    shutil.copy(EXAMPLE / "pallas_tiles.py", wt / "ops" / "rmsnorm.py")
+    before = _state(wt, page)
+    grid = ["--grid", "block_rows=4,16", "--grid", "sub_rows=8"]
+    # refused before any point runs, nothing changed: a scratch candidate, two families named
+    scratch = wt / "ops" / "scratch.py"
+    shutil.copy(EXAMPLE / "pallas_tiles.py", scratch)
+    proc = kgate(repo, "sweep", "--record", "rmsnorm", "-c", scratch, *grid)
+    assert proc.returncode == 2 and "--record commits the family's target" in proc.stderr, proc.stderr
+    scratch.unlink()
+    proc = kgate(repo, "sweep", "--record", "rmsnorm", "--family", "other", *grid)
+    assert proc.returncode == 2 and "name two families" in proc.stderr and _state(wt, page) == before
+
+    proc = kgate(repo, "sweep", "--record", "rmsnorm", *grid, "--json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # a pass with advisories: nothing timed on a CPU
+    recorded = json.loads(proc.stdout)["recorded"]
+    assert [(r["candidate"], r["point"]) for r in recorded] == [("cand1", {"block_rows": 4, "sub_rows": 8}),
+                                                               ("cand3", {"block_rows": 16, "sub_rows": 8})]
+    subjects = sh(wt, "git", "log", "--format=%s", "-2").splitlines()
+    assert all(re.match(CAND_GRAMMAR, s) for s in subjects), subjects
+    assert subjects[1].startswith("cand1(rmsnorm v001): one row block per grid step, block_rows=4,sub_rows=8 — ")
+    assert "gate FAIL at lowering" in subjects[1]
+    rows = {r["candidate"]: r for r in json.loads(kgate(repo, "ledger", "rmsnorm", "--json").stdout)["rows"]}
+    assert rows["cand1"]["why"].startswith("rejected: gate FAIL at lowering")
+    assert rows["cand3"]["why"] == "kept: passes its gate; not timed here"
+    for cand, block in (("cand1", 4), ("cand3", 16)):  # each row's receipt is its point's
+        receipt = json.loads((page.parent / "receipts" / f"v001-{cand}.json").read_text())
+        assert receipt["candidate"]["kwargs"]["block_rows"] == block
+    text = page.read_text()
+    assert "- [x] cand1: one row block per grid step" in text
+    assert "- [x] cand3: one row block per grid step, block_rows=16,sub_rows=8 — extension: point 2/2 of the cand1 sweep" in text
+    # a point is committed only with its own receipt (the sweep's records are checked like any cand)
+    from kgate.record import experiment, workspace
+
+    before = _state(wt, page)
+    with pytest.raises(KgateError, match="is for keyword arguments"):
+        experiment.cand(workspace.find(repo), experiment.CandRequest(
+            "rmsnorm", "cand4", "a point", page.parent / "receipts" / "v001-cand1.json", "kept", "a point",
+            point={"block_rows": 8, "sub_rows": 8}))
+    assert _state(wt, page) == before
+    assert kgate(repo, "cand", "rmsnorm", "cand2", "--abandon", "--reason", "the sweep covered it").returncode == 0
+    lint = json.loads(kgate(repo, "lint", "rmsnorm", "--json").stdout)
+    assert lint["status"] in ("CLEAN", "ADVISORY"), lint["findings"]

@@ -210,6 +210,10 @@ def sweep(
     budget: Annotated[float, typer.Option("--budget", help="Timing budget in seconds for each point that passes its "
                                           "gate (kgate measure's --budget).")] = 10.0,
     time_interpreted: TimeInterpretedOpt = False,
+    record: Annotated[Optional[str], typer.Option(
+        "--record", metavar="SLUG", help="Run the family's next open plan item as this sweep and commit every "
+        "point as one candidate (its receipt, its ledger row): the first under the item's id, the rest as "
+        "extensions naming the sweep.")] = None,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -225,14 +229,23 @@ def sweep(
     with its interval, and whether the interval clears the runner-up's. A kernel that runs
     in an interpreter (Pallas on a CPU) is not timed unless --time-interpreted asks, and
     interpreter timings never name a best point. The sweep FAILs only when no point passes.
+    With --record SLUG (under the family's terms) the sweep is the experiment's next open plan
+    item and every point is committed as one candidate, as `kgate cand` would.
     """
     from kgate.gates.fit import parse_grid
     from kgate.verify.sweep import SweepTiming, run_sweep
 
     def produce():  # -> Report
         parsed = parse_grid(grid or [])
-        got = settings(family, reference=reference, candidate=candidate, klass=klass, dtype=dtype, parity=parity_spec,
-                       chip_kind=chip_kind)
+        if record is not None and family not in (None, record):
+            raise KgateError(f"--record {record} and --family {family} name two families.", "name one: --record SLUG.")
+        got = settings(record or family, reference=reference, candidate=candidate, klass=klass, dtype=dtype,
+                       parity=parity_spec, chip_kind=chip_kind)
+        item = keep = None
+        if record is not None:
+            from kgate.record import sweep_record, workspace
+
+            item, keep = sweep_record.prepare(workspace.find(Path.cwd()), record, got["candidate"]), []
         request = problem_request(
             got["reference"], got["candidate"], entry, got["klass"], parse_overrides(overrides or []), seed,
             got["dtype"], got["parity"], reference_entry=reference_entry, phase_budget=phase_budget,
@@ -240,8 +253,15 @@ def sweep(
         )
         if budget <= 0:
             raise KgateError(f"--budget {budget:g} is not a time budget.", "give seconds per point, e.g. --budget 10.")
-        return run_sweep(request, parsed, SweepTiming(budget, time_interpreted),
-                         say=lambda line: typer.echo(line, err=True))
+        say = lambda line: typer.echo(line, err=True)  # noqa: E731
+        report = run_sweep(request, parsed, SweepTiming(budget, time_interpreted), say=say, keep=keep)
+        if item is not None:
+            from kgate.gates.sweep import best_point
+
+            best = best_point([point.outcome for point in keep])
+            report.context["recorded"] = sweep_record.record(workspace.find(Path.cwd()), item, keep, best,
+                                                             say=lambda line: say(f"sweep: {line}"))
+        return report
 
     run_report(as_json, output, produce, advisories_ok)
 

@@ -65,11 +65,22 @@ def _point_check(outcome: PointOutcome) -> Check:
     return Check(outcome.label, "PASS", f"gate PASS; not timed: {outcome.not_timed}")
 
 
+def _timed(outcomes: Sequence[PointOutcome]) -> list[PointOutcome]:
+    """The points that passed and were timed, the largest speedup estimate first."""
+    return sorted((o for o in outcomes if o.passed and o.speedup is not None),
+                  key=lambda o: o.speedup["estimate"], reverse=True)  # type: ignore[index]
+
+
+def best_point(outcomes: Sequence[PointOutcome]) -> PointOutcome | None:
+    """The best timed point, or None when none was timed or the timings were an interpreter's."""
+    timed = _timed(outcomes)
+    return None if not timed or any(o.interpreted for o in timed) else timed[0]
+
+
 def best_check(outcomes: Sequence[PointOutcome]) -> Check | None:
     """The best timed point (the largest speedup estimate) and whether its interval clears the
     runner-up's; None when no point was timed."""
-    timed = sorted((o for o in outcomes if o.passed and o.speedup is not None),
-                   key=lambda o: o.speedup["estimate"], reverse=True)  # type: ignore[index]
+    timed = _timed(outcomes)
     if not timed:
         return None
     best = timed[0]

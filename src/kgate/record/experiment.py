@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from kgate.errors import KgateError
-from kgate.jsonio import write_atomic
+from kgate.jsonio import as_json, write_atomic
 from kgate.problem.module import file_sha256
 from kgate.record.stub import PLAN_SEPARATOR
 from kgate import gotchas
@@ -273,6 +273,7 @@ class CandRequest:
     klass: str | None = None  # the candidate's intervention class (default: the page's)
     gotcha: str = ""  # the gotcha table's row that fired on this candidate (`kgate gotcha`), if any
     escalate: str = ""  # FROM->TO: this candidate climbs the cost ladder (with `reason`), see record/ladder.py
+    point: dict[str, Any] | None = None  # a sweep point (`kgate sweep --record`): the receipt must be for these kwargs
 
 
 @dataclass(frozen=True)
@@ -399,7 +400,7 @@ def _abandoned_row(ex: Experiment, request: CandRequest, klass: str, changed: li
 
 
 def _run_row(ex: Experiment, request: CandRequest, klass: str, changed: list[str]) -> _Recorded:
-    if not changed:
+    if not changed and request.point is None:  # a sweep's points share one file: its receipt names the point
         head = git.git(ex.worktree, "rev-parse", "--short", "HEAD")
         raise KgateError(
             f"nothing to commit: the work dir {ex.family.work}/ is unchanged since {head}.",
@@ -421,6 +422,9 @@ def _run_row(ex: Experiment, request: CandRequest, klass: str, changed: list[str
             f"re-run kgate on {target} and pass that report.",
         )
     run.check_dtype(ex.family.graded_dtype)
+    if request.point is not None and any(as_json(run.kwargs.get(k)) != as_json(v) for k, v in request.point.items()):
+        raise KgateError(f"receipt {request.receipt} is for keyword arguments {run.kwargs}, not for the point {request.point}.",
+                         "record each point with its own receipt.")
     if run.reference_sha256 != ex.family.reference_sha256:
         raise KgateError(
             f"receipt {request.receipt} was made against a different reference than the family's pin.",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ class ReportSummary:
     input_dtypes: tuple[str, ...] = ()  # the floating dtypes the run's inputs were made in (older runs: none)
     bar: str | None = None  # the bar the run graded (measure --bar, verify --bar), if any
     bar_outcome: str | None = None  # MET | MISSED | UNDECIDED
+    kwargs: dict[str, Any] = field(default_factory=dict)  # the candidate entry's keyword arguments (--kwarg, a sweep point)
 
     @classmethod
     def load(cls, path: Path) -> ReportSummary:
@@ -101,6 +102,7 @@ class ReportSummary:
             input_dtypes=tuple(str(d) for d in data.get("input_dtypes") or ()),
             bar=str(bar["bar"]) if "bar" in bar else None,
             bar_outcome=str(bar["outcome"]) if "outcome" in bar else None,
+            kwargs=dict((modules.get("candidate") or {}).get("kwargs") or {}),
         )
 
     def check_dtype(self, graded: str) -> None:

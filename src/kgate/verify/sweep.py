@@ -27,6 +27,16 @@ INTERPRETED = "a kernel runs in an interpreter here, whose timings back nothing 
 
 
 @dataclass(frozen=True)
+class PointRecord:
+    """One point's evidence, for `kgate sweep --record`: the sealed verify receipt of a point that
+    was timed, else its gate report (the -o document), else None (the point could not be evaluated)."""
+
+    outcome: sweep_gate.PointOutcome
+    receipt: Mapping[str, Any] | None = None  # sealed, from verify
+    report: str | None = None  # the gate report's JSON document
+
+
+@dataclass(frozen=True)
 class SweepTiming:
     """How the points that pass their gate are verified and timed (`kgate verify`'s options)."""
 
@@ -45,13 +55,13 @@ def _failed(report: Report) -> str:
 
 
 def _verified(request: CheckRequest, kwargs: Mapping[str, Any], timing: SweepTiming,
-              say: Callable[[str], None]) -> tuple[Report, dict[str, float] | None, str]:
+              say: Callable[[str], None]) -> tuple[Report, dict[str, float] | None, str, dict[str, Any]]:
     """One point through `kgate verify --mode screen` at the op-point: the checks again on the
     inputs that are timed, then the co-measured timing in its own process. The report, the
-    speedup interval (None when there is none) and why there is none."""
+    speedup interval (None when there is none), why there is none, and the sealed receipt."""
     from kgate.verify.screen import VerifyRequest, run_verify
 
-    report, _ = run_verify(VerifyRequest(
+    report, sealed = run_verify(VerifyRequest(
         reference=request.reference, candidate=request.candidate, entry=request.entry, klass=request.klass,
         seeds=request.seeds, reference_entry=request.reference_entry, phase_budget_s=request.phase_budget_s,
         dtype=request.dtype, overrides=request.overrides, parity=request.parity_spec.describe(),
@@ -59,17 +69,20 @@ def _verified(request: CheckRequest, kwargs: Mapping[str, Any], timing: SweepTim
     ), say=lambda line: say(f"sweep:   {line}"))
     speedup = report.gates["timing"].details.get("speedup") if "timing" in report.gates else None
     if report.status != "PASS":
-        return report, None, _failed(report)
+        return report, None, _failed(report), sealed
     if not isinstance(speedup, Mapping):
-        return report, None, INTERPRETED if report.context.get("interpreted") else "verify timed nothing"
-    return report, {k: float(speedup[k]) for k in ("estimate", "low", "high")}, ""
+        return report, None, INTERPRETED if report.context.get("interpreted") else "verify timed nothing", sealed
+    return report, {k: float(speedup[k]) for k in ("estimate", "low", "high")}, "", sealed
 
 
 def run_sweep(
     request: CheckRequest, grid: Mapping[str, Sequence[Any]], timing: SweepTiming,
-    say: Callable[[str], None] = lambda _: None,
+    say: Callable[[str], None] = lambda _: None, keep: list[PointRecord] | None = None,
 ) -> Report:
-    """Gate every point of `grid` (each bound over `request.kwargs`); time those that pass."""
+    """Gate every point of `grid` (each bound over `request.kwargs`); time those that pass. `keep`
+    (for --record) gets each point's outcome with its receipt or gate report, in grid order."""
+    from kgate.jsonio import document
+
     started = time.perf_counter()
     both = sorted(set(grid) & set(request.kwargs))
     if both:
@@ -90,24 +103,31 @@ def run_sweep(
             refused.append(exc)
             outcomes.append(sweep_gate.PointOutcome(point, "FAIL", f"could not be evaluated: {exc.problem}"))
             say(f"{where}: could not be evaluated")
+            if keep is not None:
+                keep.append(PointRecord(outcomes[-1]))
             continue
         gated = gated or report.context.get("op_point")
+        gate_doc = document(report.to_json(), "report") if keep is not None else None
         if report.status != "PASS":
             outcomes.append(sweep_gate.PointOutcome(point, report.status, _failed(report)))
             say(f"{where}: gate {report.status}, not timed")
-            continue
-        if report.context.get("interpreted") and not timing.time_interpreted:
+        elif report.context.get("interpreted") and not timing.time_interpreted:
             outcomes.append(sweep_gate.PointOutcome(point, "PASS", not_timed=INTERPRETED))
             say(f"{where}: gate PASS; not timed (a kernel runs in an interpreter here)")
+        else:
+            say(f"{where}: gate PASS; kgate verify at the op-point")
+            verified, speedup, why, sealed = _verified(request, kwargs, timing, say)
+            timed = timed or verified.context.get("op_point")
+            if verified.status != "PASS":
+                outcomes.append(sweep_gate.PointOutcome(point, verified.status, why, stage="verify"))
+            else:
+                outcomes.append(sweep_gate.PointOutcome(point, "PASS", speedup=speedup, not_timed=why,
+                                                        interpreted=bool(verified.context.get("interpreted"))))
+            if keep is not None:
+                keep.append(PointRecord(outcomes[-1], receipt=sealed))
             continue
-        say(f"{where}: gate PASS; kgate verify at the op-point")
-        verified, speedup, why = _verified(request, kwargs, timing, say)
-        timed = timed or verified.context.get("op_point")
-        if verified.status != "PASS":
-            outcomes.append(sweep_gate.PointOutcome(point, verified.status, why, stage="verify"))
-            continue
-        outcomes.append(sweep_gate.PointOutcome(point, "PASS", speedup=speedup, not_timed=why,
-                                                interpreted=bool(verified.context.get("interpreted"))))
+        if keep is not None:
+            keep.append(PointRecord(outcomes[-1], report=gate_doc))
     if refused and len(refused) == len(points) and len({e.problem for e in refused}) == 1:
         raise refused[0]  # the same refusal at every point: the sweep's input is what is wrong
     gates: dict[str, GateResult] = {"sweep": sweep_gate.evaluate(outcomes)}
