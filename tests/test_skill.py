@@ -63,7 +63,7 @@ def unknown(call: str, known: dict[str, set[str]]) -> list[str]:
     path = " ".join(words[:2]) if " ".join(words[:2]) in known else words[0]
     if path not in known:
         return [f"{call}: no command {path!r}"]
-    flags = re.findall(r"(?<![\w-])(--?[a-z][a-z0-9-]*)", " ".join(words[len(path.split()):]))
+    flags = re.findall(r"(?<![\w=-])(--?[a-z][a-z0-9-]*)", " ".join(words[len(path.split()):]))
     return [f"{call}: {path} has no {flag}" for flag in flags if flag not in known[path] | {"--help"}]
 
 

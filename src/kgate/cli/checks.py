@@ -353,6 +353,64 @@ def progress_callback(as_json: bool, every_s: float = 5.0):  # -> callback or No
 
 
 @app.command()
+def flags(
+    flag: Annotated[Optional[list[str]], typer.Option(
+        "--flag", metavar="NAME=VALUE", help="The flag (repeatable): XLA_FLAGS=--xla_name=value or "
+        "LIBTPU_INIT_ARGS=--name=value (added to what the environment sets), or JAX_NAME=value.")] = None,
+    reference: FamilyReferenceOpt = None,
+    candidate: FamilyCandidateOpt = None,
+    family: FamilyOpt = None,
+    entry: EntryOpt = "workload",
+    reference_entry: RefEntryOpt = "workload",
+    klass: OptionalClassOpt = None,
+    overrides: SetOpt = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for the timed inputs.")] = 42,
+    dtype: DtypeOpt = None,
+    bar: BarOpt = None,
+    repeats: Annotated[int, typer.Option("--repeats", help="Processes of each setting (default and flagged), "
+                                         "alternated ABBA.")] = 3,
+    budget: Annotated[float, typer.Option("--budget", help="Timing budget in seconds of each process.")] = 6.0,
+    sessions: SessionsOpt = 2,
+    time_interpreted: TimeInterpretedOpt = False,
+    phase_budget: PhaseBudgetOpt = PHASE_BUDGET_S,
+    kwargs: KwargOpt = None,
+    advisories_ok: AdvisoriesOkOpt = False,
+    as_json: JsonOpt = False,
+    output: OutOpt = None,
+) -> None:
+    """The four-leg fairness harness for a compiler flag: reference, reference + flag, candidate, candidate + flag.
+
+    A flag is process-global, so the reference and the candidate are co-measured (as
+    `kgate measure` does) in fresh processes of two settings, the environment as it is and
+    the same with the flag, alternated ABBA (--repeats of each). The report gives each leg's
+    p50s and the effects: the candidate against the reference with the flag on both legs (the
+    fair number when the kernel needs the flag), and without it; the flag's own effect on the
+    reference and on the candidate (across processes). A flag that speeds the reference as
+    much as the candidate is the flag's win, not the candidate's. For --class flag the
+    intervention is the flag itself: its claim is the reference against the reference flagged.
+    --bar grades that headline number (with --family, the stub's bar).
+    """
+    from kgate.gates.bar import parse_bar
+    from kgate.problem.module import parse_kwargs
+    from kgate.verify.flags import FlagsRequest, parse_flags, run_flags
+
+    def produce():  # -> Report
+        parsed = parse_flags(flag or [])
+        got = settings(family, reference=reference, candidate=candidate, overrides=parse_overrides(overrides or []),
+                       dtype=dtype, klass=klass, bar=bar)
+        request = FlagsRequest(
+            reference=got["reference"], candidate=got["candidate"], flags=parsed, klass=got["klass"],
+            entry=entry, reference_entry=reference_entry, seed=seed, dtype=got["dtype"], overrides=got["overrides"],
+            kwargs=parse_kwargs(kwargs or []), repeats=repeats, budget_s=budget, sessions=sessions,
+            time_interpreted=time_interpreted, phase_budget_s=phase_budget,
+            bar=parse_bar(got["bar"]) if got["bar"] is not None else None,
+        )
+        return run_flags(request, say=lambda line: typer.echo(line, err=True))
+
+    run_report(as_json, output, produce, advisories_ok)
+
+
+@app.command()
 def measure(
     reference: FamilyReferenceOpt = None,
     candidate: FamilyCandidateOpt = None,

@@ -171,9 +171,12 @@ EXIT_CODES = {
     "lower": _CHECK_CODES + " Nothing lowered (a platform this machine cannot lower for) is a FAIL.",
     "fit": _CHECK_CODES + " A point that does not fit is an advisory (exit 1); no point fitting is a FAIL.",
     "sweep": _CHECK_CODES + " A point that fails, and a best point not told apart from the runner-up, are "
-    "advisories (exit 1); no point passing is a FAIL; a point that is an ANOMALY makes the sweep one.",
+    "advisories (exit 1); no point passing is a FAIL; a point that is an ANOMALY makes the sweep one. With "
+    "--record, 2 also when the records refuse (before any point runs).",
     "parity": _CHECK_CODES,
     "measure": _CHECK_CODES + " A bar that is not MET is a FAIL.",
+    "flags": _CHECK_CODES + " A flag that speeds the reference is an advisory (cite the number with the flag on "
+    "both legs); a process that fails its own checks is a FAIL, one that tampers an ANOMALY.",
     "calibrate": _CHECK_CODES + " A biased rig (the A/A interval excludes 1.0) is a FAIL.",
     "verify": _CHECK_CODES + " The receipt is written whatever the status, never on exit 2 for bad input.",
     "verify-receipt": "Exit codes: 0 OK; 2 TAMPERED, MISMATCH, INCOMPLETE, ANOMALY, UNVERIFIABLE, bad input, or could not evaluate.",

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kgate.errors import KgateError
+from kgate.gates.common import Check, GateResult
 
 Outcome = Literal["MET", "MISSED", "UNDECIDED"]
 GRAMMAR = (
@@ -160,3 +161,28 @@ def interval_decision(bar: Bar, low: float, high: float) -> Outcome | None:
     thresholds = [c.value for c in bar.clauses if c.kind == "threshold"]
     outcome = combined([threshold_outcome(t, low, high) for t in thresholds])
     return None if outcome == "UNDECIDED" else outcome
+
+
+def bar_gate(bar: Bar, *, speedup: float, low: float, high: float, p50_difference_ms: float, sigma_ms: float,
+             interpreted: bool = False) -> GateResult:
+    """The `bar` gate of a report: one check per clause (MET passes), the arithmetic in words, and
+    an advisory when the timings were an interpreter's (they can never back a verdict)."""
+    result = evaluate_bar(bar, speedup=speedup, low=low, high=high, p50_difference_ms=p50_difference_ms,
+                          sigma_ms=sigma_ms)
+    fixes = {
+        "MET": "",
+        "MISSED": "on interpreter timings this says nothing about the device: time the candidate on the device "
+        "before drawing any conclusion." if interpreted else
+        "the candidate is confidently below this clause: the hypothesis behind the bar is refuted here.",
+        "UNDECIDED": "the interval straddles the bar: measure longer (--budget) or on a quieter machine; "
+        "`kgate calibrate` says whether this bar is measurable here at all.",
+    }
+    checks = [Check(f"clause{i + 1}", "PASS" if c.outcome == "MET" else "FAIL",
+                    f"{c.clause.text}: {c.outcome} — {c.arithmetic}", fixes[c.outcome])
+              for i, c in enumerate(result.clauses)]
+    if interpreted:
+        checks.append(Check("interpreted", "ADVISORY", f"the bar was graded on interpreter timings: {result.outcome} "
+                            "here can never back a `supported` verdict"))
+    details = result.to_json()
+    details["interpreted"] = interpreted
+    return GateResult("bar", tuple(checks), details)

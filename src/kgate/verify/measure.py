@@ -27,7 +27,7 @@ from kgate.backends import HostTree, get_backend
 from kgate.backends.base import floating_dtypes
 from kgate.errors import KgateError, describe
 from kgate.gates import roofline, stats
-from kgate.gates.bar import Bar, evaluate_bar, interval_decision
+from kgate.gates.bar import Bar, bar_gate, interval_decision
 from kgate.gates.common import Check, GateResult, error_check
 from kgate.gates.parity import timed_agreement
 from kgate.problem import load_pair
@@ -627,43 +627,8 @@ def _not_timed(request: MeasureRequest, pair: Any, backend: Any, watch: Watch, t
 
 def _bar_gate(bar: Bar, numbers: dict[str, Any], interpreted: bool) -> GateResult:
     interval = numbers["interval"]
-    result = evaluate_bar(
-        bar,
-        speedup=interval.estimate,
-        low=interval.low,
-        high=interval.high,
-        p50_difference_ms=numbers["diff"],
-        sigma_ms=numbers["sigma"],
-    )
-    fixes = {
-        "MET": "",
-        "MISSED": "on interpreter timings this says nothing about the device: time the candidate on the device "
-        "before drawing any conclusion." if interpreted else
-        "the candidate is confidently below this clause: the hypothesis behind the bar is refuted here.",
-        "UNDECIDED": "the interval straddles the bar: measure longer (--budget) or on a quieter machine; "
-        "`kgate calibrate` says whether this bar is measurable here at all.",
-    }
-    checks = [
-        Check(
-            f"clause{i + 1}",
-            "PASS" if c.outcome == "MET" else "FAIL",
-            f"{c.clause.text}: {c.outcome} — {c.arithmetic}",
-            fixes[c.outcome],
-        )
-        for i, c in enumerate(result.clauses)
-    ]
-    if interpreted:
-        checks.append(
-            Check(
-                "interpreted",
-                "ADVISORY",
-                f"the bar was graded on interpreter timings: {result.outcome} here can never back a "
-                "`supported` verdict",
-            )
-        )
-    details = result.to_json()
-    details["interpreted"] = interpreted
-    return GateResult("bar", tuple(checks), details)
+    return bar_gate(bar, speedup=interval.estimate, low=interval.low, high=interval.high,
+                    p50_difference_ms=numbers["diff"], sigma_ms=numbers["sigma"], interpreted=interpreted)
 
 
 def _outputs_valid(out: HostTree, spec: list[tuple[tuple[int, ...], str]]) -> Check:
