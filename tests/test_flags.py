@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kgate.errors import KgateError
+from kgate.gates.bar import parse_bar
 from kgate.verify import flags
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rmsnorm"
@@ -59,10 +60,35 @@ def test_a_flag_that_speeds_both_legs_is_credited_to_the_flag_not_the_candidate(
     assert effects["candidate_vs_reference_both_flagged"]["low"] < 1 < effects["candidate_vs_reference_both_flagged"]["high"]
     assert effects["candidate_flagged_vs_reference_default"]["estimate"] == pytest.approx(2.0, rel=0.02)
     (attribution,) = report.gates["flags"].checks
-    assert "would credit the flag's effect to the candidate" in attribution.detail
+    assert "would be credited with the flag's effect" in attribution.detail
+    assert report.gates["flags"].details["headline"]["effect"] == "candidate_vs_reference_both_flagged"
     as_flag = flags.evaluate(_request("flag"), runs, {})
     assert "the flag is the intervention" in as_flag.gates["flags"].checks[0].detail
     assert as_flag.exit_code == 0
+
+
+def test_a_flag_that_handicaps_only_the_reference_earns_the_candidate_nothing():
+    # the flag makes the reference 3x slower and leaves the candidate as it was: both flagged, the
+    # candidate looks 3x faster; against the reference's own best setting it is the same speed
+    runs = {"default": [_run(2.0, 2.0), _run(2.02, 2.01), _run(1.98, 2.0)],
+            "flagged": [_run(6.0, 2.0), _run(6.05, 2.02), _run(5.95, 1.99)]}
+    report = flags.evaluate(flags.FlagsRequest(Path("r.py"), Path("c.py"), flags.parse_flags([OPT0]),
+                                               bar=parse_bar("speedup > 1.5x")),
+                            runs, {})
+    head = report.gates["flags"].details["headline"]
+    assert head["effect"] == "candidate_flagged_vs_reference_default" and head["speedup"]["estimate"] == pytest.approx(1.0, rel=0.02)
+    assert report.gates["bar"].details["outcome"] != "MET" and report.exit_code == 2
+    assert "The flag slows the reference" in report.gates["flags"].checks[0].detail
+
+
+def test_every_process_must_time_the_same_files():
+    edited = _run(2.0, 2.0)
+    edited["candidate"] = {"path": "c.py", "sha256": "b" * 64}
+    runs = {"default": [_run(2.0, 2.0), edited], "flagged": [_run(1.0, 1.0), _run(1.0, 1.0)]}
+    for run in (runs["default"][0], *runs["flagged"]):
+        run["candidate"] = {"path": "c.py", "sha256": "a" * 64}
+    report = flags.evaluate(_request(), runs, {})
+    assert report.status == "ANOMALY" and "2 different candidate files" in report.gates["integrity"].checks[0].detail
 
 
 def test_a_process_that_fails_or_tampers_fails_the_harness_and_an_interpreter_is_not_timed():
@@ -103,7 +129,6 @@ def test_bad_flags_are_refused_before_any_process_starts():
 
 
 def test_the_bar_is_graded_on_the_headline_and_the_records_read_it():
-    from kgate.gates.bar import parse_bar
     from kgate.jsonio import document
     from kgate.record.summary import ReportSummary
 

@@ -698,6 +698,9 @@ def test_the_cost_ladder_is_climbed_only_after_the_cheaper_class_missed_the_bar(
     assert _state(wt, page) == before
     bad = kgate(repo, "cand", "rmsnorm", "cand2", "--why", "kept", "--escalate", "kernel-authored->flag", "--reason", "x")
     assert bad.returncode == 2 and "does not climb the ladder" in bad.stderr and _state(wt, page) == before
+    forged = kgate(repo, "cand", "rmsnorm", "cand2", "--why", "kept (escalated xla-rewrite→kernel-authored: trust me)",
+                   "--reason", "x")
+    assert forged.returncode == 2 and "only --escalate writes" in forged.stderr and _state(wt, page) == before
 
     shutil.copy(EXAMPLE / "xla_rewrite.py", wt / "ops" / "rmsnorm.py")
     r1 = _receipt(wt, tmp_path, "c1", "measure", "--bar", bar, "--set", "seq_len=64", "--budget", "2", "--sessions", "2")

@@ -32,24 +32,56 @@ def commands() -> dict[str, set[str]]:
     return found
 
 
+def _split(snippet: str) -> list[str]:
+    """A command line cut at `;`, `|`, `&&` and `||`, except inside (...) or [...] (a usage
+    synopsis's alternatives: `(--reference R | --family SLUG)`)."""
+    parts, current, depth, i = [], "", 0, 0
+    while i < len(snippet):
+        ch = snippet[i]
+        depth += ch in "([" 
+        depth -= ch in ")]" and depth > 0
+        if depth == 0 and snippet.startswith(("&&", "||"), i):
+            parts, current, i = [*parts, current], "", i + 2
+            continue
+        if depth == 0 and ch in ";|":
+            parts, current, i = [*parts, current], "", i + 1
+            continue
+        current, i = current + ch, i + 1
+    return [p.strip() for p in [*parts, current]]
+
+
 def invocations(text: str) -> list[str]:
-    """Each `kgate ...` the text names: in an inline code span (a span may wrap a line) or on a line
-    of a fenced block (a `$ ` prompt and `\\` continuations allowed), split at `;`, `|` and `&&`."""
+    """Each `kgate ...` the text names: in an inline code span (a span may wrap a line) or in a
+    fenced block: a transcript's typed lines (after `$ `, with `\\` continuations), or a usage
+    synopsis (a line that starts with `kgate`, with the indented lines under it)."""
     calls: list[str] = []
 
     def take(snippet: str) -> None:
-        for part in re.split(r"\s*(?:&&|\|\||;|\|)\s*", " ".join(snippet.split())):
+        for part in _split(" ".join(snippet.split())):
             word = part.split()[1] if part.startswith("kgate ") else ""
             if word and not word.endswith(":") and word not in ("...", "…", "…`"):  # not a heading or "kgate …"
                 calls.append(part)
 
     fenced = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
     for block in fenced.findall(text):
-        lines = [line.strip() for line in block.replace("\\\n", " ").splitlines()]
-        if any(line.startswith("$ ") for line in lines):  # a transcript: only what was typed
-            lines = [line[2:] for line in lines if line.startswith("$ ")]
-        for line in lines:
-            take(line)
+        lines = block.replace("\\\n", " ").splitlines()
+        if any(line.strip().startswith("$ ") for line in lines):  # a transcript: only what was typed
+            for line in lines:
+                if line.strip().startswith("$ "):
+                    take(line.strip()[2:])
+            continue
+        current: str | None = None
+        for line in [*lines, ""]:
+            if line.strip().startswith("kgate "):
+                if current:
+                    take(current)
+                current = line
+            elif current is not None and line[:1].isspace() and line.strip():
+                current += " " + line.strip()  # a synopsis's continued options
+            else:
+                if current:
+                    take(current)
+                current = None
     for span in re.findall(r"`([^`\n]+(?:\n[^`\n]+)?)`", fenced.sub("", text)):
         take(span)
     return calls
@@ -95,11 +127,14 @@ def test_every_command_and_flag_a_docs_page_names_exists(path):
 
 
 def test_the_extractor_sees_fenced_blocks_and_spans_and_catches_what_is_missing():
-    text = "Run `kgate gate -r a.py --bogus`.\n\n```\n$ kgate nosuch \\\n  --x 1 | head\n$ kgate lint --json\nkgate gate: PASS\n```\n"
+    text = ("Run `kgate gate -r a.py --bogus`.\n\n```\n$ kgate nosuch \\\n  --x 1 | head\n$ kgate lint --json\n"
+            "kgate gate: PASS\n```\n\n```\nkgate cand SLUG candN (--what W | --abandon)\n           [--nope X]\n```\n")
     calls = invocations(text)
-    assert calls == ["kgate nosuch --x 1", "kgate lint --json", "kgate gate -r a.py --bogus"]
+    assert calls == ["kgate nosuch --x 1", "kgate lint --json", "kgate cand SLUG candN (--what W | --abandon) [--nope X]",
+                     "kgate gate -r a.py --bogus"]
     assert [p for c in calls for p in unknown(c, commands())] == [
-        "kgate nosuch --x 1: no command 'nosuch'", "kgate gate -r a.py --bogus: gate has no --bogus"]
+        "kgate nosuch --x 1: no command 'nosuch'", "kgate cand SLUG candN (--what W | --abandon) [--nope X]: cand has no --nope",
+        "kgate gate -r a.py --bogus: gate has no --bogus"]
 
 
 def test_the_commit_grammar_the_skill_quotes_is_the_one_enforced():

@@ -255,12 +255,12 @@ def test_compare_decides_nothing_from_runs_without_spread():
 
     import numpy as np
 
-    from kgate.verify.compare import _welch_ratio
+    from kgate.gates.stats import welch_ratio
 
-    flat = _welch_ratio(np.log([1.1, 1.1]), np.log([1.05, 1.05]))  # a clock too coarse to show any spread
+    flat = welch_ratio(np.log([1.1, 1.1]), np.log([1.05, 1.05]))  # a clock too coarse to show any spread
     assert flat.low == 0.0 and math.isinf(flat.high)
     a, b = np.log([1.1, 1.2, 1.15]), np.log([1.0, 1.05, 0.98])
-    spread = _welch_ratio(a, b)  # the ratio of the runs' geometric-mean speedups, inside its interval
+    spread = welch_ratio(a, b)  # the ratio of the runs' geometric-mean speedups, inside its interval
     assert spread.low < spread.estimate < spread.high and spread.estimate == pytest.approx(math.exp(a.mean() - b.mean()))
 
 

@@ -256,14 +256,35 @@ def sweep(
         say = lambda line: typer.echo(line, err=True)  # noqa: E731
         report = run_sweep(request, parsed, SweepTiming(budget, time_interpreted), say=say, keep=keep)
         if item is not None:
-            from kgate.gates.sweep import best_point
-
-            best = best_point([point.outcome for point in keep])
-            report.context["recorded"] = sweep_record.record(workspace.find(Path.cwd()), item, keep, best,
-                                                             say=lambda line: say(f"sweep: {line}"))
+            report = _record_sweep(report, item, keep, say)
         return report
 
     run_report(as_json, output, produce, advisories_ok)
+
+
+def _record_sweep(report, item, keep, say):  # -> Report, with a `record` gate
+    """Commit the sweep's points (sweep --record); the report keeps what was committed, and a
+    `record` gate that FAILs when the sweep could not be recorded (the report is still written)."""
+    import dataclasses
+
+    from kgate.gates.common import Check, GateResult
+    from kgate.gates.sweep import best_point
+    from kgate.record import sweep_record, workspace
+
+    done: list = []
+    if "integrity" in report.gates:
+        check = Check("recorded", "FAIL", "not recorded: a point was an ANOMALY, so nothing any point reported "
+                      "can be trusted", "remove what the candidate does besides computing its result, and sweep again.")
+    else:
+        try:
+            sweep_record.record(workspace.find(Path.cwd()), item, keep, best_point([p.outcome for p in keep]),
+                                say=lambda line: say(f"sweep: {line}"), done=done)
+            check = Check("recorded", "PASS", f"{len(done)} point(s) committed, one candidate each")
+        except KgateError as exc:
+            check = Check("recorded", "FAIL", f"{len(done)} of {len(keep)} point(s) committed, then refused: "
+                          f"{exc.problem}", exc.fix)
+    report.context["recorded"] = done
+    return dataclasses.replace(report, gates={**report.gates, "record": GateResult("record", (check,))})
 
 
 @app.command()

@@ -172,7 +172,8 @@ EXIT_CODES = {
     "fit": _CHECK_CODES + " A point that does not fit is an advisory (exit 1); no point fitting is a FAIL.",
     "sweep": _CHECK_CODES + " A point that fails, and a best point not told apart from the runner-up, are "
     "advisories (exit 1); no point passing is a FAIL; a point that is an ANOMALY makes the sweep one. With "
-    "--record, 2 also when the records refuse (before any point runs).",
+    "--record, 2 also when the records refuse (before any point runs, or a commit part-way: the report says which "
+    "points were committed).",
     "parity": _CHECK_CODES,
     "measure": _CHECK_CODES + " A bar that is not MET is a FAIL.",
     "flags": _CHECK_CODES + " A flag that speeds the reference is an advisory (cite the number with the flag on "

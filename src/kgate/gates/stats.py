@@ -496,3 +496,18 @@ def power_at_budget(log_ratios: Sequence[float], elapsed_s: float, budget_s: flo
 def sequential_interval(reference_rounds: np.ndarray, candidate_rounds: np.ndarray, sessions: Sequence[int],
                         level: float = 0.95) -> Interval:
     return confidence_sequence(session_log_ratios(reference_rounds, candidate_rounds, sessions), level)
+
+
+def welch_ratio(logs_a: Sequence[float], logs_b: Sequence[float], level: float = 0.95) -> Interval:
+    """exp(mean(a) - mean(b)) for two independent samples of logs (each with at least two), with a
+    Welch t interval: how many times larger A's quantity is than B's, when the two were measured
+    apart (two receipts, two processes) and no pairing holds. No spread at all resolves nothing."""
+    a, b = np.asarray(logs_a, dtype=float), np.asarray(logs_b, dtype=float)
+    diff = float(np.mean(a) - np.mean(b))
+    va, vb = float(np.var(a, ddof=1)) / len(a), float(np.var(b, ddof=1)) / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0.0:
+        return Interval(math.exp(diff), 0.0, math.inf, level)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    t = t_quantile(1.0 - (1.0 - level) / 2.0, df)
+    return Interval(math.exp(diff), math.exp(diff - t * se), math.exp(diff + t * se), level)

@@ -293,6 +293,9 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
     _reference_pinned(ex)
     if not _CAND.match(request.cand):
         raise KgateError(f"candidate id {request.cand!r} is not of the form candN.", "use the plan's ids: cand1, cand2, ...")
+    if ladder.MARK.search(request.why):
+        raise KgateError("--why holds an escalation mark, `(escalated ...)`, which only --escalate writes.",
+                         "record a climb of the cost ladder with --escalate FROM->TO --reason TEXT.")
     for label, text in (("--what", request.what), ("--why", request.why)):
         if word := VERDICT_WORDS.search(text):
             raise KgateError(
@@ -370,13 +373,15 @@ def _escalation(ex: Experiment, page: Page, request: CandRequest) -> tuple[str, 
     if request.abandon or not request.reason.strip():
         raise KgateError("--escalate needs --reason (and a candidate that is run, not abandoned).",
                          f"say why {src} cannot meet the bar, e.g. --reason 'cand1 missed it: XLA already fuses both passes'.")
-    earlier = []
+    summaries: dict[str, ReportSummary | None] = {}
     for row in page.ledger.rows:
         m = RECEIPT_CELL.match(row.receipt)
         path = ex.worktree / ex.records_rel / m.group(1) if m else None
-        summary = ReportSummary.load(path) if path is not None and path.is_file() else None
-        earlier.append(ladder.Earlier(row.candidate, row.klass, summary))
-    if (why := ladder.unbacked(src, page.front.get("bar"), earlier)) is not None:
+        try:
+            summaries[row.candidate] = ReportSummary.load(path) if path is not None and path.is_file() else None
+        except KgateError:  # not a kgate report: that row backs nothing, and blocks nothing either
+            summaries[row.candidate] = None
+    if (why := ladder.unbacked(src, page.front.get("bar"), ladder.earlier(page.ledger.rows, summaries))) is not None:
         raise KgateError(f"--escalate {src}->{dst} is not backed: {why}.",
                          f"climb the ladder only after a {src} candidate, measured against the registered bar "
                          f"(kgate measure --family {ex.family.slug}), missed it.")

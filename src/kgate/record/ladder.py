@@ -6,9 +6,9 @@ rows and their receipts' numbers come in, a reason (or None) goes out."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from kgate.errors import KgateError
 from kgate.record.summary import ReportSummary
@@ -31,6 +31,11 @@ def parse(transition: str) -> tuple[str, str]:
     if rung(dst) <= rung(src):  # type: ignore[operator]
         raise KgateError(f"--escalate {src}->{dst} does not climb the ladder ({' → '.join(LADDER)}).",
                          "an escalation goes to a costlier class; a cheaper candidate needs only --class.")
+    if rung(dst) != rung(src) + 1:  # type: ignore[operator]
+        skipped = LADDER[rung(src) + 1]  # type: ignore[operator]
+        raise KgateError(f"--escalate {src}->{dst} skips the {skipped} rung.",
+                         f"climb one rung at a time: a {skipped} candidate that misses the bar first "
+                         f"(--escalate {src}->{skipped}, then {skipped}->{dst}).")
     return src, dst
 
 
@@ -48,30 +53,46 @@ class Earlier:
     summary: ReportSummary | None
 
 
+def earlier(rows: Sequence[Any], summaries: Mapping[str, ReportSummary | None]) -> list[Earlier]:
+    """The ledger rows (page.LedgerRow) with their receipts' numbers, as `unbacked` reads them."""
+    return [Earlier(row.candidate, row.klass, summaries.get(row.candidate)) for row in rows]
+
+
 def same_bar(a: str | None, b: str | None) -> bool:
     return a is not None and b is not None and " ".join(a.split()) == " ".join(b.split())
 
 
 def unbacked(src: str, bar: str | None, earlier: Sequence[Earlier]) -> str | None:
     """Why an escalation from `src` is not backed, or None when an earlier `src` candidate's
-    receipt graded the registered bar MISSED (a miss against another bar, an UNDECIDED one, a
-    wrong candidate or no receipt do not count: a cheaper class is left only when it failed)."""
+    receipt graded the registered bar MISSED on device-backed timings (a miss against another bar,
+    an UNDECIDED one, interpreter timings, a wrong candidate or no receipt do not count: a cheaper
+    class is left only when it failed). A flag's miss comes from `kgate flags`, the only command
+    that times a flag against its absence."""
     lower = [e for e in earlier if e.klass == src]
     if not lower:
         return f"no earlier candidate of class {src} was recorded"
-    if any(e.summary is not None and e.summary.bar_outcome == "MISSED" and same_bar(e.summary.bar, bar) for e in lower):
+    if any(_missed(e.summary, src, bar) for e in lower):
         return None
     seen = "; ".join(f"{e.candidate}: {_graded(e.summary, bar)}" for e in lower)
     return f"no {src} candidate missed the registered bar ({bar or 'none registered'}): {seen}"
 
 
+def _missed(summary: ReportSummary | None, src: str, bar: str | None) -> bool:
+    return (summary is not None and summary.bar_outcome == "MISSED" and same_bar(summary.bar, bar)
+            and not summary.interpreted and (src != "flag" or summary.command == "flags"))
+
+
 def _graded(summary: ReportSummary | None, bar: str | None) -> str:
     if summary is None:
         return "no receipt"
+    if summary.interpreted:
+        return "interpreter timings (they say nothing of the device)"
     if summary.bar_outcome is None:
         return f"its {summary.command} report graded no bar"
     if not same_bar(summary.bar, bar):
         return f"graded another bar ({summary.bar}: {summary.bar_outcome})"
+    if summary.bar_outcome == "MISSED":
+        return f"its {summary.command} report missed the bar, but a flag's miss comes from `kgate flags`"
     return f"bar {summary.bar_outcome}"
 
 
@@ -82,7 +103,7 @@ def climbs(page_class: str, rows: Sequence[tuple[str, str, str]]) -> list[tuple[
     out = []
     for i, (candidate, klass, why) in enumerate(rows):
         m = MARK.search(why)
-        if m and rung(m["dst"]) is not None:
+        if m and rung(m["dst"]) is not None and m["dst"] == klass:
             out.append((i, candidate, m["src"]))
             reached = max(r for r in (reached, rung(m["dst"])) if r is not None)
         elif reached is not None and (r := rung(klass)) is not None and r > reached:

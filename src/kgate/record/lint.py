@@ -500,8 +500,7 @@ def _ladder(f: Facts) -> list[Finding]:
                                "climb with `kgate cand --escalate FROM->TO --reason ...` after the cheaper class missed "
                                "the bar, or pre-register the class in a new stub", CAP))
             continue
-        earlier = [ladder.Earlier(r.candidate, r.klass, summaries.get(r.candidate)) for r in rows[:i]]
-        if (why := ladder.unbacked(src, stub.front.get("bar"), earlier)) is not None:
+        if (why := ladder.unbacked(src, stub.front.get("bar"), ladder.earlier(rows[:i], summaries))) is not None:
             out.append(Finding("L16", "escalation without a miss", f"{candidate} escalated from {src}: {why}",
                                "the ladder is climbed only after the cheaper class missed the bar", CAP))
     return out

@@ -1,8 +1,11 @@
 """`kgate sweep --record SLUG`: a plan's tile sweep run and recorded by one command. The open
 experiment's next plan item is the sweep; each point becomes one candidate commit (the records'
 grammar, `kgate cand`'s checks) with its own receipt and ledger row: the first point under the
-plan item's id, the others as extensions that name the sweep. Everything `--record` needs is
-checked before any point runs, so bad input costs no run and leaves no commit."""
+plan item's id, the others as extensions that name the sweep. What `kgate cand` would refuse
+for the work dir as it is (the page, the branch, the reference pin, files outside the work dir,
+the no-peek list) is checked before any point runs. A sweep in which a point was an ANOMALY is
+not recorded. If a commit fails part-way (a hook, a full disk), the points committed before it
+stay (each commit is whole) and the report says which, and why the rest were not."""
 
 from __future__ import annotations
 
@@ -15,11 +18,12 @@ from typing import Any
 
 from kgate.errors import KgateError
 from kgate.record import experiment
+from kgate.record.experiment import VERDICT_WORDS
 from kgate.record.page import Page, PlanEntry
 from kgate.record.stub import PLAN_SEPARATOR
 from kgate.record.workspace import Workspace
 
-_ID = re.compile(r"^cand([0-9]+)$")
+_ID = experiment._CAND  # candN
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,9 @@ def prepare(ws: Workspace, slug: str, candidate: Path) -> SweepItem:
     ex = experiment.current(ws, slug)
     page = Page.load(ex.page_path)
     experiment.require_in_progress(ex, page)
+    experiment._reference_pinned(ex)  # what the first point's commit would refuse, refused before any run
+    changed = experiment.classify_changes(ex)
+    experiment._no_peek(ex, page, changed)
     target = (ex.worktree / ex.family.target).resolve()
     if Path(candidate).resolve() != target:
         raise KgateError(f"--record commits the family's target ({target}), and the sweep's candidate is {candidate}.",
@@ -46,8 +53,8 @@ def prepare(ws: Workspace, slug: str, candidate: Path) -> SweepItem:
     if item is None:
         raise KgateError(f"{ex.tag()} has no open plan item for the sweep to execute.",
                          "a sweep is a plan item (`cand2: tile sweep ...`): pre-register it in the next stub.")
-    taken = {int(m.group(1)) for m in (_ID.match(e.cand) for e in page.plan) if m}
-    taken |= {int(m.group(1)) for m in (_ID.match(r.candidate) for r in page.ledger.rows) if m}
+    ids_used = [e.cand for e in page.plan] + [r.candidate for r in page.ledger.rows]
+    taken = {int(text[4:]) for text in ids_used if _ID.match(text)}
     return SweepItem(slug, item, re.split(PLAN_SEPARATOR, item.text)[0].strip(), frozenset(taken))
 
 
@@ -64,8 +71,8 @@ def why(outcome: Any, best: Any) -> str:
     """The why-column of a point (`outcome`, `best`: gates.sweep.PointOutcome): empty for a point
     that failed with a receipt (cand writes `rejected: <command> FAIL at <check>` from it), else
     kept or rejected against the best timed point, in words the intervals support."""
-    if not outcome.passed:
-        return f"rejected: {outcome.reason}" if outcome.reason.startswith("could not") else ""
+    if not outcome.passed:  # an error's own words may hold a verdict word, which cells never carry
+        return f"rejected: {VERDICT_WORDS.sub('[…]', outcome.reason)}" if outcome.reason.startswith("could not") else ""
     if outcome.speedup is None:
         return "kept: passes its gate; not timed here"
     if best is None:
@@ -78,12 +85,14 @@ def why(outcome: Any, best: Any) -> str:
 
 
 def record(ws: Workspace, item: SweepItem, points: Sequence[Any], best: Any,
-           say: Callable[[str], None] = lambda _: None) -> list[Mapping[str, Any]]:
-    """Commit every point (a verify.sweep.PointRecord), in grid order; what was committed."""
+           say: Callable[[str], None] = lambda _: None, done: list[Mapping[str, Any]] | None = None,
+           ) -> list[Mapping[str, Any]]:
+    """Commit every point (a verify.sweep.PointRecord), in grid order; what was committed is
+    appended to `done` as it happens (so a caller still knows it when a later commit fails)."""
     from kgate.verify import receipt as receipts
 
     names = ids(item, len(points))
-    done: list[Mapping[str, Any]] = []
+    done = [] if done is None else done
     with tempfile.TemporaryDirectory(prefix="kgate-sweep-record-") as scratch:
         for n, (cand, rec) in enumerate(zip(names, points), 1):
             path: Path | None = Path(scratch) / f"{cand}.json"

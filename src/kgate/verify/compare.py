@@ -15,7 +15,6 @@ is refused with the reason.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,18 +183,6 @@ def _same_problem(a: Side, b: Side) -> None:
                          "verify both candidates with the same reference, --set, seeds and device, then compare.")
 
 
-def _welch_ratio(logs_a: np.ndarray, logs_b: np.ndarray) -> stats.Interval:
-    na, nb = len(logs_a), len(logs_b)
-    diff = float(np.mean(logs_a) - np.mean(logs_b))
-    va, vb = float(np.var(logs_a, ddof=1)) / na, float(np.var(logs_b, ddof=1)) / nb
-    se = math.sqrt(va + vb)
-    if se == 0.0:  # no spread at all (a clock too coarse to show any): nothing is resolved
-        return stats.Interval(math.exp(diff), 0.0, math.inf, LEVEL)
-    df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
-    t = stats.t_quantile(1.0 - (1.0 - LEVEL) / 2.0, df)
-    return stats.Interval(math.exp(diff), math.exp(diff - t * se), math.exp(diff + t * se), LEVEL)
-
-
 def compare(path_a: Path, path_b: Path) -> Comparison:
     a, b = read(path_a, "A"), read(path_b, "B")
     _same_problem(a, b)
@@ -208,7 +195,7 @@ def compare(path_a: Path, path_b: Path) -> Comparison:
             raise KgateError(f"{side.label}: {side.path} has {len(logs[side.label])} session(s) with a finite speedup: "
                              "too few to compare.", "verify with at least two sessions (--sessions 2 or more).")
         legs[side.label] = {"reference": stats.p50_interval(ref, sessions), "candidate": stats.p50_interval(cand, sessions)}
-    ratio = _welch_ratio(logs["A"], logs["B"])
+    ratio = stats.welch_ratio(logs["A"], logs["B"], LEVEL)
     ref_a, ref_b = legs["A"]["reference"], legs["B"]["reference"]
     reference_ratio = stats.Interval(ref_b.estimate / ref_a.estimate, ref_b.low / ref_a.high, ref_b.high / ref_a.low,
                                      LEVEL)

@@ -69,8 +69,8 @@ class Report:
             "receipt can back a verdict.",
             "calibrate": "calibrated: register a bar farther from 1.0 than the speedup this budget detects with 90% power, or it cannot be decided here.",
             "verify": "verified: the receipt holds this run; anyone can check it with `kgate verify-receipt`.",
-            "flags": "four legs timed: cite the fair number (the flag on both legs; for the flag class, the reference "
-            "against itself flagged); for a verdict, verify with the flag set in the environment (both legs get it).",
+            "flags": "four legs timed: cite the headline (gates.flags.headline), which holds the reference at its faster "
+            "setting (for the flag class: the reference against itself flagged).",
         }.get(self.command, "done.")
 
     def to_json(self) -> dict[str, Any]:
