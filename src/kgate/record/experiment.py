@@ -31,7 +31,7 @@ ARTIFACT: Final = re.compile(r"(\.xplane\.pb|\.trace\.json(\.gz)?|\.pftrace|\.pe
                              r"\.qdrep|\.pt\.trace\.json|\.prof|\.hlo\.pb|perfetto_trace\.json\.gz)$|(^|/)plugins/profile/")
 VERDICT_WORDS: Final = re.compile(r"\b(supported|refuted|confirmed)\b", re.IGNORECASE)
 _BRANCH = re.compile(r"^kernel/([a-z0-9-]+)-(v[0-9]{3})$")
-_CAND = re.compile(r"^cand[1-9][0-9]*$")
+CAND_ID = re.compile(r"^cand[1-9][0-9]*$")
 
 
 @dataclass(frozen=True)
@@ -249,7 +249,7 @@ def require_in_progress(ex: Experiment, page: Page) -> None:
                          f"start a new experiment with `kgate stub {ex.family.slug} ...`.")
 
 
-def _reference_pinned(ex: Experiment) -> None:
+def reference_pinned(ex: Experiment) -> None:
     ref = ex.worktree / ex.family.reference
     if not ref.is_file() or file_sha256(ref) != ex.family.reference_sha256:
         raise KgateError(
@@ -290,8 +290,8 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
     ex = current(ws, request.slug)
     page = Page.load(ex.page_path)
     require_in_progress(ex, page)
-    _reference_pinned(ex)
-    if not _CAND.match(request.cand):
+    reference_pinned(ex)
+    if not CAND_ID.match(request.cand):
         raise KgateError(f"candidate id {request.cand!r} is not of the form candN.", "use the plan's ids: cand1, cand2, ...")
     if ladder.MARK.search(request.why):
         raise KgateError("--why holds an escalation mark, `(escalated ...)`, which only --escalate writes.",
@@ -335,7 +335,7 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
                          "name the row `kgate gotcha <log>` printed (`kgate gotcha --list` lists them).")
     changed = classify_changes(ex)
     if not request.abandon:
-        _no_peek(ex, page, changed)
+        refuse_peeking(ex, page, changed)
     if request.abandon:
         row, summary, extra, notes = _abandoned_row(ex, request, klass, changed)
     else:
@@ -357,7 +357,7 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
     return CandOutcome(sha, message, row, ex.page_path, tuple(changed), tuple(notes))
 
 
-def _no_peek(ex: Experiment, page: Page, changed: list[str]) -> None:
+def refuse_peeking(ex: Experiment, page: Page, changed: list[str]) -> None:
     """The stub's no-peek list: a candidate whose import closure or source reaches a listed item
     is refused, with the file and line as evidence."""
     files = [ex.worktree / ex.family.target, *(ex.worktree / p for p in changed)]

@@ -23,7 +23,6 @@ from kgate.record.page import Page, PlanEntry
 from kgate.record.stub import PLAN_SEPARATOR
 from kgate.record.workspace import Workspace
 
-_ID = experiment._CAND  # candN
 
 
 @dataclass(frozen=True)
@@ -42,9 +41,9 @@ def prepare(ws: Workspace, slug: str, candidate: Path) -> SweepItem:
     ex = experiment.current(ws, slug)
     page = Page.load(ex.page_path)
     experiment.require_in_progress(ex, page)
-    experiment._reference_pinned(ex)  # what the first point's commit would refuse, refused before any run
+    experiment.reference_pinned(ex)  # what the first point's commit would refuse, refused before any run
     changed = experiment.classify_changes(ex)
-    experiment._no_peek(ex, page, changed)
+    experiment.refuse_peeking(ex, page, changed)
     target = (ex.worktree / ex.family.target).resolve()
     if Path(candidate).resolve() != target:
         raise KgateError(f"--record commits the family's target ({target}), and the sweep's candidate is {candidate}.",
@@ -54,7 +53,7 @@ def prepare(ws: Workspace, slug: str, candidate: Path) -> SweepItem:
         raise KgateError(f"{ex.tag()} has no open plan item for the sweep to execute.",
                          "a sweep is a plan item (`cand2: tile sweep ...`): pre-register it in the next stub.")
     ids_used = [e.cand for e in page.plan] + [r.candidate for r in page.ledger.rows]
-    taken = {int(text[4:]) for text in ids_used if _ID.match(text)}
+    taken = {int(text[4:]) for text in ids_used if experiment.CAND_ID.match(text)}
     return SweepItem(slug, item, re.split(PLAN_SEPARATOR, item.text)[0].strip(), frozenset(taken))
 
 
