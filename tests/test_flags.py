@@ -89,6 +89,9 @@ def test_every_process_must_time_the_same_files():
         run["candidate"] = {"path": "c.py", "sha256": "a" * 64}
     report = flags.evaluate(_request(), runs, {})
     assert report.status == "ANOMALY" and "2 different candidate files" in report.gates["integrity"].checks[0].detail
+    crashed = {"status": "CRASHED", "error": {"problem": "the leg died"}}  # hashed nothing: a FAIL, not tampering
+    report = flags.evaluate(_request(), {"default": [runs["default"][0], crashed], "flagged": runs["flagged"]}, {})
+    assert report.status == "FAIL" and "integrity" not in report.gates
 
 
 def test_a_process_that_fails_or_tampers_fails_the_harness_and_an_interpreter_is_not_timed():
