@@ -105,7 +105,8 @@ def climbs(page_class: str, rows: Sequence[tuple[str, str, str]]) -> list[tuple[
         m = MARK.search(why)
         if m and rung(m["dst"]) is not None and m["dst"] == klass:
             out.append((i, candidate, m["src"]))
-            reached = max(r for r in (reached, rung(m["dst"])) if r is not None)
+            top = rung(m["dst"])
+            reached = top if reached is None else max(reached, top)  # type: ignore[type-var]
         elif reached is not None and (r := rung(klass)) is not None and r > reached:
             out.append((i, candidate, None))
     return out

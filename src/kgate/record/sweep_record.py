@@ -24,7 +24,6 @@ from kgate.record.stub import PLAN_SEPARATOR
 from kgate.record.workspace import Workspace
 
 
-
 @dataclass(frozen=True)
 class SweepItem:
     """The plan item a recorded sweep executes, and where its points are committed."""

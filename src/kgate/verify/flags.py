@@ -184,10 +184,10 @@ def evaluate(request: FlagsRequest, runs: Mapping[str, Sequence[Mapping[str, Any
                     "reference {:.4g} ms, candidate {:.4g} ms, speedup {}".format(p[0], p[1], _said(p[2]))
                     if (p := _p50s(run)) else "not timed")))
                 continue
-            first = next((f"{g}.{c.get('name')}: {c.get('detail')}" for g, gate in (run.get("gates") or {}).items()
-                          if isinstance(gate, dict) for c in gate.get("checks", []) if c.get("status") == "FAIL"),
-                         (run.get("error") or {}).get("problem", "no result"))
-            check = Check(name, "FAIL", f"the {setting} process: {status}: {first}",
+            failed = next((f"{g}.{c.get('name')}: {c.get('detail')}" for g, gate in (run.get("gates") or {}).items()
+                           if isinstance(gate, dict) for c in gate.get("checks", []) if c.get("status") == "FAIL"),
+                          (run.get("error") or {}).get("problem", "no result"))
+            check = Check(name, "FAIL", f"the {setting} process: {status}: {failed}",
                           "run `kgate measure` alone on this pair (with the flag in the environment for the flagged "
                           "setting) and fix what it reports.")
             (tampered if status == "ANOMALY" else process_checks).append(check)
