@@ -269,7 +269,7 @@ def _record_sweep(report, item, keep, say):  # -> Report, with a `record` gate
 
     from kgate.gates.common import Check, GateResult
     from kgate.gates.sweep import best_point
-    from kgate.record import sweep_record, workspace
+    from kgate.record import sweep_record
 
     done: list = []
     if "integrity" in report.gates:
@@ -277,8 +277,8 @@ def _record_sweep(report, item, keep, say):  # -> Report, with a `record` gate
                       "can be trusted", "remove what the candidate does besides computing its result, and sweep again.")
     else:
         try:
-            sweep_record.record(workspace.find(Path.cwd()), item, keep, best_point([p.outcome for p in keep]),
-                                say=lambda line: say(f"sweep: {line}"), done=done)
+            sweep_record.record(item, keep, best_point([p.outcome for p in keep]), say=lambda line: say(f"sweep: {line}"),
+                                done=done)
             check = Check("recorded", "PASS", f"{len(done)} point(s) committed, one candidate each")
         except KgateError as exc:
             check = Check("recorded", "FAIL", f"{len(done)} of {len(keep)} point(s) committed, then refused: "

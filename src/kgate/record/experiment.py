@@ -16,7 +16,7 @@ from typing import Any, Final
 from kgate.errors import KgateError
 from kgate.jsonio import as_json, write_atomic
 from kgate.problem.module import file_sha256
-from kgate.record.stub import PLAN_SEPARATOR
+from kgate.record.stub import planned_what
 from kgate import gotchas
 from kgate.record import commits, git, ladder, nopeek
 from kgate.record.summary import ReportSummary
@@ -316,7 +316,7 @@ def cand(ws: Workspace, request: CandRequest) -> CandOutcome:
         )
     what = request.what.strip()  # a line break stays, and the grammar check refuses it
     if not what and planned is not None:  # the plan item says what it is
-        what = re.split(PLAN_SEPARATOR, plan[planned].text)[0].strip()
+        what = planned_what(plan[planned].text)
     if not what:
         raise KgateError("--what is empty.", "say in a few words what this candidate changes.")
     if " — " in what:

@@ -22,6 +22,13 @@ ACTIVITIES = ("optimization", "capability-eval")
 # What separates the what from the prediction: an em dash as written by kgate, or what people
 # type (an en dash, "--", "-"), always with spaces around it and "predict" after it.
 PLAN_SEPARATOR = r"\s+(?:—|–|--|-)\s+predict\s+"
+
+
+def planned_what(text: str) -> str:
+    """A plan item's text before its prediction: what the candidate is (`kgate cand`'s default --what)."""
+    return re.split(PLAN_SEPARATOR, text)[0].strip()
+
+
 _PLAN_ITEM = re.compile(rf"^(cand[0-9]+):\s*(.+?){PLAN_SEPARATOR}(.+)$")
 _PAGE = re.compile(r"^\d{4}-\d{2}-\d{2}-v(\d{3})-[a-z0-9-]+\.md$")
 

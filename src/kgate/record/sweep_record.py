@@ -9,7 +9,6 @@ stay (each commit is whole) and the report says which, and why the rest were not
 
 from __future__ import annotations
 
-import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from kgate.errors import KgateError
 from kgate.record import experiment
 from kgate.record.experiment import VERDICT_WORDS
 from kgate.record.page import Page, PlanEntry
-from kgate.record.stub import PLAN_SEPARATOR
+from kgate.record.stub import planned_what
 from kgate.record.workspace import Workspace
 
 
@@ -28,6 +27,7 @@ from kgate.record.workspace import Workspace
 class SweepItem:
     """The plan item a recorded sweep executes, and where its points are committed."""
 
+    ws: Workspace
     slug: str
     item: PlanEntry
     what: str  # the plan item's text before its prediction
@@ -53,7 +53,7 @@ def prepare(ws: Workspace, slug: str, candidate: Path) -> SweepItem:
                          "a sweep is a plan item (`cand2: tile sweep ...`): pre-register it in the next stub.")
     ids_used = [e.cand for e in page.plan] + [r.candidate for r in page.ledger.rows]
     taken = {int(text[4:]) for text in ids_used if experiment.CAND_ID.match(text)}
-    return SweepItem(slug, item, re.split(PLAN_SEPARATOR, item.text)[0].strip(), frozenset(taken))
+    return SweepItem(ws, slug, item, planned_what(item.text), frozenset(taken))
 
 
 def ids(item: SweepItem, count: int) -> list[str]:
@@ -82,7 +82,7 @@ def why(outcome: Any, best: Any) -> str:
     return f"kept: not told apart from the best point, {best.label} (the intervals overlap)"
 
 
-def record(ws: Workspace, item: SweepItem, points: Sequence[Any], best: Any,
+def record(item: SweepItem, points: Sequence[Any], best: Any,
            say: Callable[[str], None] = lambda _: None, done: list[Mapping[str, Any]] | None = None,
            ) -> list[Mapping[str, Any]]:
     """Commit every point (a verify.sweep.PointRecord), in grid order; what was committed is
@@ -101,7 +101,7 @@ def record(ws: Workspace, item: SweepItem, points: Sequence[Any], best: Any,
             else:
                 path = None
             reason = "" if n == 1 else f"point {n}/{len(points)} of the {names[0]} sweep"
-            out = experiment.cand(ws, experiment.CandRequest(
+            out = experiment.cand(item.ws, experiment.CandRequest(
                 item.slug, cand, f"{item.what}, {rec.outcome.label}", path, why(rec.outcome, best), reason,
                 point=dict(rec.outcome.point)))
             say(f"committed {out.sha[:12]} {out.message}")
