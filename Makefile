@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test venv clean
 
 $(STAMP): pyproject.toml constraints.txt
-	@echo "== make: creating or refreshing $(VENV) (jax, numpy, scipy, typer, rich; pytest, jsonschema), versions from constraints.txt"
+	@echo "== make: creating or refreshing $(VENV) (jax, numpy, scipy, typer, rich; pytest, pytest-xdist, jsonschema), versions from constraints.txt"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	touch $(STAMP)
@@ -26,8 +26,14 @@ demo: $(STAMP)
 	$(call timed,demo,a record filed to a verdict and its report,bash examples/verdict_demo.sh)
 	$(call timed,demo,the whole loop as the author skill orders it: a pivot; a gotcha; a sweep; a verdict,bash examples/loop_demo.sh)
 
+# The suite runs on as many pytest-xdist workers as the machine has cores. The few tests whose
+# outcome is a measured speed (a bar MET, one candidate faster than another) run after them, one
+# at a time: a neighbour on the other core would only widen their intervals.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
 test: $(STAMP)
-	$(call timed,test,the test suite,$(BIN)/python -m pytest -q)
+	$(call timed,test,the test suite on $(JOBS) workers,$(BIN)/python -m pytest -q -n $(JOBS) -m "not timing")
+	$(call timed,test,the tests whose outcome is a measured speed; one at a time,$(BIN)/python -m pytest -q -m timing)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -116,8 +116,8 @@ def page_of(wt):
 @pytest.mark.parametrize(
     "scenario,verdict,rule",
     [
-        ("supported", "supported", "V5"),  # jnp.cumsum: ~3.7x on this CPU, compiled code
-        ("refuted", "refuted", "V6"),  # correct, firing, ~1.0x against a 2x bar
+        pytest.param("supported", "supported", "V5", marks=pytest.mark.timing),  # jnp.cumsum: ~3.7x on this CPU
+        pytest.param("refuted", "refuted", "V6", marks=pytest.mark.timing),  # correct, firing, ~1.0x against a 2x bar
         ("pallas", "inconclusive", "V4"),  # the kernel ran in interpret mode
         ("wrong", "inconclusive", "V3"),  # fast and wrong
     ],
@@ -150,6 +150,7 @@ def test_filing_derives_the_verdict_from_the_receipt(records, tmp_path, scenario
         assert "interval is below the prediction" not in report and "interval is above the prediction" not in report
 
 
+@pytest.mark.timing  # the record it reports is filed supported
 def test_report_markdown_and_html_render_in_a_headless_browser(records, tmp_path):
     browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     rec = filed_supported(records, tmp_path / "code")
@@ -364,6 +365,7 @@ def test_verdict_needs_the_registered_bar_parity_op_point_and_variant(records, t
             filing.check_receipt_fits(experiment_, page.with_front(**fields), rec["receipt"])
 
 
+@pytest.mark.timing
 def test_verdict_can_run_the_verification_itself_under_the_registered_terms(records, tmp_path):
     rec = copy_record(records("in_progress"), tmp_path / "code")
     both = kgate(rec["root"], "verdict", "cumsum", "v001", "--receipt", rec["receipt"], "--verify")

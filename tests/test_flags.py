@@ -109,6 +109,7 @@ def test_a_process_that_fails_or_tampers_fails_the_harness_and_an_interpreter_is
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_a_real_xla_flag_in_fresh_processes_with_each_leg_in_the_report(tmp_path):
     out = tmp_path / "flags.json"
     proc = subprocess.run([sys.executable, "-m", "kgate", "flags", "-r", "reference.py", "-c", "xla_rewrite.py",

@@ -17,6 +17,9 @@ from kgate.jsonio import clean
 from kgate.verify.calibrate import CalibrateRequest, run_calibrate
 from kgate.verify.measure import MeasureRequest, run_measure
 
+# Directions and effects, measured: each runs alone under `make test` (see the Makefile).
+pytestmark = pytest.mark.timing
+
 RMS = EXAMPLES / "rmsnorm"
 SMALL = {"seq_len": 64}
 

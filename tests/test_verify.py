@@ -212,6 +212,7 @@ def slower(verified):
     return receipt
 
 
+@pytest.mark.timing
 def test_compare_says_which_candidate_is_faster_with_an_interval(verified, slower):
     folder, receipt, _ = verified
     proc = kgate("compare", receipt, slower, "--json")
