@@ -134,14 +134,19 @@ class CounterRNG:
         span = int(high) - int(low)
         if not 0 < span < 2**32:
             raise ValueError(f"cannot draw from [{low}, {high})")
-        counters = np.arange(self.drawn + 1, self.drawn + count + 1, dtype=np.uint64)
-        self.drawn += count
+        return (self.below(np.full(count, span, dtype=np.uint64)).astype(np.int64) + int(low)).reshape(shape)
+
+    def below(self, spans: np.ndarray) -> np.ndarray:
+        """One draw in [0, spans[k]) for each k, in order: the same integers as that many
+        one-at-a-time `integers(0, spans[k], 1)` calls, in one pass."""
+        spans = np.asarray(spans, dtype=np.uint64)
+        counters = np.arange(self.drawn + 1, self.drawn + spans.size + 1, dtype=np.uint64)
+        self.drawn += spans.size
         z = counters * _GOLDEN + self.seed
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         z = z ^ (z >> np.uint64(31))
-        picks = ((z >> np.uint64(32)) * np.uint64(span)) >> np.uint64(32)
-        return (picks.astype(np.int64) + int(low)).reshape(shape)
+        return ((z >> np.uint64(32)) * spans) >> np.uint64(32)
 
 
 class UnknownBootstrap(ValueError):
@@ -181,12 +186,38 @@ def _cluster_picks(rng: Any, groups: list[np.ndarray], resamples: int, width: in
         chosen = rng.integers(0, len(groups), size=(resamples, len(groups)))
         local = _block_picks(rng, size, resamples * len(groups)).reshape(resamples, len(groups), size)
         return np.resize(members[chosen[:, :, None], local].reshape(resamples, -1), (resamples, width))
-    picks = np.empty((resamples, width), dtype=int)
     chosen = rng.integers(0, len(groups), size=(resamples, len(groups)))
-    for b in range(resamples):
+    if isinstance(rng, CounterRNG):
+        return _ragged_cluster_picks(rng, groups, chosen, width)
+    picks = np.empty((resamples, width), dtype=int)
+    for b in range(resamples):  # a legacy receipt's generator: its draws one call at a time, as they were made
         row = np.concatenate([g[_block_picks(rng, len(g), 1)[0]] for g in (groups[i] for i in chosen[b])])
         picks[b] = np.resize(row, width)
     return picks
+
+
+def _ragged_cluster_picks(rng: CounterRNG, groups: list[np.ndarray], chosen: np.ndarray, width: int) -> np.ndarray:
+    """`_cluster_picks` for clusters of different sizes, in whole arrays: the draws and the
+    picks are exactly those of the loop (per resample, per chosen cluster, `_block_picks` of one
+    row; the row concatenated and cycled or cut to `width`), without a Python call per cluster."""
+    sizes = np.array([len(g) for g in groups], dtype=np.int64)
+    blocks = np.array([max(1, round(int(n) ** (1.0 / 3.0))) for n in sizes], dtype=np.int64)
+    seg_group = chosen.reshape(-1)  # one segment per (resample, chosen cluster), in draw order
+    seg_len, seg_block = sizes[seg_group], blocks[seg_group]
+    seg_draws = -(-seg_len // seg_block)  # block starts drawn for the segment
+    starts = rng.below(np.repeat(seg_len, seg_draws)).astype(np.int64)
+    first_draw = np.cumsum(seg_draws) - seg_draws
+    first_elem = np.cumsum(seg_len) - seg_len
+    seg_of = np.repeat(np.arange(seg_group.size), seg_len)  # each element's segment
+    t = np.arange(seg_of.size) - first_elem[seg_of]  # its place in the segment
+    local = (starts[first_draw[seg_of] + t // seg_block[seg_of]] + t % seg_block[seg_of]) % seg_len[seg_of]
+    members = np.concatenate(groups)
+    offsets = np.cumsum(sizes) - sizes
+    elements = members[offsets[seg_group[seg_of]] + local]
+    clusters = chosen.shape[1]
+    row_len = seg_len.reshape(-1, clusters).sum(axis=1)
+    row_start = first_elem.reshape(-1, clusters)[:, 0]
+    return elements[row_start[:, None] + np.arange(width)[None, :] % row_len[:, None]]
 
 
 def _widened(estimate: float, resampled_logs: np.ndarray, units: int, level: float) -> Interval:
