@@ -70,3 +70,34 @@ def test_snapshot_names_each_kind_of_change(monkeypatch):
     assert any("reference.workload had its code or defaults replaced" in c for c in changes)
     assert any("fakelib.exp (reached from reference) was monkeypatched" in c for c in changes)
     assert any("reference.helper was added" in c for c in changes)
+
+
+def test_the_surface_watch_sees_every_code_swap_and_puts_each_back():
+    import gc
+    import sys
+
+    from kgate.problem.snapshot import snapshot_surface
+
+    mod = types.ModuleType("kgate_watched_probe")
+    exec("def f(x=1, *, y=[2]):\n    return x\nclass C:\n    def m(self):\n        return 1\nbound = C().m\n", vars(mod))
+    sys.modules[mod.__name__] = mod
+    try:
+        snap = snapshot_surface([mod.__name__], owned_prefix=mod.__name__)
+        original = mod.f.__code__
+        mod.f.__code__ = original.replace()  # the same content in a new code object
+        assert snap.diff() == ["kgate_watched_probe.f had its code or defaults replaced"]
+        snap.restore()
+        assert snap.diff() == [] and mod.f.__code__ is original
+        mod.f.__kwdefaults__["y"].append(3)  # a mutable default changed in place
+        assert snap.diff() == ["kgate_watched_probe.f had its code or defaults replaced"]
+        mod.f.__kwdefaults__["y"].pop()
+        # a bound method's function: its code swapped out, dropped, and new ones made where the old one was
+        fn = mod.bound.__func__
+        fn.__code__ = (lambda self: 2).__code__
+        gc.collect()
+        for _ in range(200):
+            fn.__code__ = compile("def m(self):\n    return 1\n", "probe", "exec").co_consts[0]
+        assert "kgate_watched_probe.bound had its code or defaults replaced" in snap.diff()
+        assert "kgate_watched_probe.C.m had its code or defaults replaced" in snap.diff()
+    finally:
+        sys.modules.pop(mod.__name__, None)

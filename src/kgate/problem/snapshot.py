@@ -31,6 +31,17 @@ def _code_digest(fn: Any) -> str | None:
     return h.hexdigest()[:16]
 
 
+def _code_identity(fn: Any) -> tuple[int, str, str] | None:
+    """`_code_digest` for a snapshot that keeps every code object it recorded alive: code
+    objects are immutable, and one kept alive cannot have its id reused, so its identity stands
+    for its content; the defaults, which can be mutable and changed in place, by their repr.
+    About twice as fast, diffed after every candidate call."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    return id(code), repr(getattr(fn, "__defaults__", None)), repr(getattr(fn, "__kwdefaults__", None))
+
+
 @dataclass(frozen=True)
 class Binding:
     ident: int
@@ -132,10 +143,11 @@ class SurfaceSnapshot:
     and its synchronization entry points.
     """
 
-    entries: dict[str, tuple[int, str | None]]
+    entries: dict[str, tuple[int, Any]]
     modules: tuple[str, ...]
     owned_prefix: str  # kgate's own modules: every global is watched, and a new one is a change
-    originals: dict[str, tuple[Any, str, Any, Any]]  # key -> (holder, attribute, value, its code state)
+    # key -> (holder, attribute, value, its code state, its code object: kept alive, see _code_identity)
+    originals: dict[str, tuple[Any, str, Any, Any, Any]]
 
     def diff(self) -> list[str]:
         now = _surface(self.modules, self.owned_prefix)[0]
@@ -159,7 +171,7 @@ class SurfaceSnapshot:
         for key, (ident, code) in self.entries.items():
             if now.get(key) == (ident, code):
                 continue
-            holder, attr, value, state = self.originals[key]
+            holder, attr, value, state, _ = self.originals[key]
             try:
                 setattr(holder, attr, value)
                 if state is not None:
@@ -184,9 +196,9 @@ def _code_state(fn: Any) -> Any:
 
 def _surface(
     names: Iterable[str], owned_prefix: str, keep: bool = False
-) -> tuple[dict[str, tuple[int, str | None]], dict[str, tuple[Any, str, Any, Any]]]:
-    entries: dict[str, tuple[int, str | None]] = {}
-    originals: dict[str, tuple[Any, str, Any, Any]] = {}
+) -> tuple[dict[str, tuple[int, Any]], dict[str, tuple[Any, str, Any, Any, Any]]]:
+    entries: dict[str, tuple[int, Any]] = {}
+    originals: dict[str, tuple[Any, str, Any, Any, Any]] = {}
     for name in names:
         module = sys.modules.get(name)
         if module is None:
@@ -196,17 +208,18 @@ def _surface(
                 continue  # submodules appear as they are imported lazily; their own globals are watched
             if not callable(value) and not (name == owned_prefix or name.startswith(owned_prefix + ".")):
                 continue  # a library's module-level state (caches, flags) changes as it runs
-            entries[f"{name}.{attr}"] = (id(value), _code_digest(value))
+            entries[f"{name}.{attr}"] = (id(value), _code_identity(value))
             if keep:
-                originals[f"{name}.{attr}"] = (module, attr, value, _code_state(value))
+                originals[f"{name}.{attr}"] = (module, attr, value, _code_state(value), getattr(value, "__code__", None))
             if isinstance(value, type) and getattr(value, "__module__", None) == name:
                 for member, inner in list(vars(value).items()):
                     if member.startswith("__") and member not in ("__call__", "__init__", "__new__", "__array__"):
                         continue
                     inner_fn = getattr(inner, "__func__", inner)
-                    entries[f"{name}.{attr}.{member}"] = (id(inner), _code_digest(inner_fn))
+                    entries[f"{name}.{attr}.{member}"] = (id(inner), _code_identity(inner_fn))
                     if keep:
-                        originals[f"{name}.{attr}.{member}"] = (value, member, inner, _code_state(inner_fn))
+                        originals[f"{name}.{attr}.{member}"] = (value, member, inner, _code_state(inner_fn),
+                                                                getattr(inner_fn, "__code__", None))
     return entries, originals
 
 
