@@ -1,8 +1,13 @@
-"""What grading in separate processes costs: `kgate gate` of this tree against the same command
-of an earlier kgate (default: 500c6c8, the last commit that graded in the candidate's own
-process), run side by side, interleaved, on the same examples. Run by hand:
+"""What grading in separate processes costs: `kgate gate` (or `kgate verify --mode screen`) of
+this tree against the same command of an earlier kgate (default: 500c6c8, the last commit that
+graded in the candidate's own process), run side by side, interleaved, on the same examples. Run
+by hand:
 
-    .venv/bin/python benchmarks/isolation_cost.py [--runs 5] [--baseline REV]
+    .venv/bin/python benchmarks/isolation_cost.py [--runs 5] [--baseline REV] [--command gate|verify]
+
+verify runs verify_overhead.py's case (the softmax rewrite at 512x512, --budget 20), and prints
+beside it the bare floor (a fresh process that imports jax, compiles both legs and runs each
+once) and each kgate's ratio to it.
 
 The earlier kgate is checked out into a temporary git worktree and run from its source with
 this virtual environment. Both print their wall time per command; the ratio is of medians.
@@ -28,16 +33,24 @@ PAIRS = [
 ]
 
 
-def timed(source: Path, reference: str, candidate: str) -> float:
+VERIFY_PAIR = ("examples/softmax/reference.py", "examples/softmax/xla_rewrite.py")
+
+
+def command(kind: str, reference: str, candidate: str, scratch: Path) -> list[str]:
+    args = ["-r", str(ROOT / reference), "-c", str(ROOT / candidate), "--json"]
+    if kind == "gate":
+        return ["gate", *args]
+    return ["verify", *args, "--class", "xla-rewrite", "--set", "rows=512", "--set", "cols=512", "--budget", "20",
+            "--lock-dir", str(scratch), "--receipt", str(scratch / "r.json")]
+
+
+def timed(source: Path, argv: list[str]) -> float:
     env = {**os.environ, "PYTHONPATH": str(source / "src")}
     start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "kgate", "gate", "-r", str(ROOT / reference), "-c", str(ROOT / candidate), "--json"],
-        capture_output=True, text=True, env=env, cwd=source,
-    )
+    proc = subprocess.run([sys.executable, "-m", "kgate", *argv], capture_output=True, text=True, env=env, cwd=source)
     elapsed = time.perf_counter() - start
     if proc.returncode not in (0, 1, 2) or '"status"' not in proc.stdout:
-        raise SystemExit(f"kgate gate failed under {source}: {proc.stderr[-400:]}")
+        raise SystemExit(f"kgate {argv[0]} failed under {source}: {proc.stderr[-400:]}")
     return elapsed
 
 
@@ -45,7 +58,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--baseline", default="500c6c8")
+    parser.add_argument("--command", choices=("gate", "verify"), default="gate")
     args = parser.parse_args()
+    pairs = PAIRS if args.command == "gate" else [VERIFY_PAIR]
     with tempfile.TemporaryDirectory(prefix="kgate-baseline-") as scratch:
         baseline = Path(scratch) / "kgate"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(baseline), args.baseline],
@@ -53,18 +68,31 @@ def main() -> None:
         try:
             print(f"{'pair':58}{'baseline s':>11}{'isolated s':>11}{'ratio':>8}")
             ratios = []
-            for reference, candidate in PAIRS:
+            for reference, candidate in pairs:
                 old, new = [], []
+                argv = command(args.command, reference, candidate, Path(scratch))
                 for _ in range(args.runs):  # interleaved: the machine's drift hits both alike
-                    old.append(timed(baseline, reference, candidate))
-                    new.append(timed(ROOT, reference, candidate))
+                    old.append(timed(baseline, argv))
+                    new.append(timed(ROOT, argv))
                 ratio = statistics.median(new) / statistics.median(old)
                 ratios.append(ratio)
                 print(f"{candidate:58}{statistics.median(old):11.2f}{statistics.median(new):11.2f}{ratio:8.2f}")
-            print(f"\nkgate gate, isolated vs {args.baseline} (median of {args.runs} interleaved runs each): "
+                if args.command == "verify":
+                    floor = statistics.median(bare_floor() for _ in range(args.runs))
+                    print(f"{'the bare floor (import jax, compile both, run each once)':58}{floor:11.2f}\n"
+                          f"{'ratio to the floor':58}{statistics.median(old) / floor:11.2f}"
+                          f"{statistics.median(new) / floor:11.2f}")
+            print(f"\nkgate {args.command}, isolated vs {args.baseline} (median of {args.runs} interleaved runs each): "
                   f"{', '.join(f'{r:.2f}x' for r in ratios)}")
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline)], check=False)
+
+
+def bare_floor() -> float:
+    from verify_overhead import FLOOR, wall
+
+    folder = ROOT / "examples" / "softmax"
+    return wall([sys.executable, "-c", FLOOR.format(folder=str(folder), rows=512, cols=512)])
 
 
 if __name__ == "__main__":
