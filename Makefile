@@ -28,11 +28,12 @@ demo: $(STAMP)
 
 # The suite runs on as many pytest-xdist workers as the machine has cores. The few tests whose
 # outcome is a measured speed (a bar MET, one candidate faster than another) run after them, one
-# at a time: a neighbour on the other core would only widen their intervals.
+# at a time: a neighbour on the other core would only widen their intervals. A file's tests stay
+# on one worker (--dist loadfile): its module fixtures (records, receipts) are built once.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 test: $(STAMP)
-	$(call timed,test,the test suite on $(JOBS) workers,$(BIN)/python -m pytest -q -n $(JOBS) -m "not timing")
+	$(call timed,test,the test suite on $(JOBS) workers,$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile -m "not timing")
 	$(call timed,test,the tests whose outcome is a measured speed; one at a time,$(BIN)/python -m pytest -q -m timing)
 
 clean:

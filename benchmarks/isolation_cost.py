@@ -69,16 +69,18 @@ def main() -> None:
             print(f"{'pair':58}{'baseline s':>11}{'isolated s':>11}{'ratio':>8}")
             ratios = []
             for reference, candidate in pairs:
-                old, new = [], []
+                old, new, floors = [], [], []
                 argv = command(args.command, reference, candidate, Path(scratch))
-                for _ in range(args.runs):  # interleaved: the machine's drift hits both alike
+                for _ in range(args.runs):  # interleaved: the machine's drift hits all alike
                     old.append(timed(baseline, argv))
                     new.append(timed(ROOT, argv))
+                    if args.command == "verify":
+                        floors.append(bare_floor())
                 ratio = statistics.median(new) / statistics.median(old)
                 ratios.append(ratio)
                 print(f"{candidate:58}{statistics.median(old):11.2f}{statistics.median(new):11.2f}{ratio:8.2f}")
                 if args.command == "verify":
-                    floor = statistics.median(bare_floor() for _ in range(args.runs))
+                    floor = statistics.median(floors)
                     print(f"{'the bare floor (import jax, compile both, run each once)':58}{floor:11.2f}\n"
                           f"{'ratio to the floor':58}{statistics.median(old) / floor:11.2f}"
                           f"{statistics.median(new) / floor:11.2f}")

@@ -79,7 +79,7 @@ def test_the_surface_watch_sees_every_code_swap_and_puts_each_back():
     from kgate.problem.snapshot import snapshot_surface
 
     mod = types.ModuleType("kgate_watched_probe")
-    exec("def f(x=1, *, y=[2]):\n    return x\nclass C:\n    def m(self):\n        return 1\nbound = C().m\n", vars(mod))
+    exec("def f(x=1, *, y=[2]):\n    return x + 40\nclass C:\n    def m(self):\n        return 1\nbound = C().m\n", vars(mod))
     sys.modules[mod.__name__] = mod
     try:
         snap = snapshot_surface([mod.__name__], owned_prefix=mod.__name__)
@@ -99,5 +99,22 @@ def test_the_surface_watch_sees_every_code_swap_and_puts_each_back():
             fn.__code__ = compile("def m(self):\n    return 1\n", "probe", "exec").co_consts[0]
         assert "kgate_watched_probe.bound had its code or defaults replaced" in snap.diff()
         assert "kgate_watched_probe.C.m had its code or defaults replaced" in snap.diff()
+        snap.restore()
+        assert snap.diff(content=True) == []
+        # a constant of a kept code object overwritten in place (ctypes): same identity, other content
+        import ctypes
+
+        consts = mod.f.__code__.co_consts
+        slot = consts.index(40)
+        cell = ctypes.c_void_p.from_address(id(consts) + tuple.__basicsize__ + slot * tuple.__itemsize__)
+        replacement = 41
+        cell.value = id(replacement)
+        try:
+            assert mod.f(1) == 42
+            assert snap.diff() == []  # identity alone does not see it ...
+            assert snap.diff(content=True) == ["kgate_watched_probe.f had its code changed in place"]  # ... the end does
+        finally:
+            cell.value = id(40)
+        assert snap.diff(content=True) == []
     finally:
         sys.modules.pop(mod.__name__, None)

@@ -168,12 +168,13 @@ def test_the_bootstrap_stream_is_the_documented_one_whatever_numpy_does(monkeypa
 
 def test_clusters_of_different_sizes_draw_the_same_picks_in_one_pass_as_one_call_at_a_time():
     # receipts recorded with the per-cluster loop must re-derive the same intervals
-    for seed, sizes, width in ((0, (3, 5, 4), 12), (5, (1, 7), 6), (9, (10, 2, 2, 9), 40), (3, (4, 6), 3)):
+    for seed, sizes, width, resamples in ((0, (3, 5, 4), 12, 300), (5, (1, 7), 6, 300), (9, (10, 2, 2, 9), 40, 300),
+                                         (3, (4, 6), 3, 300), (4, (2, 9, 1), 11, 1)):
         start = np.cumsum((0,) + sizes[:-1])
         groups = [np.arange(a, a + n) * 10 for a, n in zip(start, sizes)]
         rng, looped = stats.CounterRNG(seed), stats.CounterRNG(seed)
-        fast = stats._cluster_picks(rng, groups, 300, width)
-        chosen = looped.integers(0, len(groups), size=(300, len(groups)))
+        fast = stats._cluster_picks(rng, groups, resamples, width)
+        chosen = looped.integers(0, len(groups), size=(resamples, len(groups)))
         slow = np.stack([np.resize(np.concatenate([groups[i][stats._block_picks(looped, len(groups[i]), 1)[0]]
                                                    for i in row]), width) for row in chosen])
         assert fast.shape == slow.shape and (fast == slow).all() and rng.drawn == looped.drawn

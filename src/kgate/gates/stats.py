@@ -139,6 +139,8 @@ class CounterRNG:
     def below(self, spans: np.ndarray) -> np.ndarray:
         """One draw in [0, spans[k]) for each k, in order: the same integers as that many
         one-at-a-time `integers(0, spans[k], 1)` calls, in one pass."""
+        if np.size(spans) and not (0 < np.min(spans) and np.max(spans) < 2**32):
+            raise ValueError("cannot draw below a span outside [1, 2**32)")
         spans = np.asarray(spans, dtype=np.uint64)
         counters = np.arange(self.drawn + 1, self.drawn + spans.size + 1, dtype=np.uint64)
         self.drawn += spans.size

@@ -31,12 +31,22 @@ def _code_digest(fn: Any) -> str | None:
     return h.hexdigest()[:16]
 
 
-def _code_identity(fn: Any) -> tuple[int, str, str] | None:
-    """`_code_digest` for a snapshot that keeps every code object it recorded alive: code
-    objects are immutable, and one kept alive cannot have its id reused, so its identity stands
-    for its content; the defaults, which can be mutable and changed in place, by their repr.
-    About twice as fast, diffed after every candidate call."""
-    code = getattr(fn, "__code__", None)
+def _code_content(code: Any) -> str | None:
+    """A digest of a code object's bytecode and constants."""
+    if code is None:
+        return None
+    h = hashlib.sha256(code.co_code)
+    h.update(repr(code.co_consts).encode())
+    return h.hexdigest()[:16]
+
+
+def _code_identity(fn: Any, code: Any) -> tuple[int, str, str] | None:
+    """`_code_digest` for a snapshot that keeps every code object it recorded (`code`, read once
+    from `fn`) alive: code objects are immutable from Python, and one kept alive cannot have its
+    id reused, so its identity stands for its content; the defaults, which can be mutable and
+    changed in place, by their repr. About twice as fast: diffed after every candidate call. A
+    code object written into through ctypes keeps its id: the content digests, compared once at
+    the end (`diff(content=True)`), see that."""
     if code is None:
         return None
     return id(code), repr(getattr(fn, "__defaults__", None)), repr(getattr(fn, "__kwdefaults__", None))
@@ -148,8 +158,11 @@ class SurfaceSnapshot:
     owned_prefix: str  # kgate's own modules: every global is watched, and a new one is a change
     # key -> (holder, attribute, value, its code state, its code object: kept alive, see _code_identity)
     originals: dict[str, tuple[Any, str, Any, Any, Any]]
+    digests: dict[str, str | None]  # key -> its code object's content when snapshot (`_code_content`)
 
-    def diff(self) -> list[str]:
+    def diff(self, content: bool = False) -> list[str]:
+        """What changed since the snapshot; with `content`, code objects are also hashed again
+        (slower: a byte written into one in place keeps its identity)."""
         now = _surface(self.modules, self.owned_prefix)[0]
         changes = []
         for key, (ident, code) in self.entries.items():
@@ -159,6 +172,8 @@ class SurfaceSnapshot:
                 changes.append(f"{key} was rebound")
             elif now[key][1] != code:
                 changes.append(f"{key} had its code or defaults replaced")
+            elif content and _code_content(self.originals[key][4]) != self.digests[key]:
+                changes.append(f"{key} had its code changed in place")
         for key in now.keys() - self.entries.keys():
             if key.startswith(self.owned_prefix + "."):
                 changes.append(f"{key} was added")
@@ -208,25 +223,27 @@ def _surface(
                 continue  # submodules appear as they are imported lazily; their own globals are watched
             if not callable(value) and not (name == owned_prefix or name.startswith(owned_prefix + ".")):
                 continue  # a library's module-level state (caches, flags) changes as it runs
-            entries[f"{name}.{attr}"] = (id(value), _code_identity(value))
+            code = getattr(value, "__code__", None)  # read once: the object whose id is recorded is the one kept
+            entries[f"{name}.{attr}"] = (id(value), _code_identity(value, code))
             if keep:
-                originals[f"{name}.{attr}"] = (module, attr, value, _code_state(value), getattr(value, "__code__", None))
+                originals[f"{name}.{attr}"] = (module, attr, value, _code_state(value), code)
             if isinstance(value, type) and getattr(value, "__module__", None) == name:
                 for member, inner in list(vars(value).items()):
                     if member.startswith("__") and member not in ("__call__", "__init__", "__new__", "__array__"):
                         continue
                     inner_fn = getattr(inner, "__func__", inner)
-                    entries[f"{name}.{attr}.{member}"] = (id(inner), _code_identity(inner_fn))
+                    code = getattr(inner_fn, "__code__", None)
+                    entries[f"{name}.{attr}.{member}"] = (id(inner), _code_identity(inner_fn, code))
                     if keep:
-                        originals[f"{name}.{attr}.{member}"] = (value, member, inner, _code_state(inner_fn),
-                                                                getattr(inner_fn, "__code__", None))
+                        originals[f"{name}.{attr}.{member}"] = (value, member, inner, _code_state(inner_fn), code)
     return entries, originals
 
 
 def snapshot_surface(module_names: Iterable[str], owned_prefix: str = "kgate") -> SurfaceSnapshot:
     names = tuple(sorted(set(module_names)))
     entries, originals = _surface(names, owned_prefix, keep=True)
-    return SurfaceSnapshot(entries, names, owned_prefix, originals)
+    digests = {key: _code_content(kept[4]) for key, kept in originals.items()}
+    return SurfaceSnapshot(entries, names, owned_prefix, originals, digests)
 
 
 def loaded_modules(*prefixes: str) -> list[str]:

@@ -73,9 +73,9 @@ class Watch:
         self._record(self.settings_changed(), when)
 
     def check(self, when: str, depth: str = "public") -> None:
-        found = self.snapshots[depth].diff()
-        if depth == "deep":
-            found += self.snapshots["public"].diff()
+        found = self.snapshots[depth].diff(content=depth == "deep")
+        if depth == "deep":  # the end: code objects hashed again, for bytes written into one in place
+            found += self.snapshots["public"].diff(content=True)
         now = _interpreter_state()
         found += [f"{k} changed from {self.interpreter[k]!r} to {now[k]!r}" for k in now if now[k] != self.interpreter[k]]
         found += self.settings_changed()
