@@ -91,10 +91,9 @@ def main() -> None:
 
 
 def bare_floor() -> float:
-    from verify_overhead import FLOOR, wall
+    from verify_overhead import floor_command, wall
 
-    folder = ROOT / "examples" / "softmax"
-    return wall([sys.executable, "-c", FLOOR.format(folder=str(folder), rows=512, cols=512)])
+    return wall(floor_command(ROOT / "examples" / "softmax", {"rows": 512, "cols": 512}))
 
 
 if __name__ == "__main__":
