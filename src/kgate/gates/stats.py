@@ -134,7 +134,8 @@ class CounterRNG:
         span = int(high) - int(low)
         if not 0 < span < 2**32:
             raise ValueError(f"cannot draw from [{low}, {high})")
-        return (self.below(np.full(count, span, dtype=np.uint64)).astype(np.int64) + int(low)).reshape(shape)
+        picks = (self._high_words(count) * np.uint64(span)) >> np.uint64(32)
+        return (picks.astype(np.int64) + int(low)).reshape(shape)
 
     def below(self, spans: np.ndarray) -> np.ndarray:
         """One draw in [0, spans[k]) for each k, in order: the same integers as that many
@@ -142,13 +143,17 @@ class CounterRNG:
         if np.size(spans) and not (0 < np.min(spans) and np.max(spans) < 2**32):
             raise ValueError("cannot draw below a span outside [1, 2**32)")
         spans = np.asarray(spans, dtype=np.uint64)
-        counters = np.arange(self.drawn + 1, self.drawn + spans.size + 1, dtype=np.uint64)
-        self.drawn += spans.size
+        return (self._high_words(spans.size) * spans) >> np.uint64(32)
+
+    def _high_words(self, count: int) -> np.ndarray:
+        """The next `count` draws' top 32 bits (the counter moves on by `count`)."""
+        counters = np.arange(self.drawn + 1, self.drawn + count + 1, dtype=np.uint64)
+        self.drawn += count
         z = counters * _GOLDEN + self.seed
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         z = z ^ (z >> np.uint64(31))
-        return ((z >> np.uint64(32)) * spans) >> np.uint64(32)
+        return z >> np.uint64(32)
 
 
 class UnknownBootstrap(ValueError):
@@ -164,6 +169,10 @@ def bootstrap_rng(method: str, seed: int) -> Any:
                            f"(it knows {BOOTSTRAP_METHOD!r} and {LEGACY_BOOTSTRAP!r})")
 
 
+def _block_length(rounds: int) -> int:
+    return max(1, round(int(rounds) ** (1.0 / 3.0)))
+
+
 def _block_picks(rng: Any, rounds: int, resamples: int) -> np.ndarray:
     """Circular moving-block bootstrap indices over rounds (block length ~ rounds^(1/3)).
 
@@ -171,7 +180,7 @@ def _block_picks(rng: Any, rounds: int, resamples: int) -> np.ndarray:
     resampling blocks of rounds keeps that correlation, so the interval widens for it
     instead of pretending each round is independent.
     """
-    block = max(1, round(rounds ** (1.0 / 3.0)))
+    block = _block_length(rounds)
     n_blocks = -(-rounds // block)
     starts = rng.integers(0, rounds, size=(resamples, n_blocks))
     idx = (starts[:, :, None] + np.arange(block)[None, None, :]) % rounds
@@ -203,7 +212,7 @@ def _ragged_cluster_picks(rng: CounterRNG, groups: list[np.ndarray], chosen: np.
     picks are exactly those of the loop (per resample, per chosen cluster, `_block_picks` of one
     row; the row concatenated and cycled or cut to `width`), without a Python call per cluster."""
     sizes = np.array([len(g) for g in groups], dtype=np.int64)
-    blocks = np.array([max(1, round(int(n) ** (1.0 / 3.0))) for n in sizes], dtype=np.int64)
+    blocks = np.array([_block_length(n) for n in sizes], dtype=np.int64)
     seg_group = chosen.reshape(-1)  # one segment per (resample, chosen cluster), in draw order
     seg_len, seg_block = sizes[seg_group], blocks[seg_group]
     seg_draws = -(-seg_len // seg_block)  # block starts drawn for the segment

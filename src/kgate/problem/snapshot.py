@@ -20,15 +20,13 @@ from typing import Any
 _CONTENT_NAMES = ("CONFIG", "TINY")
 
 
-def _code_digest(fn: Any) -> str | None:
+def _code_digest(fn: Any) -> tuple[str, str, str] | None:
+    """A function's code by content (bytecode and constants) and its defaults, compared within
+    one process; None for what has no code."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return None
-    h = hashlib.sha256(code.co_code)
-    h.update(repr(code.co_consts).encode())
-    h.update(repr(getattr(fn, "__defaults__", None)).encode())
-    h.update(repr(getattr(fn, "__kwdefaults__", None)).encode())
-    return h.hexdigest()[:16]
+    return _code_content(code), repr(getattr(fn, "__defaults__", None)), repr(getattr(fn, "__kwdefaults__", None))
 
 
 def _code_content(code: Any) -> str | None:
@@ -56,7 +54,7 @@ def _code_identity(fn: Any, code: Any) -> tuple[int, str, str] | None:
 class Binding:
     ident: int
     type_name: str
-    code: str | None
+    code: tuple[str, str, str] | None  # _code_digest
 
 
 @dataclass(frozen=True)

@@ -103,10 +103,9 @@ def climbs(page_class: str, rows: Sequence[tuple[str, str, str]]) -> list[tuple[
     out = []
     for i, (candidate, klass, why) in enumerate(rows):
         m = MARK.search(why)
-        if m and rung(m["dst"]) is not None and m["dst"] == klass:
+        if m and m["dst"] == klass and (top := rung(klass)) is not None:
             out.append((i, candidate, m["src"]))
-            top = rung(m["dst"])
-            reached = top if reached is None else max(reached, top)  # type: ignore[type-var]
+            reached = top if reached is None else max(reached, top)
         elif reached is not None and (r := rung(klass)) is not None and r > reached:
             out.append((i, candidate, None))
     return out
