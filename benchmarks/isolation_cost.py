@@ -34,14 +34,15 @@ PAIRS = [
 
 
 VERIFY_PAIR = ("examples/softmax/reference.py", "examples/softmax/xla_rewrite.py")
+SOFTMAX_512 = {"rows": 512, "cols": 512}
 
 
 def command(kind: str, reference: str, candidate: str, scratch: Path) -> list[str]:
-    args = ["-r", str(ROOT / reference), "-c", str(ROOT / candidate), "--json"]
     if kind == "gate":
-        return ["gate", *args]
-    return ["verify", *args, "--class", "xla-rewrite", "--set", "rows=512", "--set", "cols=512", "--budget", "20",
-            "--lock-dir", str(scratch), "--receipt", str(scratch / "r.json")]
+        return ["gate", "-r", str(ROOT / reference), "-c", str(ROOT / candidate), "--json"]
+    from verify_overhead import verify_args
+
+    return verify_args(ROOT / Path(reference).parent, SOFTMAX_512, 20.0, scratch)
 
 
 def timed(source: Path, argv: list[str]) -> float:
@@ -93,7 +94,7 @@ def main() -> None:
 def bare_floor() -> float:
     from verify_overhead import floor_command, wall
 
-    return wall(floor_command(ROOT / "examples" / "softmax", {"rows": 512, "cols": 512}))
+    return wall(floor_command(ROOT / "examples" / "softmax", SOFTMAX_512))
 
 
 if __name__ == "__main__":

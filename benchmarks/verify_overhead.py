@@ -12,6 +12,7 @@ times each, and the medians are compared.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import subprocess
 import sys
@@ -40,10 +41,28 @@ def floor_command(folder: Path, updates: dict[str, int]) -> list[str]:
     return [sys.executable, "-c", FLOOR.format(folder=str(folder), updates=updates)]
 
 
+def verify_args(folder: Path, updates: dict[str, int], budget: float, scratch: Path) -> list[str]:
+    """`kgate verify` of the folder's rewrite (what follows `kgate`), its receipt and lock in `scratch`."""
+    return ["verify", "-r", str(folder / "reference.py"), "-c", str(folder / "xla_rewrite.py"), "--class", "xla-rewrite",
+            *(f"--set={k}={v}" for k, v in updates.items()), "--budget", f"{budget:g}", "--lock-dir", str(scratch),
+            "--receipt", str(scratch / "r.json"), "--json"]
+
+
+def _status(stdout: str) -> str | None:
+    try:
+        return json.loads(stdout).get("status")
+    except (ValueError, AttributeError):
+        return None
+
+
 def wall(cmd: list[str]) -> float:
+    """Seconds `cmd` took; a run that crashed, or a kgate that printed no report, is no number."""
     started = time.perf_counter()
-    subprocess.run(cmd, check=False, capture_output=True)
-    return time.perf_counter() - started
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    if proc.returncode not in (0, 1, 2) or ("kgate" in cmd and _status(proc.stdout) in (None, "ERROR")):
+        raise SystemExit(f"{' '.join(cmd[:4])} ... failed (exit {proc.returncode}): {(proc.stderr or proc.stdout)[-400:]}")
+    return elapsed
 
 
 def main() -> int:
@@ -58,12 +77,7 @@ def main() -> int:
     updates = {"rows": args.rows, "cols": args.cols} if args.problem == "softmax" else {}
     floors, verifies = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [
-            sys.executable, "-m", "kgate", "verify", "-r", str(folder / "reference.py"),
-            "-c", str(folder / "xla_rewrite.py"), "--class", "xla-rewrite",
-            *(f"--set={k}={v}" for k, v in updates.items()), "--budget", str(args.budget),
-            "--lock-dir", tmp, "--receipt", str(Path(tmp) / "r.json"), "--json",
-        ]
+        cmd = [sys.executable, "-m", "kgate", *verify_args(folder, updates, args.budget, Path(tmp))]
         for _ in range(args.runs):  # alternated: the machine's drift hits both alike
             floors.append(wall(floor_command(folder, updates)))
             verifies.append(wall(cmd))
