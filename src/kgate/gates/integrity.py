@@ -67,8 +67,9 @@ def evaluate(
             Check(
                 "config_consistent",
                 "FAIL",
-                "the candidate's CONFIG disagrees with the reference's: " + "; ".join(config_mismatches),
-                "read the op-point from the reference's CONFIG (import it) instead of keeping a divergent copy.",
+                "the candidate's op-point disagrees with the reference's: " + "; ".join(config_mismatches),
+                "read the op-point from the reference (its CONFIG or shape globals: import it) instead of keeping "
+                "a divergent copy.",
             )
         )
     elif config_labels:

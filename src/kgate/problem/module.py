@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kgate.errors import KgateError, describe
-from kgate.problem.oppoint import OpPoint, config_keys_read, keyword_value, resolve_op_point
+from kgate.problem.model import (DEFAULT_METHOD, ModelEntry, ModelProtocol, ShapeGlobals, init_inputs_of,
+                                 is_model_module, make_inputs, model_class, shape_global_names)
+from kgate.problem.oppoint import OpPoint, config_keys_read, key_name, keyword_value, resolve_op_point
 from kgate.problem.snapshot import ModuleSnapshot, snapshot_module
 
 Role = Literal["reference", "candidate"]
@@ -43,14 +45,21 @@ class ProblemModule:
     # backend explicitly: nothing a candidate sets on a function is ever read.
     eager: bool = False
     kwargs: Mapping[str, Any] | None = None  # keyword arguments `entry` is bound with (a sweep's point)
+    model: ModelProtocol | None = None  # the Model protocol's instance builder; None under the CONFIG protocol
 
     @property
-    def config(self) -> dict[str, Any] | None:
+    def config(self) -> Any:
+        """The op-point: the CONFIG dict, or a Model module's shape globals (a mapping that
+        rebinds them); None when the module has neither."""
+        if self.model is not None:
+            return self.model.shapes
         config = vars(self.module).get("CONFIG")
         return config if isinstance(config, dict) else None
 
     @property
     def create_inputs(self) -> Callable[..., Any]:
+        if self.model is not None:
+            return make_inputs(self.module)
         fn = vars(self.module).get("create_inputs")
         if not callable(fn):
             raise KgateError(
@@ -72,7 +81,8 @@ class ProblemModule:
 
     def to_json(self) -> dict[str, Any]:
         return {"path": str(self.path), "sha256": self.sha256, "entry": self.entry_name,
-                **({"eager": True} if self.eager else {}), **({"kwargs": dict(self.kwargs)} if self.kwargs else {})}
+                **({"eager": True} if self.eager else {}), **({"kwargs": dict(self.kwargs)} if self.kwargs else {}),
+                **({"model": {"class": self.model.cls.__name__, "weights": self.model.weights()}} if self.model else {})}
 
 
 @dataclass(frozen=True)
@@ -133,11 +143,41 @@ def _bind_entry(module: types.ModuleType, path: Path, role: Role, entry: str) ->
     return fn
 
 
-def _load(path: Path, role: Role, name: str, entry: str) -> ProblemModule:
+def _load(path: Path, role: Role, name: str, entry: str, source: ProblemModule | None = None) -> ProblemModule:
+    """Import and bind a module: the CONFIG protocol when it has the entry function, the Model
+    protocol when it has a Model class instead. `source`: the reference, for a candidate."""
     module = _exec_module(path, name, role)
+    if not callable(vars(module).get(entry)) and is_model_module(module):
+        return _load_model(module, path, role, entry, source)
+    if source is not None and source.model is not None:
+        raise KgateError(f"the reference follows the Model protocol, but candidate module {path} defines no "
+                         f"class {' or '.join(('ModelNew', 'Model'))}.",
+                         "define class ModelNew (or Model) whose forward(*inputs) replaces the reference's.")
     fn = _bind_entry(module, path, role, entry)
     eager = role == "reference" and bool(vars(module).get("_skip_jit") is True or getattr(fn, "_skip_jit", False) is True)
     return ProblemModule(role, path, module, entry, fn, file_sha256(path), eager)
+
+
+def _load_model(module: types.ModuleType, path: Path, role: Role, entry: str,
+                source: ProblemModule | None) -> ProblemModule:
+    """A Model-protocol module: the method `entry` names (`forward` for the default entry) of
+    an instance built at the op-point; a candidate's built from the reference's get_init_inputs
+    and given its weights."""
+    method = DEFAULT_METHOD if entry == "workload" else entry
+    shapes = ShapeGlobals(module, shape_global_names(module, path.read_text(errors="replace")))
+    if source is None:
+        protocol = ModelProtocol(module, path, role, model_class(module, path, role), init_inputs_of(module, path), shapes)
+    else:
+        if source.model is None:
+            raise KgateError(f"candidate module {path} follows the Model protocol, but the reference "
+                             f"{source.path.name} does not (it has CONFIG/create_inputs/{source.entry_name}).",
+                             f"write the candidate as the reference's protocol: a function {source.entry_name}(*inputs).")
+        protocol = ModelProtocol(module, path, role, model_class(module, path, role),
+                                 init_inputs_of(source.module, source.path), shapes, source=source.model)
+    shapes.protocols.append(protocol)
+    eager = role == "reference" and vars(module).get("_skip_jit") is True
+    return ProblemModule(role, path, module, method, ModelEntry(protocol, method), file_sha256(path), eager,
+                         model=protocol)
 
 
 def takes_keywords(entry: Callable[..., Any], name: str, keywords: Sequence[str], flag: str = "--grid") -> None:
@@ -246,7 +286,7 @@ def _config_mismatches(
     for key in sorted(set(reference) & set(candidate)):
         if reference[key] == candidate[key]:
             continue
-        line = f"CONFIG[{key!r}]: reference {reference[key]!r}, candidate {candidate[key]!r}"
+        line = f"{key_name(reference, key)}: reference {reference[key]!r}, candidate {candidate[key]!r}"
         is_label = isinstance(reference[key], str) and isinstance(candidate[key], str) and read is not None and key not in read
         (labels if is_label else mismatches).append(line)
     return mismatches, labels
@@ -268,6 +308,7 @@ def load_reference(
         replaced = {k: (reference.config or {}).get(k) for k in updates}
         if reference.config is not None:
             reference.config.update(updates)
+        _build(reference)
         yield reference, OpPoint(dict(reference.config or {}), source, dict(updates), replaced)
 
 
@@ -279,12 +320,27 @@ def config_set(updates: Mapping[str, Any], *configs: dict[str, Any] | None) -> I
     saved = [dict(c) for c in distinct]
     for config in distinct:
         config.update({k: v for k, v in updates.items() if k in config or config is distinct[0]})
+    _rebuild(distinct)
     try:
         yield
     finally:
         for config, before in zip(distinct, saved):
             config.clear()
             config.update(before)
+        _rebuild(distinct)
+
+
+def _rebuild(configs: Sequence[Any]) -> None:
+    """Build the Model instances of the op-point the shape globals now hold, before anything is
+    traced (an instance built inside a trace would put its weights' making in the program)."""
+    for config in configs:
+        for protocol in getattr(config, "protocols", ()):
+            protocol.instance()
+
+
+def _build(problem: ProblemModule) -> None:
+    if problem.model is not None:
+        problem.model.instance()
 
 
 @contextlib.contextmanager
@@ -319,12 +375,14 @@ def load_pair(
         replaced = {k: (reference.config or {}).get(k) for k in updates}
         if reference.config is not None:
             reference.config.update(updates)
+        _build(reference)  # the reference's instance (its weights) exists before any candidate code
         before: ModuleSnapshot = snapshot_module(reference.module)
         watched = [snapshot_module(module) for module in watch]
-        candidate = bind_keywords(_load(cand_path, "candidate", cand_name, entry), kwargs)
+        candidate = bind_keywords(_load(cand_path, "candidate", cand_name, entry, source=reference), kwargs)
         if candidate.config is not None and candidate.config is not reference.config:
-            # A candidate carrying its own copy of CONFIG shrinks with the reference.
+            # A candidate carrying its own copy of CONFIG (or of the shape globals) shrinks with the reference.
             candidate.config.update({k: v for k, v in updates.items() if k in candidate.config})
+        _build(candidate)
         changes = tuple(before.diff(reference.module)) + tuple(
             change for snap, module in zip(watched, watch) for change in snap.diff(module)
         )

@@ -86,15 +86,20 @@ def validate_overrides(config: Mapping[str, Any] | None, overrides: Mapping[str,
             f"{origin} sets {sorted(overrides)} but the reference module has no CONFIG dict.",
             "add a module-level CONFIG = {...} that create_inputs reads, or drop the overrides.",
         )
+    noun = getattr(config, "noun", "CONFIG key")  # a Model module's op-point is its shape globals
+    if not config:
+        raise KgateError(f"{origin} sets {sorted(overrides)} but the reference module has no {noun}s.",
+                         "give the reference module-level sizes (batch_size = 16) that get_inputs and "
+                         "get_init_inputs read, or drop the overrides.")
     for key, value in overrides.items():
         if key not in config:
             raise KgateError(
-                f"{origin} sets {key!r}, which is not a CONFIG key (keys: {', '.join(sorted(config))}).",
-                "use one of the CONFIG keys listed.",
+                f"{origin} sets {key!r}, which is not a {noun} (keys: {', '.join(sorted(config))}).",
+                f"use one of the {noun}s listed.",
             )
         if not _compatible(config[key], value):
             raise KgateError(
-                f"{origin} sets {key}={value!r} ({type(value).__name__}) but CONFIG[{key!r}] is "
+                f"{origin} sets {key}={value!r} ({type(value).__name__}) but {key_name(config, key)} is "
                 f"{config[key]!r} ({type(config[key]).__name__}).",
                 f"give {key} {article(type(config[key]).__name__)} {type(config[key]).__name__} value.",
             )
@@ -122,6 +127,11 @@ def resolve_op_point(
     return updates, "+".join(parts) if parts else "CONFIG"
 
 
+def key_name(config: Mapping[str, Any], key: str) -> str:
+    """How messages name an op-point key: `CONFIG['rows']`, or a Model module's `batch_size`."""
+    return f"the shape global {key}" if hasattr(config, "noun") else f"CONFIG[{key!r}]"
+
+
 def refuse_ineffective(keys: Sequence[str], op_point: OpPoint, given: Mapping[str, Any], module: str) -> None:
     """An override that changed nothing must not be reported as the op-point that ran."""
     if not keys:
@@ -136,7 +146,8 @@ def refuse_ineffective(keys: Sequence[str], op_point: OpPoint, given: Mapping[st
         f"{origin} changed nothing: {module}'s create_inputs and entry build the very same program with and without "
         f"it (checked by tracing, nothing run), so the op-point kgate would report was never run. "
         f"Keys without effect: {', '.join(keys)}.",
-        f"make create_inputs read its sizes from CONFIG (e.g. CONFIG[{keys[0]!r}]) instead of hard-coding them, "
+        f"make create_inputs read its sizes from CONFIG (e.g. CONFIG[{keys[0]!r}]) instead of hard-coding them "
+        "(under the Model protocol: get_inputs and get_init_inputs from the shape globals), "
         "or drop these keys from --set (and from TINY).",
     )
 

@@ -69,7 +69,7 @@ class ModuleSnapshot:
     def diff(self, module: types.ModuleType) -> list[str]:
         """Human-readable changes since the snapshot; empty when nothing changed."""
         changes: list[str] = []
-        now = vars(module)
+        now = {**vars(module), **_class_members(module)}
         for name, before in self.bindings.items():
             if name not in now:
                 changes.append(f"{self.module_name}.{name} was deleted")
@@ -80,7 +80,7 @@ class ModuleSnapshot:
             elif _code_digest(value) != before.code:
                 changes.append(f"{self.module_name}.{name} had its code or defaults replaced")
         for name in sorted(set(now) - set(self.bindings)):
-            if not name.startswith("__"):
+            if not name.startswith("__") and ("." not in name or name.partition(".")[0] in self.bindings):
                 changes.append(f"{self.module_name}.{name} was added")
         for name, before_value in self.contents.items():
             if name in now and _safe_ne(now[name], before_value):
@@ -120,10 +120,22 @@ def _libraries_of(module: types.ModuleType) -> Iterable[types.ModuleType]:
     return seen.values()
 
 
+def _class_members(module: types.ModuleType) -> dict[str, Any]:
+    """`Class.member` for the classes the module defines: a method patched on the reference's
+    class (`baseline.Model.forward = ...`) changes the reference as much as a rebound function."""
+    members: dict[str, Any] = {}
+    for name, value in list(vars(module).items()):
+        if isinstance(value, type) and getattr(value, "__module__", None) == module.__name__:
+            for member, inner in list(vars(value).items()):
+                if not member.startswith("__") or member in ("__init__", "__call__", "__new__"):
+                    members[f"{name}.{member}"] = getattr(inner, "__func__", inner)
+    return members
+
+
 def snapshot_module(module: types.ModuleType, *, extra_libraries: Iterable[types.ModuleType] = ()) -> ModuleSnapshot:
     bindings = {
         name: Binding(id(value), type(value).__name__, _code_digest(value))
-        for name, value in vars(module).items()
+        for name, value in [*vars(module).items(), *_class_members(module).items()]
         if not name.startswith("__")
     }
     contents = {}

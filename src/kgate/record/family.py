@@ -156,7 +156,8 @@ def _check_pinnable(repo: Path, reference: Path, op_point: dict[str, Any], say: 
         return
     config = static_config(reference.read_text())
     if config is None:
-        say(f"note: {rel}'s CONFIG is not a literal dict: the --set keys are checked when the reference first runs")
+        say(f"note: {rel} has no literal CONFIG dict (a computed one, or the Model protocol's shape globals): "
+            "the --set keys are checked when the reference first runs")
         return
     validate_overrides(config, op_point, "--set")
 

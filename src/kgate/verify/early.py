@@ -23,6 +23,7 @@ from typing import Any
 from kgate.backends import ProgramFacts, wire
 from kgate.backends.base import floating_dtypes
 from kgate.problem.module import kwargs_to_wire
+from kgate.problem.model import weights_mismatch
 from kgate.problem.oppoint import shown
 from kgate.backends.base import Ablation, LoweredProgram, count_moved
 from kgate.clock import draw_seed
@@ -172,7 +173,10 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
     if ref["reference"].get("eager"):
         notes.append(EAGER_NOTE)
     if use_tiny and not ref.get("has_tiny") and not request.overrides:
-        notes.append("the reference defines no TINY op-point: the gate ran at the full CONFIG (slow).")
+        keys = list(ref["op_point"].get("values", {}))
+        notes.append("the reference defines no TINY op-point: the gate ran at the full op-point (slow); give a small "
+                     f"one with --set{' ' + keys[0] + '=...' if keys else ' KEY=VALUE'} (keys: {', '.join(keys) or 'none'}) "
+                     "or a module-level TINY dict of them.")
     random_seed = seeds[-1]
     if cand.get("status") == "ERROR":
         raise _leg_error("candidate", cand)
@@ -214,7 +218,8 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         ))
     gates: dict[str, GateResult] = {
         "integrity": integrity.evaluate(
-            tuple(cand.get("reference_changes", [])), tuple(cand.get("config_mismatches", [])), hashes,
+            (*cand.get("reference_changes", []), *weights_mismatch(ref["reference"], cand.get("candidate", {}))),
+            tuple(cand.get("config_mismatches", [])), hashes,
             process_changes=tuple(cand.get("changes", [])), config_labels=tuple(cand.get("config_labels", [])),
         ),
         "parity": parity.evaluate(request.parity_spec, probes, cand.get("prefill"), skipped_edges=skipped,

@@ -376,6 +376,9 @@ def _measure(
         reference_entry=request.reference_entry, kwargs=request.kwargs,
     ) as pair:
         watch.check("at import")
+        watch.guard(pair.reference.module)  # a patch at the candidate's first call would slow the reference
+        if pair.reference.model is not None:
+            watch.track("the reference's Model instance", pair.reference.model.instance())
         beat("phase making inputs")
         timer_changes_at_import = kclock.tampered()
         if request.inputs_file is not None:

@@ -486,6 +486,11 @@ def _capture_gate(leg: Mapping[str, Any]) -> GateResult:
     return GateResult("capture", (), {}, skipped_reason=str(reason))
 
 
+def _model(leg: Mapping[str, Any], role: str) -> dict[str, Any]:
+    model = (leg.get(role) or {}).get("model")
+    return {"model": model} if model else {}
+
+
 def _receipt_body(
     request: VerifyRequest, report: Report, checks_leg: Mapping[str, Any], measure_leg: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -509,10 +514,10 @@ def _receipt_body(
         "device": data.get("device", {}),
         "interpreted": data.get("interpreted", True),
         "seconds": data.get("seconds", {}),
-        "modules": {
-            "reference": {"path": str(ref), "sha256": file_sha256(ref)},
+        "modules": {  # a Model module's class and weights (names, digest, how shared) as its leg built them
+            "reference": {"path": str(ref), "sha256": file_sha256(ref), **_model(checks_leg, "reference")},
             "candidate": {"path": str(cand), "sha256": file_sha256(cand), "entry": request.entry,
-                          **({"kwargs": dict(request.kwargs)} if request.kwargs else {})},
+                          **({"kwargs": dict(request.kwargs)} if request.kwargs else {}), **_model(checks_leg, "candidate")},
         },
         "class": request.klass,
         "dtype": request.dtype,

@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import Any
 
-from kgate.problem.snapshot import loaded_modules, snapshot_surface
+from kgate.problem.snapshot import ModuleSnapshot, loaded_modules, snapshot_module, snapshot_surface
 
 
 def _interpreter_state() -> dict[str, Any]:
@@ -43,7 +43,14 @@ class Watch:
         self.backend = backend
         self.settings = backend.settings()
         self.tracked: dict[str, tuple[Any, dict[str, int]]] = {}
+        self.guarded: list[tuple[Any, ModuleSnapshot]] = []
         self.changes: list[str] = []
+
+    def guard(self, module: Any) -> None:
+        """Watch a problem module (the reference, in a process that times both): its functions, its
+        classes' methods and the libraries it reaches, from now on; its import-time changes are
+        the loader's to report."""
+        self.guarded.append((module, snapshot_module(module)))
 
     def track(self, label: str, obj: Any, volatile: tuple[str, ...] = ()) -> None:
         """Watch one of kgate's own objects (a timed call): its attributes must keep the
@@ -81,6 +88,8 @@ class Watch:
         found += self.settings_changed()
         for label, (obj, attrs) in self.tracked.items():
             found += [f"{label}.{k} was replaced" for k, ident in attrs.items() if id(vars(obj).get(k)) != ident]
+        for module, snapshot in self.guarded:
+            found += snapshot.diff(module)
         self._record(found, when)
 
     def _record(self, found: list[str], when: str) -> None:

@@ -1,0 +1,33 @@
+"""Linear, bias and GELU in the Model protocol, laid out as KernelBench's JAX translations are:
+`class Model` with `set_weights`, shape globals, `get_inputs()` and `get_init_inputs()`."""
+
+import jax
+import jax.numpy as jnp
+
+
+class Model:
+    def __init__(self, in_features, out_features):
+        kw, kb = jax.random.split(jax.random.PRNGKey(0))
+        self.weight = jax.random.normal(kw, (out_features, in_features), jnp.float32) / jnp.sqrt(in_features)
+        self.bias = 0.1 * jax.random.normal(kb, (out_features,), jnp.float32)
+
+    def set_weights(self, weights_dict):
+        for name, value in weights_dict.items():
+            setattr(self, name, jnp.asarray(value))
+
+    def forward(self, x):
+        return jax.nn.gelu(x @ self.weight.T + self.bias)
+
+
+batch_size = 256
+in_features = 512
+out_features = 256
+TINY = {"batch_size": 16, "in_features": 128, "out_features": 128}
+
+
+def get_inputs():
+    return [jax.random.normal(jax.random.PRNGKey(1), (batch_size, in_features), jnp.float32)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
