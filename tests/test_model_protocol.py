@@ -14,8 +14,8 @@ import pytest
 from conftest import EXAMPLES, failed, gate, kgate, parity
 from kgate.errors import KgateError
 from kgate.problem import config_set, load_pair, load_reference
-from kgate.problem.model import (ShapeGlobals, named_arrays, dotted, seeded, shape_global_names, share_weights,
-                                 weights_mismatch, weights_sha256)
+from kgate.problem.model import (ShapeGlobals, dotted, named_arrays, parse_weights, randomize, seeded,
+                                 shape_global_names, share_weights, weights_mismatch, weights_sha256)
 from kgate.problem.snapshot import snapshot_module
 
 M = "model_jax/"
@@ -269,3 +269,64 @@ def test_measure_sees_the_reference_class_patched_at_the_candidate_s_first_call(
     report = json.loads(done.stdout)
     check = next(c for c in report["gates"]["integrity"]["checks"] if c["name"] == "process_untouched")
     assert check["status"] == "FAIL" and "reference.Model.forward was rebound" in check["detail"]
+
+
+# -- --weights random: a problem whose shipped weights make it vacuous -------------------------
+
+
+def test_weights_policy_parses_and_refuses_what_it_is_not():
+    assert parse_weights("shared") == "shared"
+    assert parse_weights("random") == "random:0" and parse_weights("random:7") == "random:7"
+    for bad in ("zeros", "random:x", "shared:1", ""):
+        with pytest.raises(KgateError, match="--weights"):
+            parse_weights(bad)
+
+
+def test_random_weights_replace_every_floating_weight_seeded_and_keep_integer_ones():
+    class Net:
+        def __init__(self):
+            self.weight = np.zeros((4, 64), np.float32)
+            self.table = [np.zeros(8, np.float16)]
+            self.index = np.arange(5)
+
+    a, b, c = Net(), Net(), Net()
+    assert randomize(a, 0) == ["table.0", "weight"]
+    randomize(b, 0)
+    randomize(c, 1)
+    assert np.array_equal(a.weight, b.weight) and not np.array_equal(a.weight, c.weight)
+    assert a.weight.dtype == np.float32 and a.table[0].dtype == np.float16
+    assert np.abs(a.weight).max() <= 1 / np.sqrt(64) and np.abs(a.weight).max() > 0  # fan: 256 / 4
+    assert np.array_equal(a.index, np.arange(5))
+
+
+def test_random_weights_on_a_config_module_are_refused_with_the_fix(write_module):
+    with pytest.raises(KgateError) as info:
+        with load_reference(EXAMPLES / "rmsnorm" / "reference.py", weights="random:0"):
+            pass
+    assert "applies to a Model module" in info.value.problem and "create_inputs" in info.value.fix
+
+
+def test_a_zero_weight_reference_is_vacuous_as_shipped_and_checkable_with_random_weights():
+    shipped = gate(M + "zero_init_reference.py", M + "pallas.py")
+    assert shipped.status == "FAIL" and "parity.vacuous" in failed(shipped)
+    vacuous = next(c for name, c in shipped.failed_checks if c.name.endswith(".vacuous"))
+    assert "--weights random" in vacuous.fix
+    report = gate(M + "zero_init_reference.py", M + "pallas.py", weights="random:0")
+    assert report.status == "PASS", failed(report)
+    weights = report.context["reference"]["model"]["weights"]
+    assert weights["policy"] == "random:0" and weights["randomized"] == ["bias", "weight"]
+    assert report.context["candidate"]["model"]["weights"]["given_sha256"] == weights["sha256"]
+    zeros = gate(M + "zero_init_reference.py", M + "bad_writes_zeros.py", weights="random:0")
+    assert zeros.status == "FAIL" and "parity.error" in failed(zeros) and "parity.vacuous" not in failed(zeros)
+
+
+def test_verify_keeps_the_weights_in_the_receipt_and_the_receipt_verifies(tmp_path):
+    receipt = tmp_path / "receipt.json"
+    done = kgate(tmp_path, "verify", "-r", EXAMPLES / M / "zero_init_reference.py", "-c", EXAMPLES / M / "pallas.py",
+                 "--weights", "random:3", "--set", "batch_size=8", "-o", receipt, "--json")
+    assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-2000:]
+    modules = json.loads(receipt.read_text())["modules"]
+    assert modules["reference"]["model"]["weights"]["policy"] == "random:3"
+    assert modules["candidate"]["model"]["weights"]["shared_by"] == "set_weights"
+    checked = kgate(tmp_path, "verify-receipt", receipt)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -21,6 +21,7 @@ from kgate.cli.common import (
     DtypeOpt,
     EntryOpt,
     KwargOpt,
+    WeightsOpt,
     RefEntryOpt,
     PhaseBudgetOpt,
     PHASE_BUDGET_S,
@@ -68,6 +69,7 @@ def gate(
     lower_for: LowerForOpt = "auto",
     chip_kind: ChipKindOpt = None,
     kwargs: KwargOpt = None,
+    weights: WeightsOpt = "shared",
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -92,7 +94,7 @@ def gate(
         return run_gate(problem_request(
             got["reference"], got["candidate"], entry, got["klass"], parse_overrides(overrides or []), seed, got["dtype"],
             got["parity"], expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share, reference_entry,
-            phase_budget, lower_for, got["chip_kind"], kwargs,
+            phase_budget, lower_for, got["chip_kind"], kwargs, weights,
         ))
 
     run_report(as_json, output, produce, advisories_ok)
@@ -111,6 +113,7 @@ def lower(
     lower_for: LowerForOpt = "auto",
     chip_kind: ChipKindOpt = None,
     kwargs: KwargOpt = None,
+    weights: WeightsOpt = "shared",
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -133,7 +136,7 @@ def lower(
         return run_lower(problem_request(
             got["reference"], got["candidate"], entry, "kernel-authored", parse_overrides(overrides or []), None,
             got["dtype"], "floor", reference_entry=reference_entry, phase_budget=phase_budget, lower_for=lower_for,
-            chip_kind=got["chip_kind"], kwargs=kwargs,
+            chip_kind=got["chip_kind"], kwargs=kwargs, weights=weights,
         ))
 
     run_report(as_json, output, produce, advisories_ok)
@@ -161,6 +164,7 @@ def fit(
     lower_for: LowerForOpt = "auto",
     chip_kind: ChipKindOpt = None,
     kwargs: KwargOpt = None,
+    weights: WeightsOpt = "shared",
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -184,7 +188,7 @@ def fit(
         return run_fit(problem_request(
             got["reference"], got["candidate"], entry, "kernel-authored", parse_overrides(overrides or []), None,
             got["dtype"], "floor", reference_entry=reference_entry, phase_budget=phase_budget, lower_for=lower_for,
-            chip_kind=got["chip_kind"], kwargs=kwargs,
+            chip_kind=got["chip_kind"], kwargs=kwargs, weights=weights,
         ), parsed)
 
     run_report(as_json, output, produce, advisories_ok)
@@ -207,6 +211,7 @@ def sweep(
     lower_for: LowerForOpt = "auto",
     chip_kind: ChipKindOpt = None,
     kwargs: KwargOpt = None,
+    weights: WeightsOpt = "shared",
     budget: Annotated[float, typer.Option("--budget", help="Timing budget in seconds for each point that passes its "
                                           "gate (kgate measure's --budget).")] = 10.0,
     time_interpreted: TimeInterpretedOpt = False,
@@ -249,7 +254,7 @@ def sweep(
         request = problem_request(
             got["reference"], got["candidate"], entry, got["klass"], parse_overrides(overrides or []), seed,
             got["dtype"], got["parity"], reference_entry=reference_entry, phase_budget=phase_budget,
-            lower_for=lower_for, chip_kind=got["chip_kind"], kwargs=kwargs,
+            lower_for=lower_for, chip_kind=got["chip_kind"], kwargs=kwargs, weights=weights,
         )
         if budget <= 0:
             raise KgateError(f"--budget {budget:g} is not a time budget.", "give seconds per point, e.g. --budget 10.")
@@ -300,6 +305,7 @@ def parity(
     dtype: DtypeOpt = None,
     parity_spec: OptionalParityOpt = None,
     kwargs: KwargOpt = None,
+    weights: WeightsOpt = "shared",
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -319,7 +325,7 @@ def parity(
                        dtype=dtype, parity=parity_spec)
         return run_parity(problem_request(got["reference"], got["candidate"], entry, "kernel-authored", got["overrides"],
                                           seed, got["dtype"], got["parity"], reference_entry=reference_entry,
-                                          phase_budget=phase_budget, kwargs=kwargs))
+                                          phase_budget=phase_budget, kwargs=kwargs, weights=weights))
 
     run_report(as_json, output, produce, advisories_ok)
 
@@ -395,6 +401,7 @@ def flags(
     time_interpreted: TimeInterpretedOpt = False,
     phase_budget: PhaseBudgetOpt = PHASE_BUDGET_S,
     kwargs: KwargOpt = None,
+    weights: WeightsOpt = "shared",
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -412,6 +419,7 @@ def flags(
     --bar grades that headline number (with --family, the stub's bar).
     """
     from kgate.gates.bar import parse_bar
+    from kgate.problem.model import parse_weights
     from kgate.problem.module import parse_kwargs
     from kgate.verify.flags import FlagsRequest, parse_flags, run_flags
 
@@ -422,7 +430,8 @@ def flags(
         request = FlagsRequest(
             reference=got["reference"], candidate=got["candidate"], flags=parsed, klass=got["klass"],
             entry=entry, reference_entry=reference_entry, seed=seed, dtype=got["dtype"], overrides=got["overrides"],
-            kwargs=parse_kwargs(kwargs or []), repeats=repeats, budget_s=budget, sessions=sessions,
+            kwargs=parse_kwargs(kwargs or []), weights=parse_weights(weights), repeats=repeats, budget_s=budget,
+            sessions=sessions,
             time_interpreted=time_interpreted, phase_budget_s=phase_budget,
             bar=parse_bar(got["bar"]) if got["bar"] is not None else None,
         )
@@ -450,6 +459,7 @@ def measure(
     sessions: SessionsOpt = 3,
     time_interpreted: TimeInterpretedOpt = False,
     kwargs: KwargOpt = None,
+    weights: WeightsOpt = "shared",
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -466,6 +476,7 @@ def measure(
     capped and labelled interpreted, and they never back a verdict.
     """
     from kgate.gates.bar import parse_bar
+    from kgate.problem.model import parse_weights
     from kgate.problem.module import parse_kwargs
     from kgate.verify.measure import MeasureRequest, run_measure
 
@@ -492,6 +503,7 @@ def measure(
             sessions=sessions,
             time_interpreted=time_interpreted,
             kwargs=parse_kwargs(kwargs or []),
+            weights=parse_weights(weights),
         )
 
     run_report(as_json, output, produce, advisories_ok)
@@ -509,6 +521,7 @@ def calibrate(
     per_round: PerRoundOpt = 0,
     sessions: SessionsOpt = 3,
     time_interpreted: TimeInterpretedOpt = False,
+    weights: WeightsOpt = "shared",
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -521,6 +534,7 @@ def calibrate(
     --bar you plan to register) even measurable here?
     """
     from kgate.gates.bar import parse_bar
+    from kgate.problem.model import parse_weights
     from kgate.verify.calibrate import CalibrateRequest, run_calibrate
 
     run_report(as_json, output, lambda: run_calibrate(
@@ -535,6 +549,7 @@ def calibrate(
             per_round=per_round,
             sessions=sessions,
             time_interpreted=time_interpreted,
+            weights=parse_weights(weights),
         ),
         progress=progress_callback(as_json),
     ), advisories_ok)
@@ -559,6 +574,7 @@ def verify(
     sessions: SessionsOpt = 3,
     time_interpreted: TimeInterpretedOpt = False,
     kwargs: KwargOpt = None,
+    weights: WeightsOpt = "shared",
     expect_hlo: ExpectHloOpt = None,
     forbid_hlo: ForbidHloOpt = None,
     kernel_calls: KernelCallsOpt = None,
@@ -603,6 +619,7 @@ def verify(
     end, to -o FILE; `kgate verify-receipt FILE` checks it later. --report FILE keeps the
     JSON report too (what --json prints), which is not a receipt.
     """
+    from kgate.problem.model import parse_weights
     from kgate.problem.module import parse_kwargs
     from kgate.verify import receipt as receipts
     from kgate.verify.screen import VerifyRequest, default_receipt_path, make_folder, run_verify
@@ -656,6 +673,7 @@ def verify(
             artifacts=artifacts or path.with_suffix(".artifacts"),
             time_interpreted=time_interpreted,
             kwargs=parse_kwargs(kwargs or []),
+            weights=parse_weights(weights),
         )
         try:
             if spinner is not None:

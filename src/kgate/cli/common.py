@@ -97,6 +97,13 @@ KwargOpt = Annotated[
                  help="A keyword argument the candidate's entry is called with, e.g. --kwarg block_rows=16 (a Python "
                  "literal; repeatable): one point of a sweep, checked alone."),
 ]
+WeightsOpt = Annotated[
+    str,
+    typer.Option("--weights", metavar="shared|random[:SEED]",
+                 help="A Model-protocol reference's weights: shared (as its __init__ builds them) or random (every "
+                 "floating weight replaced by seeded random values of its shape: for modules whose shipped weights "
+                 "make the output constant); the candidate is given the same ones."),
+]
 SeedOpt = Annotated[Optional[list[int]], typer.Option("--seed", help="Probe seed (repeatable). Default: 42 and 43.")]
 DtypeOpt = Annotated[
     Optional[str], typer.Option("--dtype", help="Graded dtype passed to create_inputs(dtype=...), e.g. bfloat16.")
@@ -288,8 +295,10 @@ def problem_request(
     lower_for: str = "auto",
     chip_kind: str | None = None,
     kwargs: list[str] | None = None,
+    weights: str = "shared",
 ):  # -> CheckRequest
     from kgate.gates.parity import ParitySpec
+    from kgate.problem.model import parse_weights
     from kgate.problem.module import parse_kwargs
     from kgate.verify import CheckRequest
 
@@ -306,6 +315,7 @@ def problem_request(
         parity_spec=ParitySpec.parse(parity_spec),
         firing_spec=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share, lower_for, chip_kind),
         kwargs=parse_kwargs(kwargs or []),
+        weights=parse_weights(weights),
     )
 
 

@@ -392,7 +392,7 @@ def _probe_checks(
                 "FAIL",
                 f"vacuous probe: {vacuous}.",
                 "register a non-degenerate probe: random (ideally heavy-tailed) inputs and weights for which "
-                "the reference output varies.",
+                "the reference output varies (a Model module whose shipped weights make it constant: --weights random).",
             )
         )
     for path, r in zip(probe.reference.paths, probe.reference.leaves):

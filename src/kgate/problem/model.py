@@ -16,6 +16,7 @@ import ast
 import contextlib
 import hashlib
 import inspect
+import math
 import random
 import types
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
@@ -230,6 +231,45 @@ def share_weights(reference: Any, candidate: Any) -> str:
     return "by name"
 
 
+SHARED = "shared"
+
+
+def parse_weights(text: str) -> str:
+    """`--weights`: `shared` (the reference's own, as it builds them) or `random[:SEED]` (seeded
+    random values for every floating weight, default seed 0), as a policy string legs carry."""
+    name, _, seed = text.strip().partition(":")
+    if name == SHARED and not seed:
+        return SHARED
+    if name == "random" and (not seed or seed.isdigit()):
+        return f"random:{int(seed or 0)}"
+    raise KgateError(f"--weights {text!r} is neither shared nor random[:SEED].",
+                     "use --weights shared (the reference's weights as it builds them) or --weights random "
+                     "(or random:7 for another seed).")
+
+
+def randomize(instance: Any, seed: int) -> list[str]:
+    """Replace every floating weight of `instance` with seeded random values of its shape and
+    dtype, uniform in +-1/sqrt(fan) with fan its size over its smallest dimension (1 for a
+    vector): outputs keep a unit scale through a matmul whichever way the weight is laid out.
+    Each new array is made by the old one's own array library (`__array_namespace__`).
+    Returns the names replaced; integer arrays (indices, counts) keep their values."""
+    rng = np.random.default_rng(seed)
+    replaced: list[str] = []
+    arrays = named_arrays(instance)
+    for path in sorted(arrays, key=dotted):
+        old = arrays[path]
+        if not _is_floating(old):
+            continue
+        host = _host(old)
+        fan = host.size / min(host.shape) if host.ndim and host.size else 1
+        values = rng.uniform(-1.0, 1.0, host.shape) / math.sqrt(max(fan, 1))
+        namespace = getattr(old, "__array_namespace__", None)
+        new = values.astype(host.dtype)
+        _assign(instance, path, namespace().asarray(new) if callable(namespace) else new)
+        replaced.append(dotted(path))
+    return replaced
+
+
 def _is_floating(value: Any) -> bool:
     return "float" in str(getattr(value, "dtype", ""))
 
@@ -264,9 +304,12 @@ class ModelProtocol:
     instance (`source`)."""
 
     def __init__(self, module: types.ModuleType, path: Path, role: str, cls: type,
-                 init_inputs: Callable[[], Any], shapes: ShapeGlobals, source: ModelProtocol | None = None) -> None:
+                 init_inputs: Callable[[], Any], shapes: ShapeGlobals, source: ModelProtocol | None = None,
+                 weights: str = SHARED) -> None:
         self.module, self.path, self.role, self.cls = module, path, role, cls
         self.shapes = shapes
+        self.policy = source.policy if source is not None else weights
+        self._randomized: list[str] = []
         self._init_inputs = init_inputs
         self._source = source
         self._instances: dict[str, Any] = {}
@@ -296,6 +339,8 @@ class ModelProtocol:
                 f"building the {self.role}'s {self.cls.__name__}(*get_init_inputs()) from {self.path.name} raised "
                 f"{describe(exc)}.",
                 "check get_init_inputs() and the class's __init__ at this op-point (run the module by hand).") from exc
+        if self._source is None and self.policy != SHARED:
+            self._randomized = randomize(obj, int(self.policy.partition(":")[2]))
         if self._source is not None:
             given = self._source.instance()
             sha = weights_sha256(named_arrays(given))
@@ -305,7 +350,10 @@ class ModelProtocol:
     def weights(self) -> dict[str, Any]:
         """What the receipt says of the weights: names, how they were given, their digest."""
         arrays = named_arrays(self.instance())
-        out: dict[str, Any] = {"names": [dotted(p) for p in arrays], "sha256": weights_sha256(arrays)}
+        out: dict[str, Any] = {"names": [dotted(p) for p in arrays], "sha256": weights_sha256(arrays),
+                               "policy": self.policy}
+        if self._randomized:
+            out["randomized"] = list(self._randomized)
         if self._key() in self._given:
             out["shared_by"], out["given_sha256"] = self._given[self._key()]
         return out

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kgate.errors import KgateError, describe
-from kgate.problem.model import (DEFAULT_METHOD, ModelEntry, ModelProtocol, ShapeGlobals, init_inputs_of,
+from kgate.problem.model import (DEFAULT_METHOD, SHARED, ModelEntry, ModelProtocol, ShapeGlobals, init_inputs_of,
                                  is_model_module, make_inputs, model_class, shape_global_names)
 from kgate.problem.oppoint import OpPoint, config_keys_read, key_name, keyword_value, resolve_op_point
 from kgate.problem.snapshot import ModuleSnapshot, snapshot_module
@@ -143,12 +143,18 @@ def _bind_entry(module: types.ModuleType, path: Path, role: Role, entry: str) ->
     return fn
 
 
-def _load(path: Path, role: Role, name: str, entry: str, source: ProblemModule | None = None) -> ProblemModule:
+def _load(path: Path, role: Role, name: str, entry: str, source: ProblemModule | None = None,
+          weights: str = SHARED) -> ProblemModule:
     """Import and bind a module: the CONFIG protocol when it has the entry function, the Model
-    protocol when it has a Model class instead. `source`: the reference, for a candidate."""
+    protocol when it has a Model class instead. `source`: the reference, for a candidate;
+    `weights`: the reference's weights policy (`parse_weights`)."""
     module = _exec_module(path, name, role)
     if not callable(vars(module).get(entry)) and is_model_module(module):
-        return _load_model(module, path, role, entry, source)
+        return _load_model(module, path, role, entry, source, weights)
+    if weights != SHARED:
+        raise KgateError(f"--weights {weights.partition(':')[0]} applies to a Model module (class Model, get_inputs); "
+                         f"{path.name} follows the CONFIG protocol, whose weights are what create_inputs makes.",
+                         "drop --weights, and draw the weights in create_inputs from its seed.")
     if source is not None and source.model is not None:
         raise KgateError(f"the reference follows the Model protocol, but candidate module {path} defines no "
                          f"class {' or '.join(('ModelNew', 'Model'))}.",
@@ -159,14 +165,15 @@ def _load(path: Path, role: Role, name: str, entry: str, source: ProblemModule |
 
 
 def _load_model(module: types.ModuleType, path: Path, role: Role, entry: str,
-                source: ProblemModule | None) -> ProblemModule:
+                source: ProblemModule | None, weights: str = SHARED) -> ProblemModule:
     """A Model-protocol module: the method `entry` names (`forward` for the default entry) of
     an instance built at the op-point; a candidate's built from the reference's get_init_inputs
     and given its weights."""
     method = DEFAULT_METHOD if entry == "workload" else entry
     shapes = ShapeGlobals(module, shape_global_names(module, path.read_text(errors="replace")))
     if source is None:
-        protocol = ModelProtocol(module, path, role, model_class(module, path, role), init_inputs_of(module, path), shapes)
+        protocol = ModelProtocol(module, path, role, model_class(module, path, role), init_inputs_of(module, path), shapes,
+                                 weights=weights)
     else:
         if source.model is None:
             raise KgateError(f"candidate module {path} follows the Model protocol, but the reference "
@@ -295,13 +302,13 @@ def _config_mismatches(
 @contextlib.contextmanager
 def load_reference(
     reference_path: str | Path, *, overrides: Mapping[str, Any] | None = None, use_tiny: bool = False,
-    entry: str = "workload",
+    entry: str = "workload", weights: str = SHARED,
 ) -> Iterator[tuple[ProblemModule, OpPoint]]:
     """Load the reference alone, with the op-point applied: a process that never sees the candidate."""
     ref_path = _check_path(Path(reference_path), "reference")
     ref_name = ref_path.stem if ref_path.stem.isidentifier() else "kgate_reference"
     with _import_scope([ref_path.parent], [ref_name]):
-        reference = _load(ref_path, "reference", ref_name, entry)
+        reference = _load(ref_path, "reference", ref_name, entry, weights=weights)
         updates, source = resolve_op_point(
             reference.config, vars(reference.module).get("TINY"), dict(overrides or {}), use_tiny
         )
@@ -354,10 +361,12 @@ def load_pair(
     watch: Sequence[types.ModuleType] = (),
     reference_entry: str = "workload",
     kwargs: Mapping[str, Any] | None = None,
+    weights: str = SHARED,
 ) -> Iterator[LoadedPair]:
     """Load reference then candidate in protocol order; the modules stay importable inside.
 
     `kwargs`: keyword arguments the candidate's entry is bound with (`bind_keywords`).
+    `weights`: a Model reference's weights policy (`parse_weights`); the candidate is given the same.
 
     `watch`: more modules (kgate's own clocks and statistics, say) whose bindings the
     candidate's import must not change; their changes are reported with the reference's.
@@ -368,7 +377,7 @@ def load_pair(
     cand_name = _candidate_module_name(cand_path, ref_name)
     dirs = [cand_path.parent, ref_path.parent] if cand_path.parent != ref_path.parent else [ref_path.parent]
     with _import_scope(dirs, [ref_name, cand_name]):
-        reference = _load(ref_path, "reference", ref_name, reference_entry)
+        reference = _load(ref_path, "reference", ref_name, reference_entry, weights=weights)
         updates, source = resolve_op_point(
             reference.config, vars(reference.module).get("TINY"), dict(overrides or {}), use_tiny
         )
@@ -398,4 +407,4 @@ def load_requested_pair(req: Mapping[str, Any], **extra: Any) -> Any:
     entries, and the candidate's keyword arguments."""
     return load_pair(req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"],
                      reference_entry=req.get("reference_entry", "workload"), kwargs=kwargs_from_wire(req.get("kwargs")),
-                     **extra)
+                     weights=req.get("weights", SHARED), **extra)

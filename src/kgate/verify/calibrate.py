@@ -48,6 +48,7 @@ class CalibrateRequest:
     sessions: int = 3
     order_seed: int | None = None
     time_interpreted: bool = False  # time a reference that runs a kernel in an interpreter; default: skip
+    weights: str = "shared"  # a Model reference's weights: shared | random:SEED (`--weights`)
 
 
 def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], None] | None = None) -> Report:
@@ -65,7 +66,7 @@ def _calibrate(request: CalibrateRequest, progress: Callable[[int, float], None]
     backend = get_backend("jax")
     beat("phase importing the reference and its copy")
     with load_pair(request.reference, request.reference, overrides=request.overrides, entry=request.reference_entry,
-                   reference_entry=request.reference_entry) as pair:
+                   reference_entry=request.reference_entry, weights=request.weights) as pair:
         backend.refuse_ineffective(pair.reference, request.dtype, pair.op_point, dict(request.overrides))
         beat("phase making inputs")
         inputs, _ = backend.create_inputs(pair.reference, request.seed, request.dtype)

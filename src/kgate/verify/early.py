@@ -61,6 +61,7 @@ class CheckRequest:
     parity_spec: ParitySpec = ParitySpec("floor")
     firing_spec: FiringSpec = FiringSpec()
     kwargs: Mapping[str, Any] = field(default_factory=dict)  # the candidate's entry bound with these (--kwarg)
+    weights: str = "shared"  # a Model reference's weights: shared | random:SEED (`--weights`)
 
     def __post_init__(self) -> None:
         firing.parse_classes(self.klass)
@@ -90,6 +91,7 @@ def run_probe_legs(
         "reference_entry": request.reference_entry,
         "overrides": dict(request.overrides),
         "kwargs": kwargs_to_wire(request.kwargs),
+        "weights": request.weights,
         "use_tiny": use_tiny,
         "dtype": request.dtype,
     }
@@ -321,7 +323,8 @@ def run_shape_leg(kind: str, request: CheckRequest, extra: Mapping[str, Any]) ->
         result = spawn.run(kind, {
             "reference": str(Path(request.reference).resolve()), "candidate": str(Path(request.candidate).resolve()),
             "entry": request.entry, "reference_entry": request.reference_entry, "overrides": dict(request.overrides),
-            "kwargs": kwargs_to_wire(request.kwargs), "dtype": request.dtype, "lower_for": request.firing_spec.lower_for,
+            "kwargs": kwargs_to_wire(request.kwargs), "weights": request.weights, "dtype": request.dtype,
+            "lower_for": request.firing_spec.lower_for,
             "chip_kind": request.firing_spec.chip_kind, **extra,
         }, Path(folder), beats=True, phase_budget_s=request.phase_budget_s)
     if result.get("status") == "ERROR":

@@ -95,6 +95,7 @@ class FlagsRequest:
     dtype: str | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict)
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+    weights: str = "shared"  # a Model reference's weights: shared | random:SEED (`--weights`)
     repeats: int = 3  # processes of each setting
     budget_s: float = 6.0  # each process's timing budget
     sessions: int = 2
@@ -123,7 +124,7 @@ def run_flags(request: FlagsRequest, say: Callable[[str], None] = lambda _: None
         "reference": str(Path(request.reference).resolve()), "candidate": str(Path(request.candidate).resolve()),
         "entry": request.entry, "reference_entry": request.reference_entry, "seeds": [request.seed],
         "dtype": request.dtype, "overrides": dict(request.overrides), "kwargs": kwargs_to_wire(request.kwargs),
-        "bar": None, "budget_s": request.budget_s, "sessions": request.sessions,
+        "weights": request.weights, "bar": None, "budget_s": request.budget_s, "sessions": request.sessions,
         "time_interpreted": request.time_interpreted,
     }
     env = {"default": {}, "flagged": flagged_env(request.flags, os.environ)}

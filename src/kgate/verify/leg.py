@@ -63,6 +63,7 @@ def _measure(req: dict[str, Any]) -> dict[str, Any]:
         inputs_file_sha256=req.get("inputs_file_sha256"),
         time_interpreted=req.get("time_interpreted", False),
         kwargs=kwargs_from_wire(req.get("kwargs")),
+        weights=req.get("weights", "shared"),
     )
     return run_measure(request).to_json()
 

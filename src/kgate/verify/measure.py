@@ -67,6 +67,7 @@ class MeasureRequest:
     order_seed: int | None = None
     time_interpreted: bool = False  # time a kernel that runs in an interpreter (capped, labelled); default: skip
     kwargs: Mapping[str, Any] = field(default_factory=dict)  # the candidate's entry bound with these (--kwarg)
+    weights: str = "shared"  # a Model reference's weights: shared | random:SEED (`--weights`)
 
     def __post_init__(self) -> None:
         if self.sessions < 2:
@@ -373,7 +374,7 @@ def _measure(
     threads_before_import = census.census()
     with load_pair(
         request.reference, request.candidate, entry=request.entry, overrides=request.overrides, watch=[stats, kclock],
-        reference_entry=request.reference_entry, kwargs=request.kwargs,
+        reference_entry=request.reference_entry, kwargs=request.kwargs, weights=request.weights,
     ) as pair:
         watch.check("at import")
         watch.guard(pair.reference.module)  # a patch at the candidate's first call would slow the reference

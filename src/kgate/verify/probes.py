@@ -35,7 +35,8 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
     trees: dict[str, Any] = {}
     probes: list[dict[str, Any]] = []
     with load_reference(req["reference"], overrides=req["overrides"], use_tiny=req["use_tiny"],
-                        entry=req.get("reference_entry", "workload")) as (reference, op_point):
+                        entry=req.get("reference_entry", "workload"), weights=req.get("weights", "shared")) as (
+            reference, op_point):
         made: list[Any] = []
 
         def hand_over(probe: dict[str, Any], inputs: Any) -> None:

@@ -68,6 +68,7 @@ class VerifyRequest:
     artifacts: Path | None = None
     time_interpreted: bool = False  # time a kernel that runs in an interpreter (capped, labelled); default: skip
     kwargs: Mapping[str, Any] = field(default_factory=dict)  # the candidate's entry bound with these (--kwarg)
+    weights: str = "shared"  # a Model reference's weights: shared | random:SEED (`--weights`)
     # start the measure leg's process while the checks run (see _start_ahead); None: where the
     # machine has cores to spare beside the two checks legs
     start_ahead: bool | None = None
@@ -183,6 +184,7 @@ def _checks(request: VerifyRequest, say: Callable[[str], None], workdir: Path) -
         parity_spec=ParitySpec.parse(request.parity),
         firing_spec=request.firing,
         kwargs=request.kwargs,
+        weights=request.weights,
     )
     path = chip_lock.lock_path(request.chip, request.lock_dir)
     with chip_lock.hold(path, say=say, what="kgate verify checks legs"):
@@ -224,6 +226,7 @@ def run_verify(request: VerifyRequest, say: Callable[[str], None] = lambda _: No
         "dtype": request.dtype,
         "overrides": dict(request.overrides),
         "kwargs": kwargs_to_wire(request.kwargs),
+        "weights": request.weights,
     }
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kgate-verify-") as scratch:

@@ -66,6 +66,7 @@ def _verified(request: CheckRequest, kwargs: Mapping[str, Any], timing: SweepTim
         seeds=request.seeds, reference_entry=request.reference_entry, phase_budget_s=request.phase_budget_s,
         dtype=request.dtype, overrides=request.overrides, parity=request.parity_spec.describe(),
         firing=request.firing_spec, budget_s=timing.budget_s, time_interpreted=timing.time_interpreted, kwargs=kwargs,
+        weights=request.weights,
     ), say=lambda line: say(f"sweep:   {line}"))
     speedup = report.gates["timing"].details.get("speedup") if "timing" in report.gates else None
     if report.status != "PASS":
