@@ -44,13 +44,13 @@ app = typer.Typer(
 # Shared option definitions: every command that loads a problem takes the same ones.
 ReferenceOpt = Annotated[
     Path,
-    typer.Option("--reference", "--baseline", "-r", help="Reference problem module (CONFIG, create_inputs, workload)."),
+    typer.Option("--reference", "--baseline", "-r", help="Reference problem module (CONFIG, create_inputs, workload; or the Model protocol)."),
 ]
 CandidateOpt = Annotated[Path, typer.Option("--candidate", "-c", help="Candidate module that replaces the reference.")]
 # With --family, the reference and the candidate come from the family's registration.
 FamilyReferenceOpt = Annotated[
     Optional[Path],
-    typer.Option("--reference", "--baseline", "-r", help="Reference problem module (CONFIG, create_inputs, workload); "
+    typer.Option("--reference", "--baseline", "-r", help="Reference problem module (CONFIG, create_inputs, workload; or the Model protocol); "
                  "with --family: the family's pinned one."),
 ]
 FamilyCandidateOpt = Annotated[
