@@ -69,13 +69,28 @@ def test_weights_are_found_by_their_place_nested_ones_included():
         def __init__(self):
             self.w = np.ones((2, 2))
 
+    class ShapeOnly:  # what a kernel may keep on self: a shape and a dtype, no values
+        shape, dtype = (2, 2), np.float32
+
     class Net:
         def __init__(self):
             self.layers = [Layer(), {"gate": np.zeros(3)}]
             self.bias = np.zeros(2)
             self.n = 3
+            self.out_shape = ShapeOnly()
 
     assert [dotted(p) for p in named_arrays(Net())] == ["layers.0.w", "layers.1.gate", "bias"]
+
+
+def test_a_candidate_with_arrays_of_its_own_besides_the_reference_s_names_is_given_them():
+    class Cand:
+        def __init__(self):
+            self.weight = np.zeros((2, 3), np.float32)
+            self.bias = np.zeros(2, np.float32)
+            self.table = np.ones(16, np.float32)  # a constant of its own
+
+    cand = Cand()
+    assert share_weights(_Ref(), cand) == "by name" and np.array_equal(cand.table, np.ones(16))
 
 
 class _Ref:
@@ -115,8 +130,17 @@ def test_set_weights_that_keeps_its_own_weights_is_refused_and_one_that_relays_t
         def set_weights(self, weights):
             pass
 
-    with pytest.raises(KgateError, match="weight still differ"):
+    with pytest.raises(KgateError, match="left its own weight in place"):
         share_weights(_Ref(), Keeps())
+
+    class Transposes:  # the reference's name, its own layout: a new array, so its business
+        def __init__(self):
+            self.weight = np.zeros((3, 2), np.float32)
+
+        def set_weights(self, weights):
+            self.weight = weights["weight"].T.copy()
+
+    assert share_weights(_Ref(), Transposes()) == "set_weights"
 
     class Relays:
         def set_weights(self, weights):
@@ -140,11 +164,13 @@ def test_construction_is_seeded_and_puts_the_global_generators_back():
     expected_next = np.random.random()
     np.random.seed(123)
     with seeded():
-        a = np.random.standard_normal(4)
+        a = np.random.standard_normal(4), np.random.default_rng().random(3), np.random.default_rng().random(3)
     with seeded():
-        b = np.random.standard_normal(4)
-    assert np.array_equal(a, b)
+        b = np.random.standard_normal(4), np.random.default_rng().random(3), np.random.default_rng().random(3)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert not np.array_equal(a[1], a[2])  # two unseeded generators still differ from each other
     assert np.random.random() == expected_next
+    assert np.random.default_rng is not None and np.random.default_rng(5).random() == np.random.default_rng(5).random()
 
 
 def test_weights_built_differently_in_the_two_legs_are_named():
@@ -194,6 +220,33 @@ def test_the_loader_builds_the_reference_at_the_op_point_and_the_candidate_with_
         assert again.to_json()["model"]["weights"]["sha256"] == weights["sha256"]
 
 
+def test_an_instance_swapped_shadowed_or_reclassed_after_it_was_built_is_named(write_module):
+    ref = write_module("np_reference.py", NUMPY_REFERENCE)
+    with load_reference(ref) as (reference, _):
+        model = reference.model
+        assert model.changes() == []
+        instance = model.instance()
+        x = reference.create_inputs()
+        expected = reference.entry(*x)
+        instance.forward = lambda x: x * 0  # shadows the method on the instance: the entry keeps the class's
+        assert np.array_equal(reference.entry(*x), expected)
+        instance.weight = instance.weight.copy()
+        found = model.changes()
+        assert any("forward was added" in c for c in found) and any("weight was rebound" in c for c in found)
+        instance.__class__ = type("Other", (reference.module.Model,), {})
+        assert any("class changed to Other" in c for c in model.changes())
+
+
+def test_an_init_that_refuses_a_size_raises_with_the_op_point_put_back(write_module):
+    ref = write_module("np_reference.py", NUMPY_REFERENCE.replace(
+        "    def __init__(self, dim, scale):\n", "    def __init__(self, dim, scale):\n        assert dim % 2 == 0\n"))
+    with load_reference(ref) as (reference, _):
+        with pytest.raises(KgateError, match="at batch=4, dim=9, label=numpy raised AssertionError"):
+            with config_set({"dim": 9}, reference.config):
+                pass
+        assert reference.config["dim"] == 8 and reference.module.dim == 8
+
+
 def test_a_set_naming_no_shape_global_is_refused_with_the_ones_there_are(write_module):
     ref = write_module("np_reference.py", NUMPY_REFERENCE)
     with pytest.raises(KgateError) as info:
@@ -231,7 +284,7 @@ def test_a_candidate_that_draws_its_own_weights_is_given_the_reference_s_by_name
 
 @pytest.mark.parametrize("candidate, says", [
     ("bad_renamed_weights.py", "the reference has weight, bias and the candidate does not; the candidate has w, b"),
-    ("bad_ignores_weights.py", "weight, bias still differ"),
+    ("bad_ignores_weights.py", "left its own weight, bias in place"),
 ])
 def test_weights_that_cannot_be_given_are_refused_with_exit_2(candidate, says, tmp_path):
     done = kgate(tmp_path, "gate", "-r", EXAMPLES / M / "reference.py", "-c", EXAMPLES / M / candidate, "--json")
@@ -261,14 +314,17 @@ def test_a_candidate_whose_shape_globals_disagree_with_the_reference_s_fails_int
 
 
 @pytest.mark.timing
-def test_measure_sees_the_reference_class_patched_at_the_candidate_s_first_call(tmp_path):
-    done = kgate(tmp_path, "measure", "-r", EXAMPLES / M / "reference.py",
-                 "-c", EXAMPLES / M / "bad_slows_reference_on_first_call.py", "--set", "batch_size=16",
-                 "--budget", "1", "--json")
+@pytest.mark.parametrize("candidate, says", [
+    ("bad_slows_reference_on_first_call.py", "reference.Model.forward was rebound"),
+    ("bad_shadows_reference_forward.py", "the reference's Model instance.forward was added"),
+])
+def test_measure_sees_the_reference_patched_at_the_candidate_s_first_call(candidate, says, tmp_path):
+    done = kgate(tmp_path, "measure", "-r", EXAMPLES / M / "reference.py", "-c", EXAMPLES / M / candidate,
+                 "--set", "batch_size=16", "--budget", "1", "--json")
     assert done.returncode == 2, done.stderr
     report = json.loads(done.stdout)
     check = next(c for c in report["gates"]["integrity"]["checks"] if c["name"] == "process_untouched")
-    assert check["status"] == "FAIL" and "reference.Model.forward was rebound" in check["detail"]
+    assert check["status"] == "FAIL" and says in check["detail"]
 
 
 # -- --weights random: a problem whose shipped weights make it vacuous -------------------------
@@ -290,7 +346,9 @@ def test_random_weights_replace_every_floating_weight_seeded_and_keep_integer_on
             self.index = np.arange(5)
 
     a, b, c = Net(), Net(), Net()
-    assert randomize(a, 0) == ["table.0", "weight"]
+    for net in (a, b, c):
+        net.eps = np.float32(1e-6)  # a 0-d float: a constant, not a weight
+    assert randomize(a, 0) == ["table.0", "weight"] and a.eps == np.float32(1e-6)
     randomize(b, 0)
     randomize(c, 1)
     assert np.array_equal(a.weight, b.weight) and not np.array_equal(a.weight, c.weight)
@@ -330,3 +388,32 @@ def test_verify_keeps_the_weights_in_the_receipt_and_the_receipt_verifies(tmp_pa
     assert modules["candidate"]["model"]["weights"]["shared_by"] == "set_weights"
     checked = kgate(tmp_path, "verify-receipt", receipt)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+# -- the weights policy is a registered term of a family -------------------------------------
+
+
+def test_a_family_registers_its_weights_and_refuses_a_run_that_contradicts_them(tmp_path):
+    import shutil
+    import tomllib
+
+    from conftest import sh
+
+    root = tmp_path / "code"
+    (root / "ops").mkdir(parents=True)
+    shutil.copy(EXAMPLES / M / "zero_init_reference.py", root / "ops" / "reference.py")
+    sh(root, "git", "init", "-q", "-b", "main")
+    sh(root, "git", "config", "user.email", "t@example.invalid")
+    sh(root, "git", "config", "user.name", "t")
+    sh(root, "git", "add", "-A")
+    sh(root, "git", "commit", "-qm", "reference")
+    assert kgate(root, "init").returncode == 0
+    made = kgate(root, "family", "new", "linear", "--reference", "ops/reference.py", "--target", "ops/linear.py",
+                 "--weights", "random")
+    assert made.returncode == 0, made.stderr
+    binding = tomllib.loads((root / "kernel_experiments" / "linear" / "family.toml").read_text())["family"]
+    assert binding["weights"] == "random:0"
+    refused = kgate(root, "gate", "--family", "linear", "-c", EXAMPLES / M / "pallas.py", "--weights", "shared", "--json")
+    assert refused.returncode == 2
+    error = json.loads(refused.stdout)["error"]
+    assert "--weights shared contradicts the family linear registered --weights random:0" in error["problem"]

@@ -367,6 +367,11 @@ class JaxBackend:
             if dtype not in _DTYPES:
                 raise KgateError(f"--dtype {dtype!r} is not a known dtype.", f"use one of {sorted(_DTYPES)}.")
             if "dtype" not in accepted:
+                if problem.model is not None:
+                    raise KgateError(f"--dtype {dtype} given, but {problem.path.name} follows the Model protocol: "
+                                     "its get_inputs() takes no dtype.",
+                                     "drop --dtype; the dtype is the one get_inputs makes (or make it a shape global "
+                                     "that get_inputs reads, and give it with --set).")
                 raise KgateError(
                     f"--dtype {dtype} given, but {problem.path.name}'s create_inputs takes no dtype parameter.",
                     "add a dtype parameter to create_inputs or drop --dtype.",
@@ -1161,7 +1166,8 @@ def _inputs_failed(problem: ProblemModule, exc: BaseException) -> KgateError:
     from kgate.problem.oppoint import shown
 
     return KgateError(
-        f"{problem.path.name}'s create_inputs failed at this op-point ({shown(problem.config or {}) or 'its CONFIG'}): "
+        f"{problem.path.name}'s {'get_inputs' if problem.model is not None else 'create_inputs'} failed at this "
+        f"op-point ({shown(problem.config or {}) or 'as shipped'}): "
         f"{describe(exc)}",
         "fix the reference, or choose op-point values it accepts with --set (sizes are positive integers).",
     )

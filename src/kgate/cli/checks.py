@@ -69,7 +69,7 @@ def gate(
     lower_for: LowerForOpt = "auto",
     chip_kind: ChipKindOpt = None,
     kwargs: KwargOpt = None,
-    weights: WeightsOpt = "shared",
+    weights: WeightsOpt = None,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -89,12 +89,12 @@ def gate(
 
     def produce():  # -> Report
         # the gate runs at TINY: the family's op-point is not applied, its other terms are
-        got = settings(family, reference=reference, candidate=candidate, klass=klass, dtype=dtype, parity=parity_spec,
+        got = settings(family, weights=weights, reference=reference, candidate=candidate, klass=klass, dtype=dtype, parity=parity_spec,
                        chip_kind=chip_kind)
         return run_gate(problem_request(
             got["reference"], got["candidate"], entry, got["klass"], parse_overrides(overrides or []), seed, got["dtype"],
             got["parity"], expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share, reference_entry,
-            phase_budget, lower_for, got["chip_kind"], kwargs, weights,
+            phase_budget, lower_for, got["chip_kind"], kwargs, got["weights"],
         ))
 
     run_report(as_json, output, produce, advisories_ok)
@@ -113,7 +113,7 @@ def lower(
     lower_for: LowerForOpt = "auto",
     chip_kind: ChipKindOpt = None,
     kwargs: KwargOpt = None,
-    weights: WeightsOpt = "shared",
+    weights: WeightsOpt = None,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -132,11 +132,11 @@ def lower(
     from kgate.verify.early import run_lower
 
     def produce():  # -> Report
-        got = settings(family, reference=reference, candidate=candidate, dtype=dtype, chip_kind=chip_kind)
+        got = settings(family, weights=weights, reference=reference, candidate=candidate, dtype=dtype, chip_kind=chip_kind)
         return run_lower(problem_request(
             got["reference"], got["candidate"], entry, "kernel-authored", parse_overrides(overrides or []), None,
             got["dtype"], "floor", reference_entry=reference_entry, phase_budget=phase_budget, lower_for=lower_for,
-            chip_kind=got["chip_kind"], kwargs=kwargs, weights=weights,
+            chip_kind=got["chip_kind"], kwargs=kwargs, weights=got["weights"],
         ))
 
     run_report(as_json, output, produce, advisories_ok)
@@ -164,7 +164,7 @@ def fit(
     lower_for: LowerForOpt = "auto",
     chip_kind: ChipKindOpt = None,
     kwargs: KwargOpt = None,
-    weights: WeightsOpt = "shared",
+    weights: WeightsOpt = None,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -184,11 +184,11 @@ def fit(
 
     def produce():  # -> Report
         parsed = parse_grid(grid or [])
-        got = settings(family, reference=reference, candidate=candidate, dtype=dtype, chip_kind=chip_kind)
+        got = settings(family, weights=weights, reference=reference, candidate=candidate, dtype=dtype, chip_kind=chip_kind)
         return run_fit(problem_request(
             got["reference"], got["candidate"], entry, "kernel-authored", parse_overrides(overrides or []), None,
             got["dtype"], "floor", reference_entry=reference_entry, phase_budget=phase_budget, lower_for=lower_for,
-            chip_kind=got["chip_kind"], kwargs=kwargs, weights=weights,
+            chip_kind=got["chip_kind"], kwargs=kwargs, weights=got["weights"],
         ), parsed)
 
     run_report(as_json, output, produce, advisories_ok)
@@ -211,7 +211,7 @@ def sweep(
     lower_for: LowerForOpt = "auto",
     chip_kind: ChipKindOpt = None,
     kwargs: KwargOpt = None,
-    weights: WeightsOpt = "shared",
+    weights: WeightsOpt = None,
     budget: Annotated[float, typer.Option("--budget", help="Timing budget in seconds for each point that passes its "
                                           "gate (kgate measure's --budget).")] = 10.0,
     time_interpreted: TimeInterpretedOpt = False,
@@ -254,7 +254,7 @@ def sweep(
         request = problem_request(
             got["reference"], got["candidate"], entry, got["klass"], parse_overrides(overrides or []), seed,
             got["dtype"], got["parity"], reference_entry=reference_entry, phase_budget=phase_budget,
-            lower_for=lower_for, chip_kind=got["chip_kind"], kwargs=kwargs, weights=weights,
+            lower_for=lower_for, chip_kind=got["chip_kind"], kwargs=kwargs, weights=got["weights"],
         )
         if budget <= 0:
             raise KgateError(f"--budget {budget:g} is not a time budget.", "give seconds per point, e.g. --budget 10.")
@@ -305,7 +305,7 @@ def parity(
     dtype: DtypeOpt = None,
     parity_spec: OptionalParityOpt = None,
     kwargs: KwargOpt = None,
-    weights: WeightsOpt = "shared",
+    weights: WeightsOpt = None,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -321,11 +321,11 @@ def parity(
     from kgate.verify import run_parity
 
     def produce():  # -> Report
-        got = settings(family, reference=reference, candidate=candidate, overrides=parse_overrides(overrides or []),
+        got = settings(family, weights=weights, reference=reference, candidate=candidate, overrides=parse_overrides(overrides or []),
                        dtype=dtype, parity=parity_spec)
         return run_parity(problem_request(got["reference"], got["candidate"], entry, "kernel-authored", got["overrides"],
                                           seed, got["dtype"], got["parity"], reference_entry=reference_entry,
-                                          phase_budget=phase_budget, kwargs=kwargs, weights=weights))
+                                          phase_budget=phase_budget, kwargs=kwargs, weights=got["weights"]))
 
     run_report(as_json, output, produce, advisories_ok)
 
@@ -401,7 +401,7 @@ def flags(
     time_interpreted: TimeInterpretedOpt = False,
     phase_budget: PhaseBudgetOpt = PHASE_BUDGET_S,
     kwargs: KwargOpt = None,
-    weights: WeightsOpt = "shared",
+    weights: WeightsOpt = None,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -425,12 +425,12 @@ def flags(
 
     def produce():  # -> Report
         parsed = parse_flags(flag or [])
-        got = settings(family, reference=reference, candidate=candidate, overrides=parse_overrides(overrides or []),
+        got = settings(family, weights=weights, reference=reference, candidate=candidate, overrides=parse_overrides(overrides or []),
                        dtype=dtype, klass=klass, bar=bar)
         request = FlagsRequest(
             reference=got["reference"], candidate=got["candidate"], flags=parsed, klass=got["klass"],
             entry=entry, reference_entry=reference_entry, seed=seed, dtype=got["dtype"], overrides=got["overrides"],
-            kwargs=parse_kwargs(kwargs or []), weights=parse_weights(weights), repeats=repeats, budget_s=budget,
+            kwargs=parse_kwargs(kwargs or []), weights=parse_weights(got["weights"]), repeats=repeats, budget_s=budget,
             sessions=sessions,
             time_interpreted=time_interpreted, phase_budget_s=phase_budget,
             bar=parse_bar(got["bar"]) if got["bar"] is not None else None,
@@ -459,7 +459,7 @@ def measure(
     sessions: SessionsOpt = 3,
     time_interpreted: TimeInterpretedOpt = False,
     kwargs: KwargOpt = None,
-    weights: WeightsOpt = "shared",
+    weights: WeightsOpt = None,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -481,7 +481,7 @@ def measure(
     from kgate.verify.measure import MeasureRequest, run_measure
 
     def produce():  # -> Report
-        got = settings(family, reference=reference, candidate=candidate, overrides=parse_overrides(overrides or []),
+        got = settings(family, weights=weights, reference=reference, candidate=candidate, overrides=parse_overrides(overrides or []),
                        dtype=dtype, bar=bar)
         return run_measure(request(got), progress=progress_callback(as_json))
 
@@ -503,7 +503,7 @@ def measure(
             sessions=sessions,
             time_interpreted=time_interpreted,
             kwargs=parse_kwargs(kwargs or []),
-            weights=parse_weights(weights),
+            weights=parse_weights(got["weights"]),
         )
 
     run_report(as_json, output, produce, advisories_ok)
@@ -521,7 +521,7 @@ def calibrate(
     per_round: PerRoundOpt = 0,
     sessions: SessionsOpt = 3,
     time_interpreted: TimeInterpretedOpt = False,
-    weights: WeightsOpt = "shared",
+    weights: WeightsOpt = None,
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -549,7 +549,7 @@ def calibrate(
             per_round=per_round,
             sessions=sessions,
             time_interpreted=time_interpreted,
-            weights=parse_weights(weights),
+            weights=parse_weights(weights or "shared"),
         ),
         progress=progress_callback(as_json),
     ), advisories_ok)
@@ -574,7 +574,7 @@ def verify(
     sessions: SessionsOpt = 3,
     time_interpreted: TimeInterpretedOpt = False,
     kwargs: KwargOpt = None,
-    weights: WeightsOpt = "shared",
+    weights: WeightsOpt = None,
     expect_hlo: ExpectHloOpt = None,
     forbid_hlo: ForbidHloOpt = None,
     kernel_calls: KernelCallsOpt = None,
@@ -634,7 +634,7 @@ def verify(
             err.print(f"kgate verify: {message}", soft_wrap=True)
 
     def produce():  # -> Report
-        got = settings(family, reference=reference, candidate=candidate, klass=klass,
+        got = settings(family, weights=weights, reference=reference, candidate=candidate, klass=klass,
                        overrides=parse_overrides(overrides or []), dtype=dtype, parity=parity_spec, bar=bar,
                        chip_kind=chip_kind)
         path = receipt or default_receipt_path(got["candidate"])
@@ -673,7 +673,7 @@ def verify(
             artifacts=artifacts or path.with_suffix(".artifacts"),
             time_interpreted=time_interpreted,
             kwargs=parse_kwargs(kwargs or []),
-            weights=parse_weights(weights),
+            weights=parse_weights(got["weights"]),
         )
         try:
             if spinner is not None:

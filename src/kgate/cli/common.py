@@ -98,11 +98,11 @@ KwargOpt = Annotated[
                  "literal; repeatable): one point of a sweep, checked alone."),
 ]
 WeightsOpt = Annotated[
-    str,
+    Optional[str],
     typer.Option("--weights", metavar="shared|random[:SEED]",
                  help="A Model-protocol reference's weights: shared (as its __init__ builds them) or random (every "
                  "floating weight replaced by seeded random values of its shape: for modules whose shipped weights "
-                 "make the output constant); the candidate is given the same ones."),
+                 "make the output constant); the candidate is given the same ones. Default shared, or the family's."),
 ]
 SeedOpt = Annotated[Optional[list[int]], typer.Option("--seed", help="Probe seed (repeatable). Default: 42 and 43.")]
 DtypeOpt = Annotated[
@@ -341,7 +341,7 @@ def firing_spec(
     )
 
 
-_DEFAULTS = {"klass": "kernel-authored", "parity": "floor"}
+_DEFAULTS = {"klass": "kernel-authored", "parity": "floor", "weights": "shared"}
 
 
 def settings(family: str | None, **given: Any) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from kgate.cli.common import (
     ParityOpt,
     ReferenceOpt,
     SetOpt,
+    WeightsOpt,
     app,
     check_output_path,
     fail_usage,
@@ -92,9 +93,11 @@ def family_new(
         Optional[Path], typer.Option("--work-dir", help="Folder candidates may change (default: the target's folder).")
     ] = None,
     derive: Annotated[bool, typer.Option("--derive", help="Derive the slug from the name given (1p_Flash_Attention -> flash-attention).")] = False,
+    weights: WeightsOpt = None,
 ) -> None:
     """Create a family: binding (reference pinned by sha256), RESULTS.tsv, worktree."""
     from kgate.problem import parse_overrides
+    from kgate.problem.model import parse_weights
     from kgate.record import family, slug as slugs, workspace
 
     err = Console(stderr=True)
@@ -111,6 +114,7 @@ def family_new(
             integration_branch=branch,
             op_point=parse_overrides(overrides or []),
             work_dir=work_dir,
+            weights=parse_weights(weights or "shared"),
             say=lambda m: err.print(f"kgate family new: {m}", soft_wrap=True),
         )
     except KgateError as exc:

@@ -562,8 +562,8 @@ def evaluate(
                     "FAIL",
                     f"create_inputs made identical inputs for seeds {[p.seed for p in seeded]}: "
                     "multi-seed parity cannot catch a replayed or seed-overfitted result.",
-                    "give create_inputs a `seed` parameter, or derive its keys from jax.random.key(...) so "
-                    "kgate can inject the seed.",
+                    "give create_inputs a `seed` parameter, or derive its keys (or, in a Model module, "
+                    "get_inputs' keys) from jax.random.key(...) so kgate can inject the seed.",
                 )
             )
         elif all(

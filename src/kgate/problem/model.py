@@ -50,7 +50,8 @@ def model_class(module: types.ModuleType, path: Path, role: str) -> type:
         cls = vars(module).get(name)
         if isinstance(cls, type):
             return cls
-    raise KgateError(f"{role} module {path} follows the Model protocol but defines no class {' or '.join(names)}.",
+    why = "the reference follows the Model protocol, but " if role == "candidate" else ""
+    raise KgateError(f"{why}{role} module {path} defines no class {' or '.join(names)}.",
                      f"define class {names[0]} with __init__(*get_init_inputs()) and forward(*inputs).")
 
 
@@ -101,6 +102,8 @@ class ShapeGlobals(MutableMapping[str, Any]):
         setattr(self._module, key, value)
 
     def __delitem__(self, key: str) -> None:
+        if key not in self._names:
+            raise KeyError(key)
         self._names.remove(key)
         vars(self._module).pop(key, None)
 
@@ -115,7 +118,10 @@ class ShapeGlobals(MutableMapping[str, Any]):
 
 
 def _is_array(value: Any) -> bool:
-    return not isinstance(value, type) and hasattr(value, "shape") and hasattr(value, "dtype")
+    """An array with values (jax, numpy, torch): a shape, a dtype and a host copy; not a
+    `jax.ShapeDtypeStruct` (a shape and a dtype only) a kernel may keep on `self`."""
+    return (not isinstance(value, type) and hasattr(value, "shape") and hasattr(value, "dtype")
+            and hasattr(value, "__array__"))
 
 
 def _children(value: Any) -> list[tuple[Any, Any]] | None:
@@ -196,6 +202,7 @@ def share_weights(reference: Any, candidate: Any) -> str:
     by_name = {dotted(p): a for p, a in given.items()}
     setter = getattr(candidate, "set_weights", None)
     if callable(setter):
+        before = {dotted(p): id(a) for p, a in named_arrays(candidate).items()}
         try:
             setter(dict(by_name))
         except Exception as exc:
@@ -204,20 +211,26 @@ def share_weights(reference: Any, candidate: Any) -> str:
                 f"{describe(exc)}.",
                 "make set_weights take the reference's names (those of its Model instance's attributes), "
                 "or drop set_weights and name the candidate's attributes as the reference's.") from exc
+        # A weight under the reference's name that set_weights left as it was (the very object
+        # the candidate built) and that differs from the one given: set_weights ignored it. One
+        # it replaced (cast, transposed, padded) is its own layout: parity judges that.
         kept = {dotted(p): a for p, a in named_arrays(candidate).items()}
-        differ = [n for n, a in by_name.items() if n in kept and not _same(kept[n], a)]
-        if differ:
+        ignored = [n for n, a in by_name.items()
+                   if n in kept and before.get(n) == id(kept[n]) and not _same(kept[n], a)]
+        if ignored:
             raise KgateError(
-                f"after set_weights, the candidate's {', '.join(differ)} still differ from the reference's.",
+                f"the candidate's set_weights left its own {', '.join(ignored)} in place: they differ from the "
+                "reference's weights it was given.",
                 "make set_weights store the weights it is given (cast or re-lay them, but from those values).")
         return "set_weights"
     have = named_arrays(candidate)
     names = {dotted(p): p for p in have}
     missing = [n for n in by_name if n not in names]
-    extra = [n for n, p in names.items() if n not in by_name and _is_floating(have[p])]
+    # arrays of its own besides the reference's (a constant table, a scale) are the candidate's business
+    extra = [n for n, p in names.items() if n not in by_name and _is_floating(have[p])] if missing else []
     shapes = [f"{n} {tuple(_host(have[names[n]]).shape)} vs {tuple(_host(a).shape)}"
               for n, a in by_name.items() if n in names and tuple(_host(have[names[n]]).shape) != tuple(_host(a).shape)]
-    if missing or extra or shapes:
+    if missing or shapes:
         parts = [f"the reference has {', '.join(missing)} and the candidate does not" if missing else "",
                  f"the candidate has {', '.join(extra)} and the reference does not" if extra else "",
                  f"shapes differ: {'; '.join(shapes)}" if shapes else ""]
@@ -240,7 +253,7 @@ def parse_weights(text: str) -> str:
     name, _, seed = text.strip().partition(":")
     if name == SHARED and not seed:
         return SHARED
-    if name == "random" and (not seed or seed.isdigit()):
+    if name == "random" and (not seed or (seed.isascii() and seed.isdigit())):
         return f"random:{int(seed or 0)}"
     raise KgateError(f"--weights {text!r} is neither shared nor random[:SEED].",
                      "use --weights shared (the reference's weights as it builds them) or --weights random "
@@ -258,10 +271,10 @@ def randomize(instance: Any, seed: int) -> list[str]:
     arrays = named_arrays(instance)
     for path in sorted(arrays, key=dotted):
         old = arrays[path]
-        if not _is_floating(old):
-            continue
         host = _host(old)
-        fan = host.size / min(host.shape) if host.ndim and host.size else 1
+        if not _is_floating(old) or host.ndim == 0 or host.size == 0:
+            continue  # a 0-d float is a constant (eps, a scale), not a weight
+        fan = host.size / min(host.shape)
         values = rng.uniform(-1.0, 1.0, host.shape) / math.sqrt(max(fan, 1))
         namespace = getattr(old, "__array_namespace__", None)
         new = values.astype(host.dtype)
@@ -286,13 +299,22 @@ def _same(a: Any, b: Any) -> bool:
 def seeded(seed: int = 0) -> Iterator[None]:
     """Python's and numpy's global generators seeded for one construction (as KernelBench seeds
     torch before building a model), then put back: a reference whose __init__ draws from them
-    builds the same weights in every process."""
+    builds the same weights in every process. An unseeded `np.random.default_rng()` gets the
+    next of a fixed sequence of seeds."""
     state, np_state = random.getstate(), np.random.get_state()
+    make_rng = np.random.default_rng
+    drawn = iter(range(seed, seed + 1_000_000))
+
+    def default_rng(given: Any = None, *args: Any, **kwargs: Any) -> Any:
+        return make_rng(next(drawn) if given is None else given, *args, **kwargs)
+
     random.seed(seed)
     np.random.seed(seed)
+    np.random.default_rng = default_rng  # type: ignore[assignment]
     try:
         yield
     finally:
+        np.random.default_rng = make_rng  # type: ignore[assignment]
         random.setstate(state)
         np.random.set_state(np_state)
 
@@ -316,6 +338,8 @@ class ModelProtocol:
         # per op-point: how the candidate got the reference's weights, and their digest as given
         # (the parent checks it against the reference leg's)
         self._given: dict[str, tuple[str, str]] = {}
+        # per op-point, as built: the instance's identity, type and attributes, and its weights' digest
+        self._built: dict[str, tuple[int, type, dict[str, int], str]] = {}
 
     def _key(self) -> str:
         shapes = self._source.shapes if self._source is not None else self.shapes
@@ -328,6 +352,7 @@ class ModelProtocol:
         return self._instances[key]
 
     def _build(self, key: str) -> Any:
+        shapes = self._source.shapes if self._source is not None else self.shapes
         try:
             with seeded():
                 args = self._init_inputs()
@@ -336,21 +361,53 @@ class ModelProtocol:
             raise
         except Exception as exc:
             raise KgateError(
-                f"building the {self.role}'s {self.cls.__name__}(*get_init_inputs()) from {self.path.name} raised "
-                f"{describe(exc)}.",
-                "check get_init_inputs() and the class's __init__ at this op-point (run the module by hand).") from exc
+                f"building the {self.role}'s {self.cls.__name__}(*get_init_inputs()) from {self.path.name} at "
+                f"{', '.join(f'{k}={v}' for k, v in shapes.items()) or 'its op-point'} raised {describe(exc)}.",
+                f"check the reference's get_init_inputs() and {self.cls.__name__}.__init__ at this op-point "
+                "(run the module by hand).") from exc
         if self._source is None and self.policy != SHARED:
             self._randomized = randomize(obj, int(self.policy.partition(":")[2]))
         if self._source is not None:
             given = self._source.instance()
             sha = weights_sha256(named_arrays(given))
             self._given[key] = (share_weights(given, obj), sha)
+        self._built[key] = (id(obj), type(obj), _attributes(obj), weights_sha256(named_arrays(obj)))
         return obj
 
+    def changes(self) -> list[str]:
+        """What happened to the instances since they were built: one swapped for another, its
+        class changed, an attribute rebound, added (a method shadowed on the instance) or
+        deleted. A Model whose own methods set attributes as they run is one too: the reference
+        is what it was when built."""
+        found: list[str] = []
+        label = f"the {self.role}'s {self.cls.__name__} instance"
+        for key, (ident, cls, attrs, _) in self._built.items():
+            obj = self._instances.get(key)
+            if obj is None or id(obj) != ident:
+                found.append(f"{label} was replaced")
+                continue
+            if type(obj) is not cls:
+                found.append(f"{label} had its class changed to {type(obj).__name__}")
+            now = _attributes(obj)
+            found += [f"{label}.{k} was rebound" for k in attrs if k in now and now[k] != attrs[k]]
+            found += [f"{label}.{k} was deleted" for k in attrs if k not in now]
+            found += [f"{label}.{k} was added" for k in now if k not in attrs]
+        return found
+
+    def keep_current(self) -> None:
+        """Let go of the instances built for other op-points (the odd shape's, the full one's
+        built while checking an override): they hold weights of their size."""
+        key = self._key()
+        for other in [k for k in self._instances if k != key]:
+            self._instances.pop(other)
+            self._built.pop(other, None)
+            self._given.pop(other, None)
+
     def weights(self) -> dict[str, Any]:
-        """What the receipt says of the weights: names, how they were given, their digest."""
+        """What the receipt says of the weights: names, their digest as built, the policy, and
+        for a candidate how it was given the reference's and their digest as given."""
         arrays = named_arrays(self.instance())
-        out: dict[str, Any] = {"names": [dotted(p) for p in arrays], "sha256": weights_sha256(arrays),
+        out: dict[str, Any] = {"names": [dotted(p) for p in arrays], "sha256": self._built[self._key()][3],
                                "policy": self.policy}
         if self._randomized:
             out["randomized"] = list(self._randomized)
@@ -365,8 +422,10 @@ def weights_mismatch(reference: Mapping[str, Any], candidate: Mapping[str, Any])
     or when something in the candidate's process changed them before they were given."""
     built = ((reference.get("model") or {}).get("weights") or {}).get("sha256")
     given = ((candidate.get("model") or {}).get("weights") or {}).get("given_sha256")
-    if not built or not given or built == given:
+    if not built or built == given:
         return []
+    if not given:
+        return ["the candidate's process reported no digest of the reference's weights it was given"]
     return [f"the reference's Model weights given to the candidate (sha256 {given[:12]}) are not those the "
             f"reference's own process built (sha256 {built[:12]}): its __init__ draws from an unseeded source, "
             "or the candidate's process changed them"]
@@ -377,6 +436,7 @@ class ModelEntry:
 
     def __init__(self, protocol: ModelProtocol, method: str) -> None:
         function = getattr(protocol.cls, method, None)
+        kind = inspect.getattr_static(protocol.cls, method, None)
         if not callable(function):
             methods = sorted(n for n, v in vars(protocol.cls).items() if callable(v) and not n.startswith("_"))
             flag = "--entry" if protocol.role == "candidate" else "--reference-entry"
@@ -385,16 +445,27 @@ class ModelEntry:
                 f"{' (methods: ' + ', '.join(methods) + ')' if methods else ''}.",
                 f"define {method}(self, *inputs) on it, or name the method with {flag} NAME.")
         self._protocol, self._method = protocol, method
+        # The method is resolved now, from the class: the reference's entry is bound before the
+        # candidate is imported, and an attribute set on the instance later does not shadow it.
+        self._function, self._bound = function, isinstance(kind, (staticmethod, classmethod))
         self.__name__ = method
         self.__qualname__ = f"{protocol.cls.__name__}.{method}"
         try:
             signature = inspect.signature(function)
-            self.__signature__ = signature.replace(parameters=list(signature.parameters.values())[1:])
+            params = list(signature.parameters.values())
+            self.__signature__ = signature.replace(parameters=params if self._bound else params[1:])
         except (TypeError, ValueError):
             pass
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
-        return getattr(self._protocol.instance(), self._method)(*inputs, **kwargs)
+        if self._bound:
+            return self._function(*inputs, **kwargs)
+        return self._function(self._protocol.instance(), *inputs, **kwargs)
+
+
+def _attributes(obj: Any) -> dict[str, int]:
+    ns = getattr(obj, "__dict__", None)
+    return {k: id(v) for k, v in ns.items()} if isinstance(ns, dict) else {}
 
 
 def make_inputs(module: types.ModuleType) -> Callable[[], tuple[Any, ...]]:

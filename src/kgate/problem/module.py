@@ -149,16 +149,13 @@ def _load(path: Path, role: Role, name: str, entry: str, source: ProblemModule |
     protocol when it has a Model class instead. `source`: the reference, for a candidate;
     `weights`: the reference's weights policy (`parse_weights`)."""
     module = _exec_module(path, name, role)
-    if not callable(vars(module).get(entry)) and is_model_module(module):
+    if (source is not None and source.model is not None) or (
+            not callable(vars(module).get(entry)) and is_model_module(module)):
         return _load_model(module, path, role, entry, source, weights)
     if weights != SHARED:
         raise KgateError(f"--weights {weights.partition(':')[0]} applies to a Model module (class Model, get_inputs); "
                          f"{path.name} follows the CONFIG protocol, whose weights are what create_inputs makes.",
                          "drop --weights, and draw the weights in create_inputs from its seed.")
-    if source is not None and source.model is not None:
-        raise KgateError(f"the reference follows the Model protocol, but candidate module {path} defines no "
-                         f"class {' or '.join(('ModelNew', 'Model'))}.",
-                         "define class ModelNew (or Model) whose forward(*inputs) replaces the reference's.")
     fn = _bind_entry(module, path, role, entry)
     eager = role == "reference" and bool(vars(module).get("_skip_jit") is True or getattr(fn, "_skip_jit", False) is True)
     return ProblemModule(role, path, module, entry, fn, file_sha256(path), eager)
@@ -327,22 +324,25 @@ def config_set(updates: Mapping[str, Any], *configs: dict[str, Any] | None) -> I
     saved = [dict(c) for c in distinct]
     for config in distinct:
         config.update({k: v for k, v in updates.items() if k in config or config is distinct[0]})
-    _rebuild(distinct)
     try:
+        _rebuild(distinct)  # an __init__ that refuses these sizes raises here, with the op-point put back
         yield
     finally:
         for config, before in zip(distinct, saved):
             config.clear()
             config.update(before)
-        _rebuild(distinct)
+        _rebuild(distinct, keep_current=True)
 
 
-def _rebuild(configs: Sequence[Any]) -> None:
+def _rebuild(configs: Sequence[Any], keep_current: bool = False) -> None:
     """Build the Model instances of the op-point the shape globals now hold, before anything is
-    traced (an instance built inside a trace would put its weights' making in the program)."""
+    traced (an instance built inside a trace would put its weights' making in the program);
+    `keep_current`: and let go of the others."""
     for config in configs:
         for protocol in getattr(config, "protocols", ()):
             protocol.instance()
+            if keep_current:
+                protocol.keep_current()
 
 
 def _build(problem: ProblemModule) -> None:
@@ -394,7 +394,7 @@ def load_pair(
         _build(candidate)
         changes = tuple(before.diff(reference.module)) + tuple(
             change for snap, module in zip(watched, watch) for change in snap.diff(module)
-        )
+        ) + tuple(reference.model.changes() if reference.model is not None else ())
         op_point = OpPoint(dict(reference.config or {}), source, dict(updates), replaced)
         mismatches, labels = _config_mismatches(
             reference.config, candidate.config, config_keys_read(ref_path.read_text(errors="replace"))

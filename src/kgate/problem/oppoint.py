@@ -87,7 +87,7 @@ def validate_overrides(config: Mapping[str, Any] | None, overrides: Mapping[str,
             "add a module-level CONFIG = {...} that create_inputs reads, or drop the overrides.",
         )
     noun = getattr(config, "noun", "CONFIG key")  # a Model module's op-point is its shape globals
-    if not config:
+    if not config and hasattr(config, "noun"):
         raise KgateError(f"{origin} sets {sorted(overrides)} but the reference module has no {noun}s.",
                          "give the reference module-level sizes (batch_size = 16) that get_inputs and "
                          "get_init_inputs read, or drop the overrides.")

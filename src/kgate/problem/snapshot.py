@@ -14,6 +14,7 @@ import sys
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 # Values compared by content, not identity: mutating them in place changes the problem.
@@ -65,11 +66,14 @@ class ModuleSnapshot:
     bindings: dict[str, Binding]
     contents: dict[str, Any]
     libraries: dict[str, dict[str, int]]
+    code_only: bool = False  # only functions, classes and their members (a module's data may change as it runs)
 
     def diff(self, module: types.ModuleType) -> list[str]:
         """Human-readable changes since the snapshot; empty when nothing changed."""
         changes: list[str] = []
         now = {**vars(module), **_class_members(module)}
+        if self.code_only:
+            now = {k: v for k, v in now.items() if _is_code(v)}
         for name, before in self.bindings.items():
             if name not in now:
                 changes.append(f"{self.module_name}.{name} was deleted")
@@ -80,7 +84,7 @@ class ModuleSnapshot:
             elif _code_digest(value) != before.code:
                 changes.append(f"{self.module_name}.{name} had its code or defaults replaced")
         for name in sorted(set(now) - set(self.bindings)):
-            if not name.startswith("__") and ("." not in name or name.partition(".")[0] in self.bindings):
+            if not name.startswith("__") and ("." not in name or name.partition(".")[0].partition("[")[0] in self.bindings):
                 changes.append(f"{self.module_name}.{name} was added")
         for name, before_value in self.contents.items():
             if name in now and _safe_ne(now[name], before_value):
@@ -120,26 +124,51 @@ def _libraries_of(module: types.ModuleType) -> Iterable[types.ModuleType]:
     return seen.values()
 
 
+def _local(cls: type, module: types.ModuleType) -> bool:
+    """A class of the problem's own: defined in the module or in a sibling module beside it (a
+    library's classes keep caches of their own and are the surface watch's business)."""
+    if cls.__module__ == module.__name__:
+        return True
+    origin = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    here = getattr(module, "__file__", None)
+    return bool(origin and here) and Path(origin).resolve().parent == Path(here).resolve().parent
+
+
 def _class_members(module: types.ModuleType) -> dict[str, Any]:
-    """`Class.member` for the classes the module defines: a method patched on the reference's
-    class (`baseline.Model.forward = ...`) changes the reference as much as a rebound function."""
+    """`Class.member` for the problem's own classes the module binds and their own bases: a
+    method patched on the reference's class (`baseline.Model.forward = ...`), one added to it
+    (`__getattribute__`), or one patched on a base class from a sibling module changes the
+    reference as much as a rebound function."""
     members: dict[str, Any] = {}
     for name, value in list(vars(module).items()):
-        if isinstance(value, type) and getattr(value, "__module__", None) == module.__name__:
-            for member, inner in list(vars(value).items()):
-                if not member.startswith("__") or member in ("__init__", "__call__", "__new__"):
-                    members[f"{name}.{member}"] = getattr(inner, "__func__", inner)
+        if not isinstance(value, type) or not _local(value, module):
+            continue
+        for cls in value.__mro__:
+            if not _local(cls, module):
+                continue
+            prefix = name if cls is value else f"{name}[{cls.__module__}.{cls.__qualname__}]"
+            for member, inner in list(vars(cls).items()):
+                if member not in ("__dict__", "__weakref__", "__doc__", "__module__"):
+                    members[f"{prefix}.{member}"] = getattr(inner, "__func__", inner)
     return members
 
 
-def snapshot_module(module: types.ModuleType, *, extra_libraries: Iterable[types.ModuleType] = ()) -> ModuleSnapshot:
+def _is_code(value: Any) -> bool:
+    return callable(value) or isinstance(value, (staticmethod, classmethod, property))
+
+
+def snapshot_module(module: types.ModuleType, *, extra_libraries: Iterable[types.ModuleType] = (),
+                    code_only: bool = False) -> ModuleSnapshot:
+    """`code_only`: its functions, classes and their members only, no data and no CONFIG
+    contents: for watching a module while its own code runs (a reference that caches a value in
+    a global as it runs is not changed by that)."""
     bindings = {
         name: Binding(id(value), type(value).__name__, _code_digest(value))
         for name, value in [*vars(module).items(), *_class_members(module).items()]
-        if not name.startswith("__")
+        if not name.startswith("__") and (not code_only or _is_code(value))
     }
     contents = {}
-    for name in _CONTENT_NAMES:
+    for name in () if code_only else _CONTENT_NAMES:
         if name in vars(module):
             try:
                 contents[name] = copy.deepcopy(vars(module)[name])
@@ -150,7 +179,7 @@ def snapshot_module(module: types.ModuleType, *, extra_libraries: Iterable[types
         libraries[lib.__name__] = {
             attr: id(value) for attr, value in list(vars(lib).items()) if not attr.startswith("__")
         }
-    return ModuleSnapshot(module.__name__, bindings, contents, libraries)
+    return ModuleSnapshot(module.__name__, bindings, contents, libraries, code_only)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ class Family:
     integration_branch: str
     op_point: Mapping[str, Any] = field(default_factory=dict)
     work_dir: Path | None = None  # relative to the home repo; candidates may change files only here
+    weights: str = "shared"  # a Model reference's weights policy (`--weights`): every check of the family uses it
 
     @property
     def work(self) -> Path:
@@ -64,6 +65,7 @@ class Family:
             "integration_branch": str(self.integration_branch),
             "work_dir": str(self.work),
             "op_point": {k: list(v) if isinstance(v, tuple) else v for k, v in self.op_point.items()},
+            **({"weights": self.weights} if self.weights != "shared" else {}),
         }
         return tomlfile.dumps(f"kgate family binding: {self.slug}", {"family": fields})
 
@@ -79,6 +81,7 @@ def new(
     integration_branch: str | None = None,
     op_point: Mapping[str, Any] | None = None,
     work_dir: Path | None = None,
+    weights: str = "shared",
     say: Callable[[str], None] = lambda _: None,
 ) -> Family:
     """Create the family: everything is validated before anything is written, and a
@@ -112,7 +115,7 @@ def new(
     branch = integration_branch or f"kernel/{slug}"
     fam = Family(
         slug, folder, ref_abs.relative_to(repo), file_sha256(ref_abs), tgt_abs.relative_to(repo), spec, dtype, branch,
-        dict(op_point or {}), work_abs.relative_to(repo),
+        dict(op_point or {}), work_abs.relative_to(repo), weights,
     )
     binding = fam.to_toml()  # a value TOML cannot hold is refused here, before anything is made
     created_branch = False
@@ -173,7 +176,7 @@ def load(ws: Workspace, slug: str) -> Family:
         return Family(
             slug, folder, Path(data["reference"]), str(data["reference_sha256"]), Path(data["target"]), str(data["parity"]),
             str(data["graded_dtype"]), str(data["integration_branch"]), tomlfile.tuples(dict(data.get("op_point", {}))),
-            Path(data["work_dir"]) if "work_dir" in data else None,
+            Path(data["work_dir"]) if "work_dir" in data else None, str(data.get("weights", "shared")),
         )
     except (tomllib.TOMLDecodeError, KeyError, TypeError) as exc:
         raise KgateError(f"{path} is not a valid family binding ({exc}).", "restore it; it is written by `kgate family new`.") from exc

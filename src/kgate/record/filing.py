@@ -70,6 +70,10 @@ def check_receipt_fits(ex: Experiment, page: Page, path: Path) -> dict[str, Any]
         sets = " ".join(f"--set {k}={v}" for k, v in op_point.items()) or "no --set"
         raise KgateError(f"receipt {path} ran at op-point overrides {data.get('overrides') or {}}; the family's op-point is "
                          f"{op_point or 'CONFIG as shipped'}.", f"re-run verify with {sets}.")
+    policy = (data["modules"]["reference"].get("model") or {}).get("weights", {}).get("policy", "shared")
+    if policy != ex.family.weights:
+        raise KgateError(f"receipt {path} ran with the reference's weights {policy}; the family registered "
+                         f"{ex.family.weights}.", f"re-run verify with --weights {ex.family.weights}.")
     ReportSummary.from_json(data, path, "").check_dtype(ex.family.graded_dtype)
     device = data.get("device", {})
     variant = f"{device.get('platform')}:{device.get('kind')}"
@@ -179,7 +183,7 @@ def verify_and_file(ws: Any, slug: str, exp: str, *, budget_s: float = 20.0, loc
             klass=str(page.front.get("intervention_class")), overrides=dict(ex.family.op_point), dtype=ex.family.graded_dtype,
             parity=str(page.front.get("parity")), bar=str(page.front.get("bar")), budget_s=budget_s, chip=ws.chip,
             lock_dir=lock_dir, mode="full", argv=("kgate", "verdict", slug, exp, "--verify"),
-            artifacts=Path(tmp) / "artifacts",
+            artifacts=Path(tmp) / "artifacts", weights=ex.family.weights,
         )
         _, sealed = run_verify(request, say)
         path = Path(tmp) / f"{ex.exp}-verify.json"

@@ -33,6 +33,7 @@ class Terms:
     activity: str | None = None
     worktree: Path | None = None  # the family's worktree, where no-peek paths are resolved
     home_repo: Path | None = None  # the worktree's parent repository (its paths count as the worktree's)
+    weights: str = "shared"  # a Model reference's weights policy, as the family registered it
 
 
 def families_around(start: Path) -> list[tuple[str, Path]]:
@@ -76,7 +77,8 @@ def registered(ws: Workspace, slug: str) -> Terms:
         listed = front.get("no_peek") or []
         no_peek, activity = tuple(str(i) for i in (listed if isinstance(listed, list) else [listed])), front.get("activity")
     return Terms(slug, wt / family.reference, wt / family.target, dict(family.op_point), family.graded_dtype, parity,
-                 klass, bar, tag, chip, no_peek, None if activity is None else str(activity), wt, ws.home_repo)
+                 klass, bar, tag, chip, no_peek, None if activity is None else str(activity), wt, ws.home_repo,
+                 family.weights)
 
 
 def resolve(terms: Terms, **given: Any) -> dict[str, Any]:
@@ -84,6 +86,7 @@ def resolve(terms: Terms, **given: Any) -> dict[str, Any]:
     (refused). `given` holds the flags as typed (None: not given); `candidate` may name any
     file (a scratch kernel), defaulting to the family's target."""
     from kgate.gates.parity import ParitySpec
+    from kgate.problem.model import parse_weights
 
     where = f"family {terms.slug}" + (f" ({terms.experiment})" if terms.experiment else "")
     checks = {
@@ -94,6 +97,7 @@ def resolve(terms: Terms, **given: Any) -> dict[str, Any]:
                    "--parity"),
         "klass": (terms.klass, lambda a, b: a == b, "--class"),
         "bar": (terms.bar, lambda a, b: " ".join(str(a).split()) == " ".join(str(b).split()), "--bar"),
+        "weights": (terms.weights, lambda a, b: parse_weights(str(a)) == parse_weights(str(b)), "--weights"),
     }
     out: dict[str, Any] = {"candidate": given.get("candidate") or terms.target}
     for name, (value, same, flag) in checks.items():

@@ -270,8 +270,8 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         context["handoff"] = _handoff(ref, workdir)
     if all(how == "none" for how in seeding.values()):
         notes.append(
-            "create_inputs takes no seed and makes no jax.random/numpy key kgate could intercept; "
-            "every seed sees the same inputs."
+            "create_inputs (or a Model module's get_inputs) takes no seed and makes no jax.random/numpy key kgate "
+            "could intercept; every seed sees the same inputs."
         )
     return Report(command, gates, context, tuple(notes))
 

@@ -377,9 +377,7 @@ def _measure(
         reference_entry=request.reference_entry, kwargs=request.kwargs, weights=request.weights,
     ) as pair:
         watch.check("at import")
-        watch.guard(pair.reference.module)  # a patch at the candidate's first call would slow the reference
-        if pair.reference.model is not None:
-            watch.track("the reference's Model instance", pair.reference.model.instance())
+        watch.guard(pair.reference)  # a patch at the candidate's first call would slow the reference
         beat("phase making inputs")
         timer_changes_at_import = kclock.tampered()
         if request.inputs_file is not None:

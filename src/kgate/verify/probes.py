@@ -60,7 +60,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
         if req.get("odd") and not odd:
             odd_note = ("no odd-shape probe: " + ("create_inputs cannot be sized by shapes alone (it needs concrete "
                         "values)" if not sized else "the reference accepts no integer size "
-                        "plus one, or its shapes do not follow CONFIG"))
+                        "plus one, or its shapes do not follow its op-point (CONFIG or shape globals)"))
         if odd:
             with config_set(odd, reference.config):
                 inputs, how = backend.create_inputs(reference, req["seeds"][0], req["dtype"])
@@ -179,13 +179,13 @@ def odd_op_point(backend: Any, reference: Any, dtype: str | None, values: Mappin
     keys = [k for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
     base = backend.program_signature(reference, dtype)
     for updates in ([{k: values[k] + 1 for k in keys}] if len(keys) > 1 else []) + [{k: values[k] + 1} for k in keys]:
-        with config_set(updates, reference.config):
-            try:
+        try:
+            with config_set(updates, reference.config):  # a Model's __init__ may refuse the sizes: next
                 if backend.footprint(reference, dtype) is not None and (
                         base is None or backend.program_signature(reference, dtype) != base):
                     return updates
-            except Exception:
-                continue
+        except Exception:
+            continue
     return None
 
 

@@ -44,13 +44,16 @@ class Watch:
         self.settings = backend.settings()
         self.tracked: dict[str, tuple[Any, dict[str, int]]] = {}
         self.guarded: list[tuple[Any, ModuleSnapshot]] = []
+        self.models: list[Any] = []
         self.changes: list[str] = []
 
-    def guard(self, module: Any) -> None:
-        """Watch a problem module (the reference, in a process that times both): its functions, its
-        classes' methods and the libraries it reaches, from now on; its import-time changes are
-        the loader's to report."""
-        self.guarded.append((module, snapshot_module(module)))
+    def guard(self, problem: Any) -> None:
+        """Watch a problem (the reference, in a process that times both): its module's functions,
+        its classes' methods and the libraries it reaches, from now on (its import-time changes are
+        the loader's to report); a Model's instances against what they were when built."""
+        self.guarded.append((problem.module, snapshot_module(problem.module, code_only=True)))
+        if problem.model is not None:
+            self.models.append(problem.model)
 
     def track(self, label: str, obj: Any, volatile: tuple[str, ...] = ()) -> None:
         """Watch one of kgate's own objects (a timed call): its attributes must keep the
@@ -90,6 +93,8 @@ class Watch:
             found += [f"{label}.{k} was replaced" for k, ident in attrs.items() if id(vars(obj).get(k)) != ident]
         for module, snapshot in self.guarded:
             found += snapshot.diff(module)
+        for model in self.models:
+            found += model.changes()
         self._record(found, when)
 
     def _record(self, found: list[str], when: str) -> None:
