@@ -64,6 +64,8 @@ def main() -> None:
         code = result if isinstance(result, int) else 0
     except _EXIT as exc:
         code = exc.exit_code
+        if code == 130:  # typer's own exit for a Ctrl-C it caught: an interruption is exit 2 here
+            code = _fail(as_json, KgateError("interrupted: nothing was written.", "run the command again."))
     except click_exceptions.UsageError as exc:
         code = _fail(as_json, KgateError(exc.format_message(), _usage_fix(exc)))
     except _ABORT:

@@ -39,6 +39,7 @@ from kgate.cli.common import (
     SeedOpt,
     SetOpt,
     app,
+    check_output_path,
     fail_usage,
     firing_spec,
     problem_request,
@@ -46,6 +47,7 @@ from kgate.cli.common import (
     settings,
 )
 from kgate.problem.oppoint import parse_overrides
+from kgate import __version__
 from kgate.errors import KgateError
 
 @app.command()
@@ -691,6 +693,66 @@ def verify(
         return report
 
     run_report(as_json, output, produce, advisories_ok)
+
+
+@app.command()
+def suite(
+    root: Annotated[Optional[Path], typer.Argument(
+        help="Folder of problems: ROOT/<problem>/baseline.py (or reference.py) with candidate .py files beside it.")] = None,
+    manifest: Annotated[Optional[Path], typer.Option(
+        "--manifest", help="A TOML manifest instead of a tree: [[problem]] tables with reference, candidates, and "
+        "optional set (the op-point), class and weights; paths relative to the manifest.")] = None,
+    results: Annotated[Path, typer.Option(
+        "--results", help="Folder for each finished row and its verify receipt; a re-run skips the rows already "
+        "in it (keyed by both files' contents, the op-point, the terms and kgate's version).")] = Path("kgate-suite-results"),
+    klass: Annotated[str, typer.Option("--class", help="Intervention class of a tree's candidates (a manifest sets "
+                                       "its own): kernel-authored | xla-rewrite | flag.")] = "kernel-authored",
+    budget: BudgetOpt = 10.0,
+    phase_budget: PhaseBudgetOpt = PHASE_BUDGET_S,
+    time_interpreted: TimeInterpretedOpt = False,
+    as_json: JsonOpt = False,
+    output: OutOpt = None,
+) -> None:
+    """Run many problems and candidates: each candidate gated, what passes verified (screen).
+
+    Each candidate runs in processes of its own (a crash, or a hang past --phase-budget, is
+    that candidate's row). Rows are written to --results as each finishes, so an
+    interrupted suite re-run picks up where it stopped. The summary is honest: fast_p counts
+    a candidate only when it is correct and the lower end of its speedup interval exceeds p;
+    the geometric mean covers correct candidates timed on a device clock, with a bootstrap
+    interval over problems; interpreted timings never count.
+    """
+    from kgate.gates.firing import parse_classes
+    from kgate.jsonio import document
+    from kgate.report import write_atomic
+    from kgate.report.suite import render_suite
+    from kgate.suite import discover, summarize
+    from kgate.suite.run import SuiteRequest, run_suite
+
+    try:
+        check_output_path(output)
+        parse_classes(klass)
+        if root is None and manifest is None:
+            raise KgateError("no suite given.", "pass the suite's folder (kgate suite ROOT) or --manifest FILE.")
+        entries = discover(root or Path("."), manifest, klass)
+        request = SuiteRequest(tuple(entries), results, budget_s=budget, phase_budget_s=phase_budget,
+                               time_interpreted=time_interpreted)
+        rows = run_suite(request, say=lambda line: typer.echo(f"kgate suite: {line}", err=True))
+    except KgateError as exc:
+        fail_usage(exc, as_json)
+    except KeyboardInterrupt:
+        fail_usage(KgateError(f"interrupted: the rows that finished are in {results}; the one running was not kept.",
+                              "run the same command again: it skips the finished rows."), as_json)
+    summary = summarize(rows)
+    payload = document({"schema": 1, "kgate_version": __version__, "command": "suite", "status": "DONE", "exit_code": 0,
+                        "results": str(results), "rows": [r.to_json() for r in rows], "summary": summary.to_json()},
+                       "suite")
+    if output is not None:
+        write_atomic(output, payload + "\n")
+    if as_json:
+        print(payload)
+    else:
+        render_suite(rows, summary, Console(width=None if sys.stdout.isatty() else 140))
 
 
 @app.command("verify-receipt")

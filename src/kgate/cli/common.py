@@ -187,6 +187,9 @@ EXIT_CODES = {
     "both legs); a process that fails its own checks is a FAIL, one that tampers an ANOMALY.",
     "calibrate": _CHECK_CODES + " A biased rig (the A/A interval excludes 1.0) is a FAIL.",
     "verify": _CHECK_CODES + " The receipt is written whatever the status, never on exit 2 for bad input.",
+    "suite": "Exit codes: 0 the suite ran to the end (read each row's status and the summary: a failing candidate is "
+    "a row, not an error); 2 bad input (no problems found, a bad manifest) or interrupted (the rows finished so far "
+    "are kept in --results).",
     "verify-receipt": "Exit codes: 0 OK; 2 TAMPERED, MISMATCH, INCOMPLETE, ANOMALY, UNVERIFIABLE, bad input, or could not evaluate.",
     "compare": "Exit codes: 0 compared (read which is faster in the output); 1 compared with an advisory (0 with "
     "--advisories-ok); 2 refused (a receipt that does not verify, different problems, op-points, inputs or devices) "

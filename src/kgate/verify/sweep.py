@@ -44,7 +44,7 @@ class SweepTiming:
     time_interpreted: bool = False
 
 
-def _failed(report: Report) -> str:
+def failures(report: Report) -> str:
     """Each failing gate in short: how many of its checks failed, and the first one's words."""
     by_gate: dict[str, list[Any]] = {}
     for name, check in report.failed_checks:
@@ -54,8 +54,8 @@ def _failed(report: Report) -> str:
         f"{fit.short(checks[0].detail, 140)}" for name, checks in by_gate.items())
 
 
-def _verified(request: CheckRequest, kwargs: Mapping[str, Any], timing: SweepTiming,
-              say: Callable[[str], None]) -> tuple[Report, dict[str, float] | None, str, dict[str, Any]]:
+def verify_point(request: CheckRequest, kwargs: Mapping[str, Any], timing: SweepTiming,
+                 say: Callable[[str], None], label: str = "sweep") -> tuple[Report, dict[str, float] | None, str, dict[str, Any]]:
     """One point through `kgate verify --mode screen` at the op-point: the checks again on the
     inputs that are timed, then the co-measured timing in its own process. The report, the
     speedup interval (None when there is none), why there is none, and the sealed receipt."""
@@ -67,10 +67,10 @@ def _verified(request: CheckRequest, kwargs: Mapping[str, Any], timing: SweepTim
         dtype=request.dtype, overrides=request.overrides, parity=request.parity_spec.describe(),
         firing=request.firing_spec, budget_s=timing.budget_s, time_interpreted=timing.time_interpreted, kwargs=kwargs,
         weights=request.weights,
-    ), say=lambda line: say(f"sweep:   {line}"))
+    ), say=lambda line: say(f"{label}:   {line}"))
     speedup = report.gates["timing"].details.get("speedup") if "timing" in report.gates else None
     if report.status != "PASS":
-        return report, None, _failed(report), sealed
+        return report, None, failures(report), sealed
     if not isinstance(speedup, Mapping):
         return report, None, INTERPRETED if report.context.get("interpreted") else "verify timed nothing", sealed
     return report, {k: float(speedup[k]) for k in ("estimate", "low", "high")}, "", sealed
@@ -110,14 +110,14 @@ def run_sweep(
         gated = gated or report.context.get("op_point")
         gate_doc = document(report.to_json(), "report") if keep is not None else None
         if report.status != "PASS":
-            outcomes.append(sweep_gate.PointOutcome(point, report.status, _failed(report)))
+            outcomes.append(sweep_gate.PointOutcome(point, report.status, failures(report)))
             say(f"{where}: gate {report.status}, not timed")
         elif report.context.get("interpreted") and not timing.time_interpreted:
             outcomes.append(sweep_gate.PointOutcome(point, "PASS", not_timed=INTERPRETED))
             say(f"{where}: gate PASS; not timed (a kernel runs in an interpreter here)")
         else:
             say(f"{where}: gate PASS; kgate verify at the op-point")
-            verified, speedup, why, sealed = _verified(request, kwargs, timing, say)
+            verified, speedup, why, sealed = verify_point(request, kwargs, timing, say)
             timed = timed or verified.context.get("op_point")
             if verified.status != "PASS":
                 outcomes.append(sweep_gate.PointOutcome(point, verified.status, why, stage="verify"))

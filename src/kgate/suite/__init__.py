@@ -1,0 +1,7 @@
+"""`kgate suite`: many problems times many candidates, each candidate gated then verified in
+processes of its own, with results kept per candidate and an honest summary across them."""
+
+from kgate.suite.discover import Entry, discover
+from kgate.suite.summary import Row, Summary, summarize
+
+__all__ = ["Entry", "Row", "Summary", "discover", "summarize"]

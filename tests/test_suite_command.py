@@ -1,0 +1,145 @@
+"""`kgate suite`: a tree and a manifest of problems and candidates run end to end, rows right,
+the summary an honest function of the rows, and an interrupted suite resumed without redoing
+or half-writing anything. The summary's statistics on plain rows first."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLES, kgate
+from kgate.errors import KgateError
+from kgate.suite import Row, discover, summarize
+from kgate.suite.summary import ERROR, FAIL, GATE_FAIL, PASS, fast_p, geomean_interval
+
+
+def _row(problem, status, est=None, low=None, high=None, interpreted=False, name="c.py"):
+    speedup = {"estimate": est, "low": low, "high": high} if est is not None else None
+    return Row(problem, name, status, speedup=speedup, interpreted=interpreted)
+
+
+def test_fast_p_counts_only_correct_candidates_whose_interval_clears_p_never_an_interpreted_one():
+    rows = [
+        _row("a", PASS, 2.5, 2.1, 3.0),  # counts for p = 1, 1.5, 2
+        _row("a", PASS, 1.9, 1.2, 2.8),  # its estimate clears 1.5, its lower end does not
+        _row("b", PASS, 3.0, 2.5, 3.5, interpreted=True),  # an interpreter's number: never
+        _row("b", FAIL, 4.0, 3.0, 5.0),  # fast and wrong: never
+        _row("c", GATE_FAIL),
+        _row("c", ERROR),
+    ]
+    assert fast_p(rows, 1.0) == 2 / 6 and fast_p(rows, 1.5) == 1 / 6 and fast_p(rows, 2.0) == 1 / 6
+    summary = summarize(rows)
+    assert (summary.candidates, summary.problems, summary.correct, summary.timed, summary.interpreted) == (6, 3, 3, 2, 1)
+    assert summary.fast_p == {1.0: 2 / 6, 1.5: 1 / 6, 2.0: 1 / 6}
+
+
+def test_the_geometric_mean_resamples_problems_and_has_no_interval_from_one():
+    one = geomean_interval([_row("a", PASS, 2.0, 1.5, 2.5), _row("a", PASS, 8.0, 6.0, 9.0)])
+    assert one == {"estimate": pytest.approx(4.0), "problems": 1}
+    rows = [_row("a", PASS, 2.0, 1.5, 2.5), _row("b", PASS, 8.0, 6.0, 9.0), _row("c", PASS, 1.0, 0.9, 1.1),
+            _row("d", FAIL, 100.0, 90.0, 110.0)]
+    got = geomean_interval(rows)
+    assert got["estimate"] == pytest.approx(math.exp((math.log(2) + math.log(8) + 0) / 3))
+    assert got["problems"] == 3 and 1.0 <= got["low"] < got["estimate"] < got["high"] <= 8.0
+    assert geomean_interval(rows) == got  # seeded: the same rows give the same interval
+    assert geomean_interval([_row("a", GATE_FAIL)]) is None
+
+
+def test_a_row_reads_back_as_it_was_written():
+    row = Row("p", "c.py", PASS, "", {"estimate": 2.0, "low": 1.5, "high": 2.5}, False, "k" * 64, {"receipt": "r.json"})
+    assert Row.from_json(json.loads(json.dumps(row.to_json()))) == row
+
+
+def test_a_tree_is_problem_folders_with_a_baseline_and_candidates_beside_it(tmp_path):
+    for problem in ("softmax", "cumsum"):
+        (tmp_path / problem).mkdir()
+        (tmp_path / problem / "baseline.py").write_text("")
+        (tmp_path / problem / "fast.py").write_text("")
+        (tmp_path / problem / "_helper.py").write_text("")
+    (tmp_path / "notes").mkdir()
+    entries = discover(tmp_path, klass="xla-rewrite")
+    assert [(e.problem, e.candidate.name, e.klass) for e in entries] == [
+        ("cumsum", "fast.py", "xla-rewrite"), ("softmax", "fast.py", "xla-rewrite")]
+    with pytest.raises(KgateError, match="no problem with candidates"):
+        discover(tmp_path / "notes")
+
+
+@pytest.mark.parametrize("manifest, says", [
+    ("[[problem]]\nreference = 'missing.py'\ncandidates = ['x.py']\n", "is not a .py file"),
+    ("[[problem]]\nreference = 'ref.py'\n", "lacks reference or candidates"),
+    ("title = 'no problems'\n", "has no [[problem]] tables"),
+    ("[[problem]]\nreference = 'ref.py'\ncandidates = [{path = 'ref.py', class = 'magic'}]\n", "magic"),
+    ("[[problem\n", "is not valid TOML"),
+])
+def test_a_bad_manifest_is_refused_naming_the_problem(tmp_path, manifest, says):
+    (tmp_path / "ref.py").write_text("")
+    (tmp_path / "suite.toml").write_text(manifest)
+    with pytest.raises(KgateError, match=says.replace("[", r"\[")):
+        discover(tmp_path, tmp_path / "suite.toml")
+
+
+def _tree(root: Path) -> Path:
+    """A JAXBench-style tree from the bundled cumsum problem: a correct rewrite (about 2x on this
+    CPU), a wrong one, one that does not import and one that hangs at import."""
+    folder = root / "suite" / "cumsum"
+    folder.mkdir(parents=True)
+    shutil.copy(EXAMPLES / "cumsum" / "reference.py", folder / "reference.py")  # the candidates import it by name
+    for name in ("xla_rewrite.py", "bad_exclusive.py"):
+        shutil.copy(EXAMPLES / "cumsum" / name, folder / name)
+    (folder / "crashes_at_import.py").write_text("raise RuntimeError('this candidate does not import')\n")
+    (folder / "hangs_at_import.py").write_text("import time\ntime.sleep(300)\n\n\ndef workload(x):\n    return x\n")
+    return root / "suite"
+
+
+def test_a_tree_runs_end_to_end_and_the_summary_is_the_rows_own(tmp_path):
+    suite = _tree(tmp_path)
+    args = ["suite", suite, "--class", "xla-rewrite", "--results", tmp_path / "results", "--budget", "2",
+            "--phase-budget", "8", "--json"]
+    done = kgate(tmp_path, *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    status = {r["candidate"]: r["status"] for r in report["rows"]}
+    assert status == {"bad_exclusive.py": GATE_FAIL, "crashes_at_import.py": ERROR,
+                      "hangs_at_import.py": GATE_FAIL, "xla_rewrite.py": PASS}
+    reasons = {r["candidate"]: r["reason"] for r in report["rows"]}
+    assert "parity" in reasons["bad_exclusive.py"] and "does not import" in reasons["crashes_at_import.py"]
+    assert "importing the candidate" in reasons["hangs_at_import.py"]
+    rows = [Row.from_json(r) for r in report["rows"]]
+    by_hand = {f"{p:g}": sum(1 for r in rows if r.status == PASS and r.speedup and not r.interpreted
+                             and r.speedup["low"] > p) / len(rows) for p in (1.0, 1.5, 2.0)}
+    assert report["summary"]["fast_p"] == by_hand and report["summary"]["correct"] == 1
+    passed = next(r for r in report["rows"] if r["status"] == PASS)
+    assert Path(passed["receipt"]).is_file() and kgate(tmp_path, "verify-receipt", passed["receipt"]).returncode == 0
+    again = kgate(tmp_path, *args)  # everything is done: nothing runs again
+    assert again.returncode == 0 and again.stderr.count("done before") == 4
+    assert json.loads(again.stdout)["rows"] == report["rows"]
+
+
+def test_an_interrupted_suite_keeps_what_finished_and_resumes_without_redoing_it(tmp_path):
+    suite = _tree(tmp_path)
+    (suite / "cumsum" / "xla_rewrite.py").unlink()  # the gate-only candidates: quick
+    results = tmp_path / "results"
+    cmd = [sys.executable, "-m", "kgate", "suite", str(suite), "--class", "xla-rewrite", "--results", str(results),
+           "--phase-budget", "60"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while len(list(results.glob("*.json"))) < 2 and time.monotonic() < deadline:  # two rows done, the third hangs
+        time.sleep(0.2)
+    assert len(list(results.glob("*.json"))) == 2
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err[-2000:]
+    assert sorted(p.suffix for p in results.iterdir()) == [".json", ".json"]  # no partial file
+    (suite / "cumsum" / "hangs_at_import.py").write_text("def workload(x):\n    return x\n")  # now it returns
+    again = kgate(tmp_path, "suite", suite, "--class", "xla-rewrite", "--results", results, "--json")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert again.stderr.count("done before") == 2
+    assert {r["candidate"]: r["status"] for r in json.loads(again.stdout)["rows"]}["hangs_at_import.py"] == GATE_FAIL
