@@ -182,6 +182,25 @@ def test_weights_built_differently_in_the_two_legs_are_named():
     assert weights_sha256({("w",): np.zeros(2)}) != weights_sha256({("w",): np.ones(2)})
 
 
+def test_a_patched_operator_of_a_library_class_and_code_swapped_inside_a_wrapper_are_seen():
+    from kgate.problem.snapshot import snapshot_surface
+
+    lib = _module("class Tracer:\n    def __matmul__(self, other):\n        return 1\n", "snap_lib_demo")
+    sys.modules["snap_lib_demo"] = lib
+    try:
+        surface = snapshot_surface(["snap_lib_demo"])
+        lib.Tracer.__matmul__ = lambda self, other: 2
+        assert "snap_lib_demo.Tracer.__matmul__ was rebound" in surface.diff()
+    finally:
+        sys.modules.pop("snap_lib_demo")
+    for wrapper in ("functools.wraps(lambda x: x)(lambda x: x)",  # a wrapper with code of its own
+                    "types.SimpleNamespace(__wrapped__=lambda x: x)"):  # one without (as jax.jit's)
+        module = _module(f"import functools, types\nhelper = {wrapper}\n", "wrap_demo")
+        snapshot = snapshot_module(module)
+        module.helper.__wrapped__.__code__ = (lambda x: x + 1).__code__
+        assert any("helper had its code or defaults replaced" in c for c in snapshot.diff(module)), wrapper
+
+
 def test_a_patched_method_of_a_class_the_reference_defines_is_a_change_to_the_reference():
     module = _module("class Model:\n    def forward(self, x):\n        return x\n", "snap_demo")
     snapshot = snapshot_module(module)
@@ -314,17 +333,34 @@ def test_a_candidate_whose_shape_globals_disagree_with_the_reference_s_fails_int
 
 
 @pytest.mark.timing
-@pytest.mark.parametrize("candidate, says", [
-    ("bad_slows_reference_on_first_call.py", "reference.Model.forward was rebound"),
-    ("bad_shadows_reference_forward.py", "the reference's Model instance.forward was added"),
+@pytest.mark.parametrize("reference, candidate, check_name, says", [
+    ("reference.py", "bad_slows_reference_on_first_call.py", "process_untouched", "reference.Model.forward was rebound"),
+    ("reference.py", "bad_shadows_reference_forward.py", "process_untouched",
+     "the reference's Model instance.forward was added"),
+    ("reference.py", "bad_patches_tracer_matmul.py", "reference_program_unchanged", "not the one lowered before"),
+    ("reference.py", "bad_patches_tracer_matmul.py", "process_untouched", "Tracer.__matmul__ was rebound"),
+    ("reference.py", "bad_reregisters_tanh_lowering.py", "reference_program_unchanged", "not the one lowered before"),
+    ("helper_reference.py", "bad_patches_jitted_helper.py", "reference_untouched",
+     "_linear_gelu had its code or defaults replaced"),
 ])
-def test_measure_sees_the_reference_patched_at_the_candidate_s_first_call(candidate, says, tmp_path):
-    done = kgate(tmp_path, "measure", "-r", EXAMPLES / M / "reference.py", "-c", EXAMPLES / M / candidate,
+def test_measure_sees_what_a_candidate_did_to_the_reference_it_times_against(reference, candidate, check_name, says,
+                                                                           tmp_path):
+    done = kgate(tmp_path, "measure", "-r", EXAMPLES / M / reference, "-c", EXAMPLES / M / candidate,
                  "--set", "batch_size=16", "--budget", "1", "--json")
     assert done.returncode == 2, done.stderr
     report = json.loads(done.stdout)
-    check = next(c for c in report["gates"]["integrity"]["checks"] if c["name"] == "process_untouched")
+    assert report["status"] == "ANOMALY"
+    check = next(c for c in report["gates"]["integrity"]["checks"] if c["name"] == check_name)
     assert check["status"] == "FAIL" and says in check["detail"]
+
+
+@pytest.mark.timing
+def test_an_honest_candidate_s_reference_program_is_the_one_lowered_before_it(tmp_path):
+    done = kgate(tmp_path, "measure", "-r", EXAMPLES / M / "reference.py", "-c", EXAMPLES / M / "xla_rewrite.py",
+                 "--set", "batch_size=16", "--budget", "1", "--json")
+    report = json.loads(done.stdout)
+    check = next(c for c in report["gates"]["integrity"]["checks"] if c["name"] == "reference_program_unchanged")
+    assert check["status"] == "PASS" and report["status"] == "PASS", done.stdout[-2000:]
 
 
 # -- --weights random: a problem whose shipped weights make it vacuous -------------------------

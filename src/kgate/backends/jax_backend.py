@@ -489,14 +489,34 @@ class JaxBackend:
         `keep_outputs=False` (the reference): each output is deleted as soon as its call is
         timed, so no answer of the reference stays reachable while candidate code runs."""
         bound, arrays = bind_static(fn, inputs)
+        program = None
         if eager:  # a reference declared eager: nothing to compile: each call runs op by op, in the backend's mode
             def compiled(*args: Any) -> Any:
                 with self._mode():
                     return bound(*args)
         else:
             with self._mode():
-                compiled = jax.jit(bound).lower(*arrays).compile()
-        return TimedCall(compiled, arrays, clock, flush, keep_outputs)
+                lowered = jax.jit(_fresh(bound)).lower(*arrays)
+                program = _program_sha256(lowered)
+                compiled = lowered.compile()
+        timed = TimedCall(compiled, arrays, clock, flush, keep_outputs)
+        timed.program_sha256 = program
+        return timed
+
+    def program_fingerprint(self, problem: ProblemModule, dtype: str | None) -> tuple[str | None, str]:
+        """The sha256 of the program jit lowers for the problem's entry at its op-point, from
+        shapes alone (nothing allocated): taken before any candidate code exists, it is what the
+        reference's timed program must still be after (a patched operator, lowering rule or
+        helper changes it). (None, why) when it cannot be taken that way."""
+        if problem.eager:
+            return None, "the reference runs op by op (declared eager): there is no program to compare"
+        try:
+            shapes = self._traced_inputs(problem, dtype)[1]
+            bound, arrays = bind_static(problem.entry, shapes)
+            with self._mode():
+                return _program_sha256(jax.jit(_fresh(bound)).lower(*arrays)), ""
+        except Exception as exc:
+            return None, f"the reference could not be lowered from shapes alone ({describe(exc)})"
 
     def warm_up(self) -> None:
         """Run one trivial jitted op: the framework starts its own thread pools now, so that a
@@ -938,6 +958,21 @@ def _isnan(a: np.ndarray) -> np.ndarray:
     return np.zeros(a.shape, dtype=bool)
 
 
+def _fresh(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` behind a new function of the same name: jax's trace caches key on the function, so
+    each session traces anew (what a patch changed since shows in its program) and the program's
+    text names it the same way every time."""
+    def call(*args: Any) -> Any:
+        return fn(*args)
+
+    call.__name__ = call.__qualname__ = str(getattr(fn, "__name__", "workload"))
+    return call
+
+
+def _program_sha256(lowered: Any) -> str:
+    return hashlib.sha256(lowered.as_text().encode()).hexdigest()
+
+
 class TimedCall:
     """One leg, compiled ahead of time on fixed input buffers; each call is synchronized.
 
@@ -961,6 +996,7 @@ class TimedCall:
         self._flush = flush
         self._keep = keep_outputs
         self._alive: list[Any] = []
+        self.program_sha256: str | None = None  # the lowered program's digest (compile_timed sets it)
 
     def __call__(self) -> int:
         """Flush the caches (untimed), run once, return the elapsed wall-clock nanoseconds

@@ -202,7 +202,7 @@ def share_weights(reference: Any, candidate: Any) -> str:
     by_name = {dotted(p): a for p, a in given.items()}
     setter = getattr(candidate, "set_weights", None)
     if callable(setter):
-        before = {dotted(p): id(a) for p, a in named_arrays(candidate).items()}
+        before = {dotted(p): _content(a) for p, a in named_arrays(candidate).items()}
         try:
             setter(dict(by_name))
         except Exception as exc:
@@ -211,12 +211,12 @@ def share_weights(reference: Any, candidate: Any) -> str:
                 f"{describe(exc)}.",
                 "make set_weights take the reference's names (those of its Model instance's attributes), "
                 "or drop set_weights and name the candidate's attributes as the reference's.") from exc
-        # A weight under the reference's name that set_weights left as it was (the very object
-        # the candidate built) and that differs from the one given: set_weights ignored it. One
-        # it replaced (cast, transposed, padded) is its own layout: parity judges that.
+        # A weight under the reference's name whose values set_weights left as they were, and
+        # that differs from the one given: set_weights ignored it. One whose values it changed
+        # (cast, transposed, padded, in place or anew) is its own layout: parity judges that.
         kept = {dotted(p): a for p, a in named_arrays(candidate).items()}
         ignored = [n for n, a in by_name.items()
-                   if n in kept and before.get(n) == id(kept[n]) and not _same(kept[n], a)]
+                   if n in kept and before.get(n) == _content(kept[n]) and not _same(kept[n], a)]
         if ignored:
             raise KgateError(
                 f"the candidate's set_weights left its own {', '.join(ignored)} in place: they differ from the "
@@ -281,6 +281,11 @@ def randomize(instance: Any, seed: int) -> list[str]:
         _assign(instance, path, namespace().asarray(new) if callable(namespace) else new)
         replaced.append(dotted(path))
     return replaced
+
+
+def _content(value: Any) -> str:
+    """An array's shape, dtype and bytes, by digest."""
+    return weights_sha256({(): value})
 
 
 def _is_floating(value: Any) -> bool:

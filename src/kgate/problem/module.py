@@ -362,11 +362,14 @@ def load_pair(
     reference_entry: str = "workload",
     kwargs: Mapping[str, Any] | None = None,
     weights: str = SHARED,
+    before_candidate: Callable[[ProblemModule], Any] | None = None,
 ) -> Iterator[LoadedPair]:
     """Load reference then candidate in protocol order; the modules stay importable inside.
 
     `kwargs`: keyword arguments the candidate's entry is bound with (`bind_keywords`).
     `weights`: a Model reference's weights policy (`parse_weights`); the candidate is given the same.
+    `before_candidate`: called with the reference, at its op-point, before any candidate code
+    exists (what must be taken from a process candidate code has not touched yet).
 
     `watch`: more modules (kgate's own clocks and statistics, say) whose bindings the
     candidate's import must not change; their changes are reported with the reference's.
@@ -385,6 +388,8 @@ def load_pair(
         if reference.config is not None:
             reference.config.update(updates)
         _build(reference)  # the reference's instance (its weights) exists before any candidate code
+        if before_candidate is not None:
+            before_candidate(reference)
         before: ModuleSnapshot = snapshot_module(reference.module)
         watched = [snapshot_module(module) for module in watch]
         candidate = bind_keywords(_load(cand_path, "candidate", cand_name, entry, source=reference), kwargs)

@@ -21,13 +21,35 @@ from typing import Any
 _CONTENT_NAMES = ("CONFIG", "TINY")
 
 
-def _code_digest(fn: Any) -> tuple[str, str, str] | None:
-    """A function's code by content (bytecode and constants) and its defaults, compared within
-    one process; None for what has no code."""
+# Class members that libraries fill in lazily as they run (abc's caches, typing's protocol
+# bookkeeping) or that say nothing about behaviour: every other member, dunders included (an
+# operator such as `Tracer.__matmul__`), is watched.
+_VOLATILE_MEMBERS = frozenset({
+    "__dict__", "__weakref__", "__doc__", "__module__", "__annotations__", "__abstractmethods__", "_abc_impl",
+    "__parameters__", "__orig_bases__", "__callable_proto_members_only__", "__protocol_attrs__",
+    "__non_callable_proto_members__",
+})
+
+
+def _code_of(fn: Any) -> Any:
+    """The code a callable runs: its own, or, for a wrapper without one (`jax.jit`,
+    `functools.wraps`), the code of the function it wraps."""
     code = getattr(fn, "__code__", None)
     if code is None:
+        inner = getattr(fn, "__wrapped__", None)
+        code = getattr(inner, "__code__", None) if inner is not None and inner is not fn else None
+    return code
+
+
+def _code_digest(fn: Any) -> tuple[str, str, str] | None:
+    """A function's code by content (bytecode and constants; a wrapper's own and the wrapped
+    function's both) and its defaults, compared within one process; None for what has no code."""
+    code = _code_of(fn)
+    if code is None:
         return None
-    return _code_content(code), repr(getattr(fn, "__defaults__", None)), repr(getattr(fn, "__kwdefaults__", None))
+    inner = getattr(getattr(fn, "__wrapped__", None), "__code__", None)
+    content = _code_content(code) + (f"+{_code_content(inner)}" if inner is not None and inner is not code else "")
+    return content, repr(getattr(fn, "__defaults__", None)), repr(getattr(fn, "__kwdefaults__", None))
 
 
 def _code_content(code: Any) -> str | None:
@@ -148,7 +170,7 @@ def _class_members(module: types.ModuleType) -> dict[str, Any]:
                 continue
             prefix = name if cls is value else f"{name}[{cls.__module__}.{cls.__qualname__}]"
             for member, inner in list(vars(cls).items()):
-                if member not in ("__dict__", "__weakref__", "__doc__", "__module__"):
+                if member not in _VOLATILE_MEMBERS:
                     members[f"{prefix}.{member}"] = getattr(inner, "__func__", inner)
     return members
 
@@ -262,16 +284,16 @@ def _surface(
                 continue  # submodules appear as they are imported lazily; their own globals are watched
             if not callable(value) and not (name == owned_prefix or name.startswith(owned_prefix + ".")):
                 continue  # a library's module-level state (caches, flags) changes as it runs
-            code = getattr(value, "__code__", None)  # read once: the object whose id is recorded is the one kept
+            code = _code_of(value)  # read once: the object whose id is recorded is the one kept
             entries[f"{name}.{attr}"] = (id(value), _code_identity(value, code))
             if keep:
                 originals[f"{name}.{attr}"] = (module, attr, value, _code_state(value), code)
             if isinstance(value, type) and getattr(value, "__module__", None) == name:
                 for member, inner in list(vars(value).items()):
-                    if member.startswith("__") and member not in ("__call__", "__init__", "__new__", "__array__"):
+                    if member in _VOLATILE_MEMBERS:
                         continue
                     inner_fn = getattr(inner, "__func__", inner)
-                    code = getattr(inner_fn, "__code__", None)
+                    code = _code_of(inner_fn)
                     entries[f"{name}.{attr}.{member}"] = (id(inner), _code_identity(inner_fn, code))
                     if keep:
                         originals[f"{name}.{attr}.{member}"] = (value, member, inner, _code_state(inner_fn), code)

@@ -372,9 +372,16 @@ def _measure(
     beat("phase importing the reference and the candidate")
     clock = kclock.perf_counter_ns  # bound before the candidate is imported below
     threads_before_import = census.census()
+    expected: dict[str, Any] = {}  # the reference's program, lowered before the candidate exists
+
+    def fingerprint(reference: Any) -> None:
+        beat("phase lowering the reference before the candidate is imported")
+        expected["sha256"], expected["why"] = backend.program_fingerprint(reference, request.dtype)
+
     with load_pair(
         request.reference, request.candidate, entry=request.entry, overrides=request.overrides, watch=[stats, kclock],
         reference_entry=request.reference_entry, kwargs=request.kwargs, weights=request.weights,
+        before_candidate=fingerprint,
     ) as pair:
         watch.check("at import")
         watch.guard(pair.reference)  # a patch at the candidate's first call would slow the reference
@@ -437,6 +444,7 @@ def _measure(
         legs = {"candidate": cand, "reference": ref}
         timed_seeds = [request.seed]
         agreement: list[dict[str, Any]] = []
+        reference_programs: list[str | None] = []  # each later session's reference, as compiled
 
         def make_legs(session: int) -> tuple[Any, Any]:
             if session == 0:
@@ -460,6 +468,7 @@ def _measure(
                 new_ref = backend.compile_timed(pair.reference.entry, fresh, clock, flush, keep_outputs=False,
                                                 eager=pair.reference.eager)
             legs.update(candidate=new_cand, reference=new_ref)
+            reference_programs.append(new_ref.program_sha256)
             watch.track(f"session {session} candidate timed call", new_cand, volatile=("_alive",))
             watch.track(f"session {session} reference timed call", new_ref)
             return new_ref, new_cand
@@ -491,6 +500,7 @@ def _measure(
         integrity = [
             _process_check(watch.changes),
             _tamper_check(pair.reference_changes),
+            _program_check(expected, [ref.program_sha256, *reference_programs]),
             _timer_check(timer_changes),
             Check(
                 "inputs_unchanged",
@@ -766,6 +776,23 @@ def _process_check(changes: list[str]) -> Check:
             "the candidate must not rebind, wrap or monkeypatch kgate, jax or numpy.",
         )
     return Check("process_untouched", "PASS", "kgate's modules and the array library's surface unchanged through the run")
+
+
+def _program_check(expected: Mapping[str, Any], seen: list[str | None]) -> Check:
+    """Every program compiled for the reference is the one lowered before the candidate was
+    imported: a patched operator, lowering rule or helper that would slow the reference (or
+    change what it computes) changes it, whatever route the patch took."""
+    name = "reference_program_unchanged"
+    if not expected.get("sha256"):
+        return Check(name, "SKIPPED", f"not compared: {expected.get('why') or 'no program was lowered'}")
+    differ = [i for i, sha in enumerate(seen) if sha is not None and sha != expected["sha256"]]
+    if differ:
+        return Check(name, "FAIL", f"the program compiled for the reference in session(s) {differ} is not the one "
+                     f"lowered before the candidate was imported (sha256 {expected['sha256'][:12]}): something the "
+                     "candidate ran changed how the reference traces or lowers (an operator, a lowering rule, a "
+                     "helper's code)", "the candidate must not patch the array library or the reference.")
+    return Check(name, "PASS", f"the reference's program in all {len(seen)} session(s) is the one lowered before the "
+                 f"candidate was imported (sha256 {expected['sha256'][:12]})")
 
 
 def _tamper_check(changes: tuple[str, ...]) -> Check:

@@ -25,6 +25,10 @@ def _interpreter_state() -> dict[str, Any]:
     }
 
 
+def _op_point_state(config: Any) -> dict[str, tuple[type, str]]:
+    return {k: (type(v), repr(v)) for k, v in list(config.items())}
+
+
 class Watch:
     """kgate's modules, the array library's surface and its settings, snapshot before the
     candidate is imported. Three depths, by cost: `hot` (kgate and what the timing loop calls: jit,
@@ -45,6 +49,7 @@ class Watch:
         self.tracked: dict[str, tuple[Any, dict[str, int]]] = {}
         self.guarded: list[tuple[Any, ModuleSnapshot]] = []
         self.models: list[Any] = []
+        self.op_points: list[tuple[Any, dict[str, tuple[type, str]]]] = []
         self.changes: list[str] = []
 
     def guard(self, problem: Any) -> None:
@@ -54,6 +59,8 @@ class Watch:
         self.guarded.append((problem.module, snapshot_module(problem.module, code_only=True)))
         if problem.model is not None:
             self.models.append(problem.model)
+        if problem.config is not None:  # the op-point: its values, by type and text (an int subclass is not an int)
+            self.op_points.append((problem.config, _op_point_state(problem.config)))
 
     def track(self, label: str, obj: Any, volatile: tuple[str, ...] = ()) -> None:
         """Watch one of kgate's own objects (a timed call): its attributes must keep the
@@ -95,6 +102,10 @@ class Watch:
             found += snapshot.diff(module)
         for model in self.models:
             found += model.changes()
+        for config, state in self.op_points:
+            now = _op_point_state(config)
+            found += [f"the reference's op-point value {k} changed from {state[k][1]} to {now.get(k, (None, 'nothing'))[1]}"
+                      for k in state if now.get(k) != state[k]]
         self._record(found, when)
 
     def _record(self, found: list[str], when: str) -> None:
