@@ -151,3 +151,9 @@ def test_a_candidate_with_its_own_config_copy_follows_the_odd_shape(write_module
     report = gate(str(ref), str(cand), klass="xla-rewrite")
     odd = [c for c in report.gates["parity"].checks if c.name.startswith("odd-shape")]
     assert [(c.name, c.status) for c in odd] == [("odd-shape.error", "PASS")], odd
+
+
+def test_a_kernel_that_computes_only_on_constants_fails_firing_though_its_result_matters():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_kernel_on_constants.py")
+    assert report.status == "FAIL" and "firing.kernel_reads_inputs" in failed(report)
+    assert next(c for c in report.gates["firing"].checks if c.name == "kernel_reaches_output").status == "PASS"

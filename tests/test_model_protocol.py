@@ -324,6 +324,11 @@ def test_a_candidate_that_changes_the_reference_in_its_own_process_fails_integri
     assert reason in check.detail
 
 
+def test_a_kernel_that_only_re_lays_the_weights_fails_firing():
+    report = gate(M + "reference.py", M + "bad_kernel_on_weights_only.py", overrides={"batch_size": 8})
+    assert report.status == "FAIL" and failed(report) == {"firing.kernel_reads_inputs"}
+
+
 def test_a_candidate_whose_shape_globals_disagree_with_the_reference_s_fails_integrity():
     report = parity(M + "reference.py", M + "bad_own_batch_size.py",
                     overrides={"in_features": 128, "out_features": 128})

@@ -82,9 +82,11 @@ class KernelSite:
     name: str  # the kernel function's name
     reaches_output: bool
     exact: bool  # False when reachability was decided conservatively (inside an unknown construct)
+    reads_inputs: bool = True  # an operand computed from the workload's inputs (not only from constants)
 
     def to_json(self) -> dict[str, Any]:
-        return {"site": self.site, "name": self.name, "reaches_output": self.reaches_output, "exact": self.exact}
+        return {"site": self.site, "name": self.name, "reaches_output": self.reaches_output, "exact": self.exact,
+                "reads_inputs": self.reads_inputs}
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,8 @@ class ProgramFacts:
 
         def sites(items: Any) -> tuple[KernelSite, ...]:
             return tuple(
-                KernelSite(str(k["site"]), str(k["name"]), bool(k["reaches_output"]), bool(k["exact"])) for k in items
+                KernelSite(str(k["site"]), str(k["name"]), bool(k["reaches_output"]), bool(k["exact"]),
+                           bool(k.get("reads_inputs", True))) for k in items
             )
 
         return ProgramFacts(

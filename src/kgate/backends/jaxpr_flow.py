@@ -180,10 +180,14 @@ def _callback_name(eqn: Any) -> str:
     return f"{eqn.primitive.name}: {label}"
 
 
+INPUT = "@input"  # the taint the workload's inputs carry: a kernel whose operands have it reads them
+
+
 class _Reach:
     def __init__(self) -> None:
         self.sites: dict[str, tuple[str, bool]] = {}  # kernel site -> (name, exact)
         self.callbacks: dict[str, tuple[str, bool]] = {}  # host-callback site -> (name, exact)
+        self.reads: dict[str, bool] = {}  # kernel site -> whether an operand comes from the inputs
 
     def run(self, j: Any, in_taint: Sequence[Taint], prefix: str, exact: bool = True) -> list[Taint]:
         body, _ = _open(j)
@@ -208,6 +212,7 @@ class _Reach:
         n_out = len(eqn.outvars)
         if name in KERNEL_PRIMITIVES:
             self.sites[site] = (kernel_name(eqn), exact)
+            self.reads[site] = self.reads.get(site, False) or INPUT in union
             return [union | {site}] * n_out
         if name in HOST_CALLBACK_PRIMITIVES:
             self.callbacks[site] = (_callback_name(eqn), exact)
@@ -262,11 +267,12 @@ def program_sites(closed: Any) -> tuple[list[KernelSite], list[KernelSite]]:
     its result reaches an output."""
     reach = _Reach()
     body, _ = _open(closed)
-    outs = reach.run(closed, [_EMPTY] * len(body.invars), "")
+    outs = reach.run(closed, [frozenset({INPUT})] * len(body.invars), "")  # constants (weights) carry none
     reaching = frozenset().union(*outs) if outs else _EMPTY
 
     def listed(found: dict[str, tuple[str, bool]]) -> list[KernelSite]:
-        return [KernelSite(site, name, site in reaching, exact) for site, (name, exact) in sorted(found.items())]
+        return [KernelSite(site, name, site in reaching, exact, reach.reads.get(site, True))
+                for site, (name, exact) in sorted(found.items())]
 
     return listed(reach.sites), listed(reach.callbacks)
 

@@ -10,11 +10,11 @@ reference's. Optional declarative assertions come from the stub or the command l
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kgate.backends.base import ProgramFacts
+from kgate.backends.base import KernelSite, ProgramFacts
 from kgate.errors import KgateError, article
 from kgate.gates.common import Check, GateResult
 
@@ -232,6 +232,23 @@ def _host_callback_checks(facts: ProgramFacts) -> list[Check]:
     return [Check("no_host_work", "PASS", "no host callback in the program")]
 
 
+def _reads_inputs(sites: Sequence[KernelSite]) -> Check:
+    """A kernel whose operands are all constants of the program (weights, tables) computes
+    what could have been computed once ahead of time: the inputs' work is done elsewhere."""
+    blind = [s for s in sites if not s.reads_inputs]
+    named = ", ".join(f"{s.name} ({s.site})" for s in blind)
+    if len(blind) == len(sites):
+        return Check("kernel_reads_inputs", "FAIL",
+                     f"no kernel reads the workload's inputs: {named} compute(s) only on constants the program holds "
+                     "(weights, tables), so the work on the inputs is done elsewhere.",
+                     "pass the inputs (or values computed from them) to the kernel; re-laying the weights is "
+                     "preparation, not the kernel doing the work.")
+    if blind:
+        return Check("kernel_reads_inputs", "PASS", f"{len(sites) - len(blind)} of {len(sites)} kernel sites read the "
+                     f"inputs; {named} compute(s) on constants only")
+    return Check("kernel_reads_inputs", "PASS", "every kernel reads the workload's inputs")
+
+
 def _kernel_checks(facts: ProgramFacts, spec: FiringSpec, bypass: Mapping[str, bool] | str | None) -> list[Check]:
     checks: list[Check] = []
     sites = facts.kernel_sites
@@ -264,6 +281,7 @@ def _kernel_checks(facts: ProgramFacts, spec: FiringSpec, bypass: Mapping[str, b
         inexact = [s for s in sites if not s.exact]
         note = " (conservatively, inside a construct kgate does not trace through)" if inexact else ""
         checks.append(Check("kernel_reaches_output", "PASS", f"every kernel result reaches an output{note}"))
+    checks.append(_reads_inputs(sites))
     ab = facts.ablation
     if not ab.evaluated:
         checks.append(Check("kernel_result_matters", "ADVISORY", f"ablation not evaluated: {ab.reason}"))
