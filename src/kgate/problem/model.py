@@ -343,8 +343,9 @@ class ModelProtocol:
         # per op-point: how the candidate got the reference's weights, and their digest as given
         # (the parent checks it against the reference leg's)
         self._given: dict[str, tuple[str, str]] = {}
-        # per op-point, as built: the instance's identity, type and attributes, and its weights' digest
-        self._built: dict[str, tuple[int, type, dict[str, int], str]] = {}
+        # per op-point, as built: the instance, its type and attributes (kept alive: compared by
+        # identity, an id cannot be reused), and its weights' digest
+        self._built: dict[str, tuple[Any, type, dict[str, Any], str]] = {}
 
     def _key(self) -> str:
         shapes = self._source.shapes if self._source is not None else self.shapes
@@ -376,7 +377,7 @@ class ModelProtocol:
             given = self._source.instance()
             sha = weights_sha256(named_arrays(given))
             self._given[key] = (share_weights(given, obj), sha)
-        self._built[key] = (id(obj), type(obj), _attributes(obj), weights_sha256(named_arrays(obj)))
+        self._built[key] = (obj, type(obj), _attributes(obj), weights_sha256(named_arrays(obj)))
         return obj
 
     def changes(self) -> list[str]:
@@ -386,15 +387,15 @@ class ModelProtocol:
         is what it was when built."""
         found: list[str] = []
         label = f"the {self.role}'s {self.cls.__name__} instance"
-        for key, (ident, cls, attrs, _) in self._built.items():
+        for key, (built, cls, attrs, _) in self._built.items():
             obj = self._instances.get(key)
-            if obj is None or id(obj) != ident:
+            if obj is not built:
                 found.append(f"{label} was replaced")
                 continue
             if type(obj) is not cls:
                 found.append(f"{label} had its class changed to {type(obj).__name__}")
             now = _attributes(obj)
-            found += [f"{label}.{k} was rebound" for k in attrs if k in now and now[k] != attrs[k]]
+            found += [f"{label}.{k} was rebound" for k in attrs if k in now and now[k] is not attrs[k]]
             found += [f"{label}.{k} was deleted" for k in attrs if k not in now]
             found += [f"{label}.{k} was added" for k in now if k not in attrs]
         return found
@@ -468,9 +469,9 @@ class ModelEntry:
         return self._function(self._protocol.instance(), *inputs, **kwargs)
 
 
-def _attributes(obj: Any) -> dict[str, int]:
+def _attributes(obj: Any) -> dict[str, Any]:
     ns = getattr(obj, "__dict__", None)
-    return {k: id(v) for k, v in ns.items()} if isinstance(ns, dict) else {}
+    return dict(ns) if isinstance(ns, dict) else {}
 
 
 def make_inputs(module: types.ModuleType) -> Callable[[], tuple[Any, ...]]:
