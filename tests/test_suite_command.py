@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import signal
 import subprocess
@@ -127,15 +128,19 @@ def test_an_interrupted_suite_keeps_what_finished_and_resumes_without_redoing_it
     suite = _tree(tmp_path)
     (suite / "cumsum" / "xla_rewrite.py").unlink()  # the gate-only candidates: quick
     results = tmp_path / "results"
-    cmd = [sys.executable, "-m", "kgate", "suite", str(suite), "--class", "xla-rewrite", "--results", str(results),
-           "--phase-budget", "60"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # As from a terminal: a test worker may run with SIGINT ignored, which its children inherit;
+    # a small launcher restores it and execs kgate (as test_verify's interrupt test does).
+    launcher = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.executable, sys.argv[1:])"
+    cmd = [sys.executable, "-c", launcher, sys.executable, "-m", "kgate", "suite", str(suite), "--class", "xla-rewrite",
+           "--results", str(results), "--phase-budget", "60"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     deadline = time.monotonic() + 120
     while len(list(results.glob("*.json"))) < 2 and time.monotonic() < deadline:  # two rows done, the third hangs
         time.sleep(0.2)
     assert len(list(results.glob("*.json"))) == 2
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C does: the whole foreground group
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2, err[-2000:]
     assert sorted(p.suffix for p in results.iterdir()) == [".json", ".json"]  # no partial file
     (suite / "cumsum" / "hangs_at_import.py").write_text("def workload(x):\n    return x\n")  # now it returns

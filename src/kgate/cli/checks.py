@@ -246,7 +246,7 @@ def sweep(
         parsed = parse_grid(grid or [])
         if record is not None and family not in (None, record):
             raise KgateError(f"--record {record} and --family {family} name two families.", "name one: --record SLUG.")
-        got = settings(record or family, reference=reference, candidate=candidate, klass=klass, dtype=dtype,
+        got = settings(record or family, weights=weights, reference=reference, candidate=candidate, klass=klass, dtype=dtype,
                        parity=parity_spec, chip_kind=chip_kind)
         item = keep = None
         if record is not None:
