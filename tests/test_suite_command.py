@@ -103,7 +103,7 @@ def _tree(root: Path) -> Path:
 def test_a_tree_runs_end_to_end_and_the_summary_is_the_rows_own(tmp_path):
     suite = _tree(tmp_path)
     args = ["suite", suite, "--class", "xla-rewrite", "--results", tmp_path / "results", "--budget", "2",
-            "--phase-budget", "8", "--json"]
+            "--phase-budget", "20", "--json"]
     done = kgate(tmp_path, *args)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
