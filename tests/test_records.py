@@ -686,6 +686,7 @@ def test_a_plan_item_without_a_separator_names_every_form():
     assert all(form in info.value.fix for form in ("' — '", "' – '", "' -- '", "' - '"))
 
 
+@pytest.mark.timing  # the bar must be decided MISSED by a measured interval
 def test_the_cost_ladder_is_climbed_only_after_the_cheaper_class_missed_the_bar(example_repo, tmp_path):
     repo = example_repo
     bar = "speedup > 50x"  # a bar no rewrite reaches on this machine: its interval lies wholly below it
