@@ -487,7 +487,7 @@ def make_inputs(module: types.ModuleType) -> Callable[[], tuple[Any, ...]]:
     return create_inputs
 
 
-def init_inputs_of(module: types.ModuleType, path: Path) -> Callable[[], Any]:
+def init_inputs_of(module: types.ModuleType) -> Callable[[], Any]:
     def get() -> Any:
         fn = vars(module).get("get_init_inputs")
         return fn() if callable(fn) else []  # KernelBench: a model without arguments may omit it

@@ -168,16 +168,14 @@ def _load_model(module: types.ModuleType, path: Path, role: Role, entry: str,
     and given its weights."""
     method = DEFAULT_METHOD if entry == "workload" else entry
     shapes = ShapeGlobals(module, shape_global_names(module, path.read_text(errors="replace")))
-    if source is None:
-        protocol = ModelProtocol(module, path, role, model_class(module, path, role), init_inputs_of(module, path), shapes,
-                                 weights=weights)
-    else:
-        if source.model is None:
-            raise KgateError(f"candidate module {path} follows the Model protocol, but the reference "
-                             f"{source.path.name} does not (it has CONFIG/create_inputs/{source.entry_name}).",
-                             f"write the candidate as the reference's protocol: a function {source.entry_name}(*inputs).")
-        protocol = ModelProtocol(module, path, role, model_class(module, path, role),
-                                 init_inputs_of(source.module, source.path), shapes, source=source.model)
+    if source is not None and source.model is None:
+        raise KgateError(f"candidate module {path} follows the Model protocol, but the reference "
+                         f"{source.path.name} does not (it has CONFIG/create_inputs/{source.entry_name}).",
+                         f"write the candidate as the reference's protocol: a function {source.entry_name}(*inputs).")
+    # a candidate is built from the reference's get_init_inputs and given the reference's weights
+    protocol = ModelProtocol(module, path, role, model_class(module, path, role),
+                             init_inputs_of(source.module if source is not None else module), shapes,
+                             source=source.model if source is not None else None, weights=weights)
     shapes.protocols.append(protocol)
     eager = role == "reference" and vars(module).get("_skip_jit") is True
     return ProblemModule(role, path, module, method, ModelEntry(protocol, method), file_sha256(path), eager,
