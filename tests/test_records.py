@@ -704,7 +704,7 @@ def test_the_cost_ladder_is_climbed_only_after_the_cheaper_class_missed_the_bar(
     assert forged.returncode == 2 and "only --escalate writes" in forged.stderr and _state(wt, page) == before
 
     shutil.copy(EXAMPLE / "xla_rewrite.py", wt / "ops" / "rmsnorm.py")
-    r1 = _receipt(wt, tmp_path, "c1", "measure", "--bar", bar, "--set", "seq_len=64", "--budget", "2", "--sessions", "2")
+    r1 = _receipt(wt, tmp_path, "c1", "measure", "--bar", bar, "--set", "seq_len=64", "--budget", "4", "--sessions", "2")
     assert json.loads(r1.read_text())["gates"]["bar"]["outcome"] == "MISSED"
     assert kgate(repo, "cand", "rmsnorm", "cand1", "--receipt", r1, "--why", "rejected: far below the bar").returncode == 0
 
