@@ -3,26 +3,62 @@ ask for a backend by name and get an object speaking plain numpy and strings."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import ast
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kgate.backends.base import Ablation, DeviceInfo, HostTree, KernelSite, ProgramFacts
 
 if TYPE_CHECKING:
     from kgate.backends.jax_backend import JaxBackend
 
-__all__ = ["Ablation", "DeviceInfo", "HostTree", "KernelSite", "ProgramFacts", "get_backend"]
+__all__ = ["Ablation", "BACKENDS", "DeviceInfo", "HostTree", "KernelSite", "ProgramFacts", "detect", "get_backend"]
 
+BACKENDS: tuple[str, ...] = ("jax", "torch")
 _INSTANCES: dict[str, object] = {}
+_FRAMEWORKS = {"jax": "jax", "jaxlib": "jax", "torch": "torch", "triton": "torch"}
 
 
 def get_backend(name: str = "jax") -> JaxBackend:
-    """The backend for `name`, imported on first use (importing jax is slow)."""
-    if name != "jax":
-        from kgate.errors import KgateError
+    """The backend for `name`, imported on first use (importing a framework is slow)."""
+    from kgate.errors import KgateError
 
-        raise KgateError(f"backend {name!r} is not available.", "use --backend jax.")
+    if name not in BACKENDS:
+        raise KgateError(f"backend {name!r} is not one kgate has.", f"use one of: {', '.join(BACKENDS)}.")
     if name not in _INSTANCES:
-        from kgate.backends.jax_backend import JaxBackend
+        if name == "torch":
+            try:
+                from kgate.backends.torch_backend import TorchBackend
+            except ImportError as exc:
+                raise KgateError(f"the torch backend needs PyTorch (and Triton for kernels): {exc}.",
+                                 "install kgate's torch extra: pip install 'kgate[torch]' (on a CPU-only machine, "
+                                 "torch==2.13.0 is the CPU build).") from exc
+            _INSTANCES[name] = TorchBackend()
+        else:
+            from kgate.backends.jax_backend import JaxBackend
 
-        _INSTANCES[name] = JaxBackend()
+            _INSTANCES[name] = JaxBackend()
     return _INSTANCES[name]  # type: ignore[return-value]
+
+
+def frameworks(path: str | Path) -> set[str]:
+    """The frameworks a module's own imports name ("jax", "torch"), read from its source (never run)."""
+    try:
+        tree = ast.parse(Path(path).read_text(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return set()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names: list[Any] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module]
+        found.update(_FRAMEWORKS[n.split(".")[0]] for n in names if n.split(".")[0] in _FRAMEWORKS)
+    return found
+
+
+def detect(reference: str | Path) -> str:
+    """The backend for a problem, chosen from its reference module: torch when it imports
+    torch (or triton) and not jax; jax otherwise (the default)."""
+    return "torch" if frameworks(reference) == {"torch"} else "jax"

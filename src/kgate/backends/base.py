@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import pickle
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -132,10 +135,12 @@ class ProgramFacts:
     custom_call_targets: tuple[str, ...]
     ablation: Ablation
     host_callbacks: tuple[KernelSite, ...] = ()  # host (Python) callbacks in the program
+    kernel_kind: str = "pallas_call"  # what an authored kernel call is called here ("Triton launch")
 
     def to_json(self) -> dict[str, Any]:
         return {
             "platform": self.platform,
+            "kernel_kind": self.kernel_kind,
             "kernel_sites": [s.to_json() for s in self.kernel_sites],
             "program_text": self.program_text,
             "compiled_text": self.compiled_text,
@@ -166,6 +171,7 @@ class ProgramFacts:
                 float(ab.get("moved_above", 0.0)),
             ),
             host_callbacks=sites(data.get("host_callbacks", [])),
+            kernel_kind=str(data.get("kernel_kind", "pallas_call")),
         )
 
 
@@ -316,4 +322,84 @@ def refuse_if_too_big(footprint: Footprint, probes: int, available: int, where: 
         f"{gib(footprint.outputs)} + oracle {gib(footprint.oracle)})), and {where} has {gib(available)} available: "
         "it would not fit (nothing was allocated).",
         "choose a smaller op-point with --set, or run where the memory is.",
+    )
+
+
+def write_hand_over(host: Any, path: Path) -> str:
+    """Write inputs already on the host (numpy arrays and Python scalars, in any nesting) to
+    `path`; the file's sha256. Written only by a process that never imported candidate code;
+    `read_hand_over` checks the file against that sha256 before reading it, so nothing else can
+    slip a payload in."""
+    data = pickle.dumps(host, protocol=pickle.HIGHEST_PROTOCOL)
+    path.write_bytes(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_hand_over(path: Path, sha256: str) -> Any:
+    from kgate.errors import KgateError
+
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise KgateError(
+            f"the hand-over file of the inputs {path.name} changed after it was written.",
+            "something in this process tree rewrote kgate's files: re-run; report a candidate that does this.",
+        )
+    return pickle.loads(data)
+
+
+def edge_values(x32: np.ndarray, dtype_max: float) -> list[tuple[str, np.ndarray]]:
+    """The values random probes never hit, for one floating input (`x32`: its values in
+    float32; `dtype_max`: its own dtype's largest finite value). Along every axis longer than
+    one: `slices` has an extreme slice (the last index) and a zero slice (index 0, applied last
+    so it stays all zero); `offset` is the whole input plus a large common offset, with a
+    constant slice (the middle index)."""
+    scale = float(np.max(np.abs(x32))) or 1.0
+    typical = float(np.median(np.abs(x32))) or 1.0
+    # 64x the input's largest magnitude: squares overflow float16 (past 256), sums lose
+    # bfloat16's 8 bits, yet attention logits or a float32 reference stay far from overflow.
+    huge = min(64.0 * scale, 4.0 * float(np.sqrt(dtype_max)))
+    offset = 64.0 * scale
+    axes = [a for a in range(x32.ndim) if x32.shape[a] > 1]  # a slice along a unit axis is the whole input
+    slices, shifted = x32.copy(), x32 + np.float32(offset)
+    for axis in axes:
+        slices[(slice(None),) * axis + (x32.shape[axis] - 1,)] *= np.float32(huge / scale)
+    for axis in axes:
+        lead = (slice(None),) * axis
+        slices[lead + (0,)] = 0.0
+        shifted[lead + (x32.shape[axis] // 2,)] = np.float32(offset + typical)
+    return [("slices", slices), ("offset", shifted)]
+
+
+def _isnan(a: np.ndarray) -> np.ndarray:
+    if np.issubdtype(a.dtype, np.inexact) or a.dtype.kind == "V" or "float" in str(a.dtype):
+        return np.isnan(a.astype(np.float64))
+    return np.zeros(a.shape, dtype=bool)
+
+
+def output_moves(base: Sequence[Any], perturbed: Sequence[Sequence[Any]]) -> list[np.ndarray]:
+    """Per output element, the most it moved under any perturbation (inf where NaN-ness changed)."""
+    moves = [np.zeros(np.shape(b), dtype=np.float64) for b in base]
+    for run in perturbed:
+        for k, (b, p) in enumerate(zip(base, run)):
+            b, p = np.asarray(b), np.asarray(p)
+            nan_b, nan_p = _isnan(b), _isnan(p)
+            with np.errstate(invalid="ignore", over="ignore"):
+                d = np.abs(b.astype(np.float64) - p.astype(np.float64))
+            d = np.where(nan_b & nan_p, 0.0, d)
+            d = np.where(nan_b != nan_p, np.inf, d)
+            d = np.where(np.isnan(d), np.inf, d)  # inf - inf: moved
+            moves[k] = np.maximum(moves[k], d)
+    return moves
+
+
+def inputs_failed(problem: Any, exc: BaseException) -> Any:
+    """The KgateError for a create_inputs (or get_inputs) that raised at this op-point."""
+    from kgate.errors import KgateError, describe
+    from kgate.problem.oppoint import shown
+
+    return KgateError(
+        f"{problem.path.name}'s {'get_inputs' if problem.model is not None else 'create_inputs'} failed at this "
+        f"op-point ({shown(problem.config or {}) or 'as shipped'}): "
+        f"{describe(exc)}",
+        "fix the reference, or choose op-point values it accepts with --set (sizes are positive integers).",
     )

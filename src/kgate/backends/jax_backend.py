@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import pickle
 import re
 import sys
 import traceback
@@ -30,8 +29,13 @@ from kgate.backends.base import (
     OutputCoverage,
     ProgramFacts,
     count_moved,
+    edge_values,
+    inputs_failed,
     leaves_sha256,
+    output_moves as _moves,
+    read_hand_over,
     refuse_if_too_big,
+    write_hand_over,
 )
 from kgate.errors import KgateError, describe
 from kgate.problem.module import ProblemModule, config_set
@@ -228,7 +232,7 @@ class JaxBackend:
         except KgateError:
             raise
         except Exception as exc:
-            raise _inputs_failed(problem, exc) from exc
+            raise inputs_failed(problem, exc) from exc
         inputs = tuple(jnp.asarray(x) if isinstance(x, np.ndarray) else x for x in inputs)
         jax.block_until_ready([x for x in inputs if not is_static(x)])
         return inputs, how
@@ -245,7 +249,7 @@ class JaxBackend:
         except jax.errors.JAXTypeError:
             return None  # concrete values needed (a tracer turned into a bool, an int, a numpy array)
         except (TypeError, ValueError) as exc:  # a shape the reference cannot make (a negative size, a wrong type)
-            raise _inputs_failed(problem, exc) from exc
+            raise inputs_failed(problem, exc) from exc
         except Exception:
             return None
         try:
@@ -570,19 +574,11 @@ class JaxBackend:
         Written only by a process that never imported candidate code; `load_inputs` checks the
         file against that sha256 before reading it, so nothing else can slip a payload in."""
         host = jax.tree_util.tree_map(lambda x: np.asarray(x) if isinstance(x, jax.Array) else x, tuple(inputs))
-        data = pickle.dumps(host, protocol=pickle.HIGHEST_PROTOCOL)
-        path.write_bytes(data)
-        return hashlib.sha256(data).hexdigest()
+        return write_hand_over(host, path)
 
     @staticmethod
     def load_inputs(path: Path, sha256: str) -> tuple[Any, ...]:
-        data = path.read_bytes()
-        if hashlib.sha256(data).hexdigest() != sha256:
-            raise KgateError(
-                f"the hand-over file of the inputs {path.name} changed after it was written.",
-                "something in this process tree rewrote kgate's files: re-run; report a candidate that does this.",
-            )
-        host = pickle.loads(data)
+        host = read_hand_over(path, sha256)
         inputs = tuple(jax.tree_util.tree_map(lambda x: jnp.asarray(x) if isinstance(x, np.ndarray) else x, host))
         jax.block_until_ready(inputs)
         return inputs
@@ -599,22 +595,7 @@ class JaxBackend:
         for i, x in enumerate(leaves):
             if not isinstance(x, jax.Array) or not jnp.issubdtype(x.dtype, jnp.floating) or x.size < 2:
                 continue
-            x32 = np.asarray(x).astype(np.float32)
-            scale = float(np.max(np.abs(x32))) or 1.0
-            typical = float(np.median(np.abs(x32))) or 1.0
-            # 64x the input's largest magnitude: squares overflow float16 (past 256), sums lose
-            # bfloat16's 8 bits, yet attention logits or a float32 reference stay far from overflow.
-            huge = min(64.0 * scale, 4.0 * float(np.sqrt(float(jnp.finfo(x.dtype).max))))
-            offset = 64.0 * scale
-            axes = [a for a in range(x.ndim) if x.shape[a] > 1]  # a slice along a unit axis is the whole input
-            slices, shifted = x32.copy(), x32 + np.float32(offset)
-            for axis in axes:
-                slices[(slice(None),) * axis + (x.shape[axis] - 1,)] *= np.float32(huge / scale)
-            for axis in axes:
-                lead = (slice(None),) * axis
-                slices[lead + (0,)] = 0.0
-                shifted[lead + (x.shape[axis] // 2,)] = np.float32(offset + typical)
-            for kind, value in (("slices", slices), ("offset", shifted)):
+            for kind, value in edge_values(np.asarray(x).astype(np.float32), float(jnp.finfo(x.dtype).max)):
                 changed = list(leaves)
                 changed[i] = jnp.asarray(value.astype(np.dtype(x.dtype)))
                 variants.append((f"edge-{kind}-in{i}", tuple(jax.tree_util.tree_unflatten(treedef, changed))))
@@ -936,28 +917,6 @@ class JaxBackend:
         return count_moved(_moves(base, perturbed), moved_above)
 
 
-def _moves(base: Sequence[Any], perturbed: Sequence[Sequence[Any]]) -> list[np.ndarray]:
-    """Per output element, the most it moved under any perturbation (inf where NaN-ness changed)."""
-    moves = [np.zeros(np.shape(b), dtype=np.float64) for b in base]
-    for run in perturbed:
-        for k, (b, p) in enumerate(zip(base, run)):
-            b, p = np.asarray(b), np.asarray(p)
-            nan_b, nan_p = _isnan(b), _isnan(p)
-            with np.errstate(invalid="ignore", over="ignore"):
-                d = np.abs(b.astype(np.float64) - p.astype(np.float64))
-            d = np.where(nan_b & nan_p, 0.0, d)
-            d = np.where(nan_b != nan_p, np.inf, d)
-            d = np.where(np.isnan(d), np.inf, d)  # inf - inf: moved
-            moves[k] = np.maximum(moves[k], d)
-    return moves
-
-
-def _isnan(a: np.ndarray) -> np.ndarray:
-    if np.issubdtype(a.dtype, np.inexact) or a.dtype.kind == "V" or "float" in str(a.dtype):
-        return np.isnan(a.astype(np.float64))
-    return np.zeros(a.shape, dtype=bool)
-
-
 def _fresh(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn` behind a new function of the same name: jax's trace caches key on the function, so
     each session traces anew (what a patch changed since shows in its program) and the program's
@@ -1196,14 +1155,3 @@ def _abstract(inputs: Sequence[Any]) -> tuple[Any, ...]:
 
 def _nbytes(leaf: Any) -> int:
     return int(np.prod(leaf.shape, dtype=np.int64)) * np.dtype(leaf.dtype).itemsize
-
-
-def _inputs_failed(problem: ProblemModule, exc: BaseException) -> KgateError:
-    from kgate.problem.oppoint import shown
-
-    return KgateError(
-        f"{problem.path.name}'s {'get_inputs' if problem.model is not None else 'create_inputs'} failed at this "
-        f"op-point ({shown(problem.config or {}) or 'as shipped'}): "
-        f"{describe(exc)}",
-        "fix the reference, or choose op-point values it accepts with --set (sizes are positive integers).",
-    )

@@ -257,14 +257,14 @@ def _kernel_checks(facts: ProgramFacts, spec: FiringSpec, bypass: Mapping[str, b
             Check(
                 "kernel_present",
                 "FAIL",
-                "no pallas_call in the candidate's traced program: the authored kernel never runs "
+                f"no {facts.kernel_kind} in the candidate's program: the authored kernel never runs "
                 "(a fallback path, or the reference under a new name).",
-                "make the entry call the Pallas kernel on every path; remove try/except fallbacks.",
+                "make the entry call its kernel on every path; remove try/except and shape-based fallbacks.",
             )
         )
         return checks
     names = sorted({s.name for s in sites})
-    checks.append(Check("kernel_present", "PASS", f"{len(sites)} pallas_call site(s): {', '.join(names)}"))
+    checks.append(Check("kernel_present", "PASS", f"{len(sites)} {facts.kernel_kind} site(s): {', '.join(names)}"))
     ghosts = [s for s in sites if not s.reaches_output]
     if ghosts:
         checks.append(

@@ -137,9 +137,25 @@ def _children(value: Any) -> list[tuple[Any, Any]] | None:
     return [(k, v) for k, v in ns.items() if not k.startswith("__")] if isinstance(ns, dict) else None
 
 
+def _state_dict(obj: Any) -> dict[str, Any] | None:
+    """A module's own state by name (a torch `nn.Module`: parameters and buffers, as
+    `state_dict` names them), or None for an object without `state_dict`/`load_state_dict`."""
+    get, load = getattr(obj, "state_dict", None), getattr(obj, "load_state_dict", None)
+    if isinstance(obj, type) or not callable(get) or not callable(load):
+        return None
+    try:
+        state = get(keep_vars=True)
+    except TypeError:
+        return None
+    return {str(k): v for k, v in state.items() if _is_array(v)} if isinstance(state, Mapping) else None
+
+
 def named_arrays(obj: Any) -> dict[Path_, Any]:
     """Every array an instance holds, by its place (`self.weight`, `self.layers[0]["w"]`), in a
-    stable order."""
+    stable order; a module with a state dict (torch) by its state dict's names."""
+    state = _state_dict(obj)
+    if state is not None:
+        return {(name,): value for name, value in state.items()}
     found: dict[Path_, Any] = {}
     seen: set[int] = set()
 
@@ -178,6 +194,14 @@ def _assign(obj: Any, path: Path_, value: Any) -> None:
 
 
 def _host(value: Any) -> np.ndarray:
+    """A host copy: a torch tensor detached, on the CPU, bfloat16 widened to float32 (numpy
+    has no bfloat16 of its own; the widening is exact)."""
+    detach = getattr(value, "detach", None)
+    if callable(detach) and not isinstance(value, np.ndarray):
+        value = detach().cpu()
+        if "bfloat16" in str(value.dtype):
+            value = value.float()
+        return np.asarray(value.numpy())
     return np.asarray(value)
 
 
@@ -223,6 +247,7 @@ def share_weights(reference: Any, candidate: Any) -> str:
                 "reference's weights it was given.",
                 "make set_weights store the weights it is given (cast or re-lay them, but from those values).")
         return "set_weights"
+    stateful = _state_dict(candidate) is not None and _state_dict(reference) is not None
     have = named_arrays(candidate)
     names = {dotted(p): p for p in have}
     missing = [n for n in by_name if n not in names]
@@ -239,6 +264,13 @@ def share_weights(reference: Any, candidate: Any) -> str:
             + "; ".join(p for p in parts if p) + ".",
             "name the candidate's weights as the reference's (same attributes, same shapes), or give it "
             "set_weights(weights_dict), which receives the reference's weights by those names.")
+    if stateful:  # torch: copied into the candidate's own parameters and buffers
+        try:
+            candidate.load_state_dict(dict(by_name), strict=False)
+        except Exception as exc:
+            raise KgateError(f"the candidate's load_state_dict refused the reference's weights: {describe(exc)}.",
+                             "name and shape the candidate's parameters as the reference's.") from exc
+        return "load_state_dict"
     for name, value in by_name.items():
         _assign(candidate, names[name], value)
     return "by name"
@@ -278,7 +310,10 @@ def randomize(instance: Any, seed: int) -> list[str]:
         values = rng.uniform(-1.0, 1.0, host.shape) / math.sqrt(max(fan, 1))
         namespace = getattr(old, "__array_namespace__", None)
         new = values.astype(host.dtype)
-        _assign(instance, path, namespace().asarray(new) if callable(namespace) else new)
+        if callable(getattr(old, "detach", None)) and callable(getattr(old, "new_tensor", None)):
+            old.detach().copy_(old.new_tensor(new))  # a torch parameter or buffer: in place, as a module keeps it
+        else:
+            _assign(instance, path, namespace().asarray(new) if callable(namespace) else new)
         replaced.append(dotted(path))
     return replaced
 
@@ -300,6 +335,11 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
+# Each array library's own global generator, seeded for a construction: a backend adds its own
+# (torch's `manual_seed`) when it loads, so this module never imports one.
+SEEDERS: list[Callable[[int], contextlib.AbstractContextManager[Any]]] = []
+
+
 @contextlib.contextmanager
 def seeded(seed: int = 0) -> Iterator[None]:
     """Python's and numpy's global generators seeded for one construction (as KernelBench seeds
@@ -317,7 +357,10 @@ def seeded(seed: int = 0) -> Iterator[None]:
     np.random.seed(seed)
     np.random.default_rng = default_rng  # type: ignore[assignment]
     try:
-        yield
+        with contextlib.ExitStack() as libraries:
+            for seeder in SEEDERS:
+                libraries.enter_context(seeder(seed))
+            yield
     finally:
         np.random.default_rng = make_rng  # type: ignore[assignment]
         random.setstate(state)
@@ -467,6 +510,15 @@ class ModelEntry:
         if self._bound:
             return self._function(*inputs, **kwargs)
         return self._function(self._protocol.instance(), *inputs, **kwargs)
+
+    def instance(self) -> Any:
+        return self._protocol.instance()
+
+    def on(self, instance: Any) -> Callable[..., Any]:
+        """The same method called on another instance (a copy of the Model cast for the oracle)."""
+        if self._bound:
+            return self
+        return lambda *inputs, **kwargs: self._function(instance, *inputs, **kwargs)
 
 
 def _attributes(obj: Any) -> dict[str, Any]:

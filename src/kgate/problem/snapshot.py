@@ -238,7 +238,20 @@ class SurfaceSnapshot:
         for key in now.keys() - self.entries.keys():
             if key.startswith(self.owned_prefix + "."):
                 changes.append(f"{key} was added")
+            elif self._overrides_inherited(key):
+                changes.append(f"{key} was added, overriding the method its class inherits")
         return sorted(changes)
+
+    def _overrides_inherited(self, key: str) -> bool:
+        """A member added to a watched library class that shadows one of its bases' (a method
+        set on `torch.Tensor` over the one it inherits): a library adds names lazily, but
+        not over its own inherited methods."""
+        owner, _, member = key.rpartition(".")
+        held = self.originals.get(owner)
+        cls = held[2] if held is not None else None
+        if not isinstance(cls, type):
+            return False
+        return any(member in vars(base) for base in cls.__mro__[1:])
 
     def restore(self) -> None:
         """Put back every binding (and function code) that changed: a candidate's patch must

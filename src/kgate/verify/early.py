@@ -351,6 +351,8 @@ def _lowering(cand: Mapping[str, Any], lower_for: str) -> GateResult:
     """The lowering gate, graded from what the candidate leg lowered."""
     if lower_for == "none":
         return skipped("lowering", "not lowered for a device (--lower-for none)")
+    if cand.get("lowering_skipped"):
+        return skipped("lowering", str(cand["lowering_skipped"]))
     if cand.get("lowering_error"):
         return GateResult("lowering", (error_check(
             "lowering_evaluated", f"the candidate could not be lowered: {cand['lowering_error']}",

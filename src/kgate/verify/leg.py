@@ -46,6 +46,12 @@ def _measure(req: dict[str, Any]) -> dict[str, Any]:
     from kgate.problem.module import kwargs_from_wire
     from kgate.verify.measure import MeasureRequest, run_measure
 
+    if req.get("backend", "jax") != "jax":
+        raise KgateError(
+            f"timing a {req['backend']} problem is not in kgate yet: measure, calibrate and verify's timing run "
+            "JAX workloads only.",
+            "check the torch candidate with `kgate gate` and `kgate parity` (correctness and the firing audit run "
+            "for torch); time it with your own harness until kgate's torch timing lands.")
     request = MeasureRequest(
         reference=Path(req["reference"]),
         candidate=Path(req["candidate"]),
@@ -72,7 +78,7 @@ def _inputs(req: dict[str, Any]) -> dict[str, Any]:
     from kgate.backends import get_backend
     from kgate.problem import load_reference
 
-    backend = get_backend("jax")
+    backend = get_backend(req.get("backend", "jax"))
     hashes = {}
     with load_reference(req["reference"], overrides=req["overrides"], entry=req.get("reference_entry", "workload")) as (
         reference, _,
@@ -87,7 +93,7 @@ def _coverage(req: dict[str, Any]) -> dict[str, Any]:
     from kgate.backends import get_backend
     from kgate.gates import coverage
 
-    backend = get_backend("jax")
+    backend = get_backend(req.get("backend", "jax"))
     maps = coverage.parse_spec(req["spec"])
     results, errors = [], []
     with load_requested_pair(req) as pair:
@@ -118,7 +124,7 @@ def _capture(req: dict[str, Any]) -> dict[str, Any]:
 
     folder = Path(req["artifacts"])
     try:
-        backend = get_backend("jax")
+        backend = get_backend(req.get("backend", "jax"))
         with load_requested_pair(req) as pair:
             inputs, _ = backend.create_inputs(pair.reference, req["seeds"][0], req["dtype"])
             files = backend.capture(pair.candidate.entry, inputs, folder)
@@ -140,7 +146,7 @@ def _lower(req: dict[str, Any]) -> dict[str, Any]:
     from kgate.verify.watch import Watch
 
     beat("phase importing the candidate")
-    backend = get_backend("jax")
+    backend = get_backend(req.get("backend", "jax"))
     watch = Watch(backend)
     with load_requested_pair(req, use_tiny=req["use_tiny"]) as pair:
         watch.check("at import")
@@ -178,7 +184,7 @@ def _fit(req: dict[str, Any]) -> dict[str, Any]:
     from kgate.verify.watch import Watch
 
     beat("phase importing the candidate")
-    backend = get_backend("jax")
+    backend = get_backend(req.get("backend", "jax"))
     watch = Watch(backend)
     with load_requested_pair(req) as pair:
         watch.check("at import")

@@ -30,7 +30,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
     """Phase 1: make and hand over every probe's inputs, then wait. Phase 2, once the
     candidate's process is gone: the reference's and the oracle's outputs, sent over a pipe."""
     beat("phase importing the reference")
-    backend = get_backend("jax")
+    backend = get_backend(req.get("backend", "jax"))
     folder = Path(req["workdir"])
     trees: dict[str, Any] = {}
     probes: list[dict[str, Any]] = []
@@ -200,7 +200,7 @@ def _send(trees: dict[str, Any]) -> None:
 
 def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> dict[str, Any]:
     beat("phase importing the candidate")
-    backend = get_backend("jax")
+    backend = get_backend(req.get("backend", "jax"))
     folder = Path(req["workdir"])
     watch = Watch(backend)
     with load_requested_pair(req, use_tiny=req["use_tiny"]) as pair:
@@ -267,7 +267,9 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
             except Exception as exc:
                 result["trace_error"] = describe(exc)
             watch.check("after the firing audit")
-        if req.get("lower_for", "none") != "none" and first is not None:
+        if req.get("lower_for", "none") != "none" and getattr(backend, "lowering_unavailable", ""):
+            result["lowering_skipped"] = backend.lowering_unavailable
+        elif req.get("lower_for", "none") != "none" and first is not None:
             beat("phase lowering the candidate for its device")
             try:
                 result["lowering"] = lowered_programs(backend, pair, first, req)

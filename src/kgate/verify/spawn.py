@@ -66,7 +66,7 @@ class LegProcess:
         library meanwhile and run nothing of the problem's. Its held time stays its own phase;
         the phase budget counts from here, with the release stamped by this process."""
         self.wait_beat("phase " + HELD, timeout_s=STARTING_FLOOR_S)  # its phases in order (it may have died: wait says)
-        line = json.dumps({**payload, "result": str(self.result_path)}).encode() + b"\n"
+        line = json.dumps({**with_backend(payload), "result": str(self.result_path)}).encode() + b"\n"
         self.released_ns = self.went_ns = time.monotonic_ns()
         self.beats.append((self.released_ns, "phase " + RELEASED))
         if self.stdin is not None:
@@ -227,7 +227,7 @@ def start(
     if held:  # its request comes on stdin at release()
         waits, env = True, {**(env or {}), HELD_ENV: "1"}
     else:
-        request_path.write_text(json.dumps({**(payload or {}), "result": str(result_path)}))
+        request_path.write_text(json.dumps({**with_backend(payload or {}), "result": str(result_path)}))
     pipes: dict[str, tuple[int, int]] = {}
     for name, wanted in (("KGATE_BEAT_FD", beats), ("KGATE_DATA_FD", data)):
         if wanted:
@@ -264,6 +264,16 @@ def start(
         reader.start()
         leg._readers.append(reader)
     return leg
+
+
+def with_backend(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The request with the backend its problem needs (`backend`), chosen from the reference
+    module's imports where the caller did not name one."""
+    from kgate.backends import detect
+
+    if "backend" in payload or "reference" not in payload:
+        return dict(payload)
+    return {**payload, "backend": detect(payload["reference"])}
 
 
 _CHANNELS = ("KGATE_BEAT_FD", "KGATE_TICK_FD", "KGATE_DATA_FD")

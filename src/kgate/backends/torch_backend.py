@@ -1,0 +1,711 @@
+"""The PyTorch adapter: inputs seeded with `torch.manual_seed`, every call under
+`torch.inference_mode()`, outputs copied to the host; on a machine without a GPU, Triton
+kernels run under the Triton interpreter (`TRITON_INTERPRET=1`, set here before triton is
+imported). The launches of the candidate's own `@triton.jit` functions are recorded, and
+changed, through the interpreter's launcher, which kgate wraps when it loads."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from kgate.backends.base import (
+    Ablation,
+    DeviceInfo,
+    Footprint,
+    HostTree,
+    KernelSite,
+    ProgramFacts,
+    count_moved,
+    edge_values,
+    inputs_failed,
+    leaves_sha256,
+    output_moves,
+    read_hand_over,
+    refuse_if_too_big,
+    write_hand_over,
+)
+from kgate.errors import KgateError, describe
+from kgate.problem import model as model_protocol
+from kgate.problem.module import ProblemModule, config_set
+from kgate.problem.oppoint import refuse_ineffective
+
+_CUDA = torch.cuda.is_available()
+if not _CUDA:  # before triton is imported anywhere in this process: its kernels are interpreted
+    os.environ["TRITON_INTERPRET"] = "1"
+
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
+_FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+
+
+@contextlib.contextmanager
+def _torch_seeded(seed: int) -> Iterator[None]:
+    """torch's global generator seeded for one construction (as KernelBench does before it
+    builds a Model), then put back."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
+model_protocol.SEEDERS.append(_torch_seeded)
+
+
+# -- the Triton launches kgate records ----------------------------------------------------------
+
+
+@dataclass
+class Launch:
+    """One launch of an authored Triton kernel: which function, its tensor arguments' contents
+    before it ran (digests), and which of them it wrote."""
+
+    name: str
+    read_sha256: str
+    written: list[int] = field(default_factory=list)  # positions among its tensor arguments
+
+
+class _Recorder:
+    """What kgate asks of the launches while one call runs: `launches` records them; `act`
+    (a kernel's name, its tensor arguments, the positions it wrote, the launch's index) may
+    change what a launch left behind (a perturbation, a stand-in that does no work)."""
+
+    def __init__(self, act: Callable[[str, list[torch.Tensor], list[int], int], None] | None = None) -> None:
+        self.launches: list[Launch] = []
+        self.act = act
+
+
+_RECORDING: list[_Recorder] = []
+
+
+def _authored(fn: Any) -> bool:
+    """A kernel the candidate wrote: its function's code lies outside torch (Inductor's
+    generated kernels are excluded)."""
+    code = getattr(getattr(fn, "fn", fn), "__code__", None)
+    filename = str(getattr(code, "co_filename", ""))
+    return bool(filename) and not str(Path(filename).resolve()).startswith(_TORCH_DIR) and "torchinductor" not in filename
+
+
+def _tensors(args: Sequence[Any], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    return [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+
+
+def _content(t: torch.Tensor) -> bytes:
+    return hashlib.sha256(t.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes()).digest()
+
+
+def _wrap_launcher() -> Callable[..., Any] | None:
+    """Wrap the Triton interpreter's launcher (once, when kgate loads, before any candidate
+    code): the original, bound now, is what every launch goes through."""
+    if _CUDA:
+        return None
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except Exception:
+        return None
+    original = InterpretedFunction.run
+
+    def run(self: Any, *args: Any, grid: Any, warmup: Any, **kwargs: Any) -> Any:
+        recorder = _RECORDING[-1] if _RECORDING else None
+        if recorder is None or warmup or not _authored(self.fn):
+            with _language_kept():
+                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        tensors = _tensors(args, kwargs)
+        before = [_content(t) for t in tensors]
+        h = hashlib.sha256()
+        for digest in before:
+            h.update(digest)
+        with _language_kept():
+            result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        written = [i for i, t in enumerate(tensors) if _content(t) != before[i]]
+        launch = Launch(str(getattr(self.fn, "__qualname__", getattr(self.fn, "__name__", "kernel"))), h.hexdigest(),
+                        written)
+        recorder.launches.append(launch)
+        if recorder.act is not None:
+            with torch.no_grad():
+                recorder.act(launch.name, tensors, written, len(recorder.launches) - 1)
+        return result
+
+    run.__kgate_launcher__ = True  # type: ignore[attr-defined]
+    InterpretedFunction.run = run  # type: ignore[method-assign]
+    return original
+
+
+_ORIGINAL_LAUNCHER = _wrap_launcher()
+
+
+def _language_parts() -> list[Any]:
+    import triton.language as tl
+
+    return [tl, tl.core, tl.math, tl.standard, tl.core.tensor, tl.core.tensor_descriptor_base]
+
+
+@contextlib.contextmanager
+def _language_kept() -> Iterator[None]:
+    """triton.language as it was before a launch, put back after it: the interpreter rebinds its
+    functions while a kernel runs, and a device function's call (one @triton.jit function
+    calling another) leaves them rebound, which would read as a patch of the library."""
+    parts = [(part, dict(vars(part))) for part in _language_parts()]
+    try:
+        yield
+    finally:
+        for part, before in parts:
+            now = vars(part)
+            if isinstance(part, type):  # a method set on a class over an inherited one goes (a module's
+                for name in [n for n in now if n not in before]:  # added names stay: rewritten functions read them)
+                    with contextlib.suppress(AttributeError, TypeError):
+                        delattr(part, name)
+            for name, value in before.items():
+                if now.get(name, _GONE) is not value:
+                    with contextlib.suppress(AttributeError, TypeError):
+                        setattr(part, name, value)
+
+
+_GONE = object()
+
+
+@contextlib.contextmanager
+def _recording(recorder: _Recorder) -> Iterator[_Recorder]:
+    _RECORDING.append(recorder)
+    try:
+        yield recorder
+    finally:
+        _RECORDING.remove(recorder)
+
+
+# -- fresh buffers --------------------------------------------------------------------------------
+
+_EMPTY = {"empty": torch.empty, "empty_like": torch.empty_like}
+_NEW_EMPTY = torch.Tensor.new_empty
+
+
+def _fill(t: torch.Tensor, mode: str) -> torch.Tensor:
+    if t.dtype.is_floating_point or t.dtype.is_complex:
+        t.fill_(float("nan") if mode == "nan" else 0.0)
+    elif t.dtype == torch.bool:
+        t.fill_(mode == "nan")
+    else:
+        t.fill_(torch.iinfo(t.dtype).max if mode == "nan" else 0)
+    return t
+
+
+@contextlib.contextmanager
+def _filled_buffers(mode: Literal["nan", "zero"]) -> Iterator[None]:
+    """`torch.empty`, `empty_like` and `Tensor.new_empty` hand out buffers filled with NaN (or
+    zeros): an output element a kernel never writes shows, instead of landing on whatever the
+    allocator held (a stale answer among them)."""
+    def empty(*a: Any, **kw: Any) -> torch.Tensor:
+        return _fill(_EMPTY["empty"](*a, **kw), mode)
+
+    def empty_like(*a: Any, **kw: Any) -> torch.Tensor:
+        return _fill(_EMPTY["empty_like"](*a, **kw), mode)
+
+    def new_empty(self: torch.Tensor, *a: Any, **kw: Any) -> torch.Tensor:
+        return _fill(_NEW_EMPTY(self, *a, **kw), mode)
+
+    own = vars(torch.Tensor).get("new_empty")  # inherited from torch's C base unless a class of its own set one
+    torch.empty, torch.empty_like = empty, empty_like  # type: ignore[assignment]
+    torch.Tensor.new_empty = new_empty  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        torch.empty, torch.empty_like = _EMPTY["empty"], _EMPTY["empty_like"]  # type: ignore[assignment]
+        if own is None:
+            del torch.Tensor.new_empty
+        else:
+            torch.Tensor.new_empty = own  # type: ignore[method-assign]
+
+
+# -- trees of tensors ---------------------------------------------------------------------------
+
+
+def _flatten(tree: Any, path: str = "") -> list[tuple[str, Any]]:
+    if isinstance(tree, (list, tuple)):
+        return [leaf for i, x in enumerate(tree) for leaf in _flatten(x, f"{path}[{i}]")]
+    if isinstance(tree, dict):
+        return [leaf for k in sorted(tree, key=str) for leaf in _flatten(tree[k], f"{path}[{k!r}]")]
+    return [(path, tree)]
+
+
+def _structure(tree: Any) -> str:
+    if isinstance(tree, (list, tuple)):
+        inner = ", ".join(_structure(x) for x in tree)
+        return f"({inner},)" if isinstance(tree, tuple) else f"[{inner}]"
+    if isinstance(tree, dict):
+        return "{" + ", ".join(f"{k!r}: {_structure(tree[k])}" for k in sorted(tree, key=str)) + "}"
+    return "*"
+
+
+def _map(tree: Any, fn: Callable[[Any], Any]) -> Any:
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_map(x, fn) for x in tree)
+    if isinstance(tree, dict):
+        return {k: _map(v, fn) for k, v in tree.items()}
+    return fn(tree)
+
+
+def host_array(t: torch.Tensor) -> np.ndarray:
+    """A tensor's values on the host as numpy (bfloat16 as ml_dtypes' bfloat16, bit for bit)."""
+    t = t.detach().cpu().contiguous()
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16).copy()
+    return t.numpy().copy()
+
+
+def from_host(a: np.ndarray, device: torch.device) -> torch.Tensor:
+    if str(a.dtype) == "bfloat16":
+        return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16).to(device)
+    return torch.from_numpy(np.ascontiguousarray(a).copy()).to(device)
+
+
+def is_static(x: Any) -> bool:
+    """An input that is not a tensor (a Python scalar, a string): passed as it is."""
+    return not isinstance(x, torch.Tensor) and not isinstance(x, (list, tuple, dict))
+
+
+class TorchBackend:
+    """Runs PyTorch workloads; on the CPU, Triton kernels run under the Triton interpreter."""
+
+    name = "torch"
+
+    # Why the lowering gate does not run here (kgate.verify.probes): said in the report.
+    lowering_unavailable = ("kgate does not yet compile Triton kernels for a device from shapes; on a GPU the kernels "
+                            "are compiled for real when they run")
+
+    def __init__(self) -> None:
+        self.platform = "gpu" if _CUDA else "cpu"
+        self.interpreted = not _CUDA  # Triton kernels, where there are any, run in its interpreter
+        self._device = torch.device("cuda" if _CUDA else "cpu")
+        self._launched: dict[int, bool] = {}  # id(fn) -> whether a run of it launched an authored kernel
+        self._signatures: dict[tuple[Any, ...], str | None] = {}
+
+    def device(self) -> DeviceInfo:
+        versions = {"torch": torch.__version__}
+        with contextlib.suppress(Exception):
+            import triton
+
+            versions["triton"] = triton.__version__
+        kind = torch.cuda.get_device_name(0) if _CUDA else "cpu"
+        return DeviceInfo(self.platform, kind, self.interpreted, versions)
+
+    # -- inputs -------------------------------------------------------------------------
+    def create_inputs(self, problem: ProblemModule, seed: int, dtype: str | None) -> tuple[tuple[Any, ...], str]:
+        """The problem's inputs for `seed`: torch's generator seeded with it (as KernelBench
+        does), and `seed` passed where create_inputs takes one."""
+        try:
+            inputs, how = self._call_create_inputs(problem, seed, dtype)
+        except KgateError:
+            raise
+        except Exception as exc:
+            raise inputs_failed(problem, exc) from exc
+        return tuple(_map(x, lambda t: t.to(self._device) if isinstance(t, torch.Tensor) else t) for x in inputs), how
+
+    def _call_create_inputs(self, problem: ProblemModule, seed: int, dtype: str | None) -> tuple[tuple[Any, ...], str]:
+        accepted = problem.create_inputs_params()
+        kwargs: dict[str, Any] = {}
+        if dtype is not None:
+            if dtype not in _DTYPES:
+                raise KgateError(f"--dtype {dtype!r} is not a known dtype.", f"use one of {sorted(_DTYPES)}.")
+            if "dtype" not in accepted:
+                raise KgateError(
+                    f"--dtype {dtype} given, but {problem.path.name}'s "
+                    f"{'get_inputs' if problem.model is not None else 'create_inputs'} takes no dtype.",
+                    "drop --dtype; the dtype is the one the module makes (or make it a shape global it reads, and "
+                    "give it with --set).")
+            kwargs["dtype"] = _DTYPES[dtype]
+        how = "torch.manual_seed"
+        if "seed" in accepted:
+            kwargs["seed"] = seed
+            how = "argument"
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            np_state = np.random.get_state()
+            np.random.seed(seed % 2**32)
+            try:
+                inputs = problem.create_inputs(**kwargs)
+            finally:
+                np.random.set_state(np_state)
+        if not isinstance(inputs, (tuple, list)):
+            inputs = (inputs,)
+        return tuple(inputs), how
+
+    def _shapes_of_inputs(self, problem: ProblemModule, dtype: str | None) -> tuple[Any, ...]:
+        """The inputs made on torch's meta device: shapes and dtypes, nothing allocated."""
+        with torch.device("meta"):
+            return self._call_create_inputs(problem, 0, dtype)[0]
+
+    def footprint(self, problem: ProblemModule, dtype: str | None) -> Footprint | None:
+        """The bytes of one probe's inputs from shapes alone (the inputs made on the meta
+        device); the outputs and the oracle are estimated at the inputs' size and twice it (the
+        float64 oracle). None when the inputs cannot be made without values."""
+        try:
+            shapes = self._shapes_of_inputs(problem, dtype)
+        except Exception:
+            return None
+        size = sum(t.numel() * t.element_size() for _, t in _flatten(shapes) if isinstance(t, torch.Tensor))
+        return Footprint(size, size, 2 * size)
+
+    def input_shapes(self, problem: ProblemModule, dtype: str | None) -> tuple[Any, ...]:
+        return self._shapes_of_inputs(problem, dtype)
+
+    def program_signature(self, problem: ProblemModule, dtype: str | None) -> str | None:
+        """A digest of what the op-point builds: the inputs' shapes, dtypes and static values
+        (from the meta device), and the Model's constructor arguments. None when they cannot be
+        found without values."""
+        key = (id(problem.module), problem.entry_name, dtype, repr(sorted((problem.config or {}).items())))
+        if key not in self._signatures:
+            try:
+                shapes = self._shapes_of_inputs(problem, dtype)
+                text = repr([(p, tuple(t.shape), str(t.dtype)) if isinstance(t, torch.Tensor) else (p, repr(t))
+                             for p, t in _flatten(shapes)])
+                if problem.model is not None:
+                    init = vars(problem.module).get("get_init_inputs")
+                    with torch.device("meta"):
+                        made = init() if callable(init) else []
+                    text += repr([(tuple(t.shape), str(t.dtype)) if isinstance(t, torch.Tensor) else repr(t)
+                                  for _, t in _flatten(made)])
+                self._signatures[key] = hashlib.sha256(text.encode()).hexdigest()
+            except Exception:
+                self._signatures[key] = None
+        return self._signatures[key]
+
+    def refuse_ineffective(self, problem: ProblemModule, dtype: str | None, op_point: Any, given: dict[str, Any]) -> None:
+        config = problem.config
+        if config is None:
+            return
+        changed = {k: v for k, v in dict(op_point.replaced).items() if v is not None and v != config.get(k)}
+        now = self.program_signature(problem, dtype) if changed else None
+        if now is None:
+            return
+        with config_set(changed, config):
+            before = self.program_signature(problem, dtype)
+        refuse_ineffective(sorted(changed) if before == now else [], op_point, given, problem.path.name)
+
+    def available_memory(self) -> tuple[int, str] | None:
+        if _CUDA:
+            free, _ = torch.cuda.mem_get_info()
+            return int(free), f"the {torch.cuda.get_device_name(0)}"
+        try:
+            for line in Path("/proc/meminfo").read_text().splitlines():
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024, "this machine"
+        except OSError:
+            pass
+        return None
+
+    def ensure_fits(self, problem: ProblemModule, dtype: str | None, probes: int, values: dict[str, Any]) -> bool:
+        footprint = self.footprint(problem, dtype)
+        available = self.available_memory()
+        if footprint is not None and available is not None:
+            refuse_if_too_big(footprint, probes, available[0], available[1], values)
+        return footprint is not None
+
+    # -- running ------------------------------------------------------------------------
+    def run(
+        self, fn: Callable[..., Any], inputs: Sequence[Any], *, uninitialized: Literal["nan", "zero"] = "nan",
+        phase: Callable[[str], None] = lambda _: None, eager: bool = False,
+    ) -> HostTree:
+        """`fn` called once on `inputs` under inference mode (fresh buffers NaN- or zero-filled),
+        synchronized, its outputs copied to the host."""
+        phase("running")
+        with _recording(_Recorder()) as recorder:
+            out = self._call(fn, inputs, uninitialized)
+        self._launched[id(fn)] = self._launched.get(id(fn), False) or bool(recorder.launches)
+        return self.to_host(out)
+
+    def _call(self, fn: Callable[..., Any], inputs: Sequence[Any], uninitialized: str = "nan") -> Any:
+        with torch.inference_mode(), _filled_buffers(uninitialized):  # type: ignore[arg-type]
+            out = fn(*inputs)
+            if _CUDA:
+                torch.cuda.synchronize()
+        return out
+
+    def run_eager(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> HostTree:
+        return self.run(fn, inputs)
+
+    def run_oracle(self, fn: Callable[..., Any], inputs: Sequence[Any], precision: str, eager: bool = False) -> HostTree:
+        """The reference recomputed on the host with floating inputs, and a Model's weights (on a
+        copy of the instance), in float32 or float64."""
+        dtype = torch.float32 if precision == "float32" else torch.float64
+        cast = self.cast_floating([_map(x, lambda t: t.cpu() if isinstance(t, torch.Tensor) else t) for x in inputs],
+                                  dtype)
+        call = fn
+        instance = getattr(fn, "instance", None)
+        if callable(instance) and callable(getattr(fn, "on", None)):
+            held = instance()
+            if isinstance(held, torch.nn.Module):
+                call = fn.on(copy.deepcopy(held).to(device="cpu", dtype=dtype))
+        with torch.inference_mode():
+            return self.to_host(call(*cast))
+
+    @staticmethod
+    def cast_floating(inputs: Sequence[Any], dtype: Any) -> tuple[Any, ...]:
+        return tuple(_map(x, lambda t: t.to(dtype) if isinstance(t, torch.Tensor) and t.dtype in _FLOATING else t)
+                     for x in inputs)
+
+    @staticmethod
+    def to_host(tree: Any) -> HostTree:
+        """The outputs on the host; each must be a plain, materialized `torch.Tensor` (no
+        subclass, no meta or lazy tensor)."""
+        leaves = []
+        flat = _flatten(tree)
+        for _, leaf in flat:
+            if isinstance(leaf, (int, float, bool)):
+                leaves.append(np.array(leaf))
+                continue
+            if type(leaf) is not torch.Tensor and type(leaf) is not torch.nn.Parameter:
+                raise TypeError(f"output leaf of type {type(leaf).__module__}.{type(leaf).__qualname__} is not a plain "
+                                "torch.Tensor")
+            if leaf.device.type == "meta" or leaf.is_sparse:
+                raise TypeError(f"output leaf on the {leaf.layout if leaf.is_sparse else 'meta device'} has no values")
+            leaves.append(host_array(leaf))
+        return HostTree(_structure(tree), tuple(p for p, _ in flat), tuple(leaves))
+
+    @staticmethod
+    def digest(tree: Any) -> str:
+        return leaves_sha256(host_array(x) if isinstance(x, torch.Tensor) else x for _, x in _flatten(tree))
+
+    is_static = staticmethod(is_static)
+
+    @staticmethod
+    def static_inputs(inputs: Sequence[Any]) -> list[str]:
+        return [f"[{i}]={x!r}" for i, x in enumerate(inputs) if is_static(x)]
+
+    @staticmethod
+    def save_inputs(inputs: Sequence[Any], path: Path) -> str:
+        return write_hand_over(_map(tuple(inputs), lambda t: host_array(t) if isinstance(t, torch.Tensor) else t), path)
+
+    def load_inputs(self, path: Path, sha256: str) -> tuple[Any, ...]:
+        host = read_hand_over(path, sha256)
+        return tuple(_map(host, lambda a: from_host(a, self._device) if isinstance(a, np.ndarray) else a))
+
+    @staticmethod
+    def copy_inputs(inputs: Sequence[Any]) -> tuple[Any, ...]:
+        return tuple(_map(x, lambda t: t.clone() if isinstance(t, torch.Tensor) else t) for x in inputs)
+
+    @staticmethod
+    def edge_inputs(inputs: Sequence[Any]) -> list[tuple[str, tuple[Any, ...]]]:
+        """The edge battery (`kgate.backends.base.edge_values`), one floating input at a time."""
+        leaves = [t for _, t in _flatten(tuple(inputs))]
+        variants: list[tuple[str, tuple[Any, ...]]] = []
+        for i, x in enumerate(leaves):
+            if not isinstance(x, torch.Tensor) or x.dtype not in _FLOATING or x.numel() < 2:
+                continue
+            for kind, value in edge_values(x.detach().float().cpu().numpy(), float(torch.finfo(x.dtype).max)):
+                replaced = iter([torch.from_numpy(value).to(dtype=x.dtype, device=x.device)])
+                position = iter(range(len(leaves)))
+                variants.append((f"edge-{kind}-in{i}", tuple(_map(
+                    tuple(inputs), lambda t: next(replaced) if next(position) == i else t))))
+        return variants
+
+    # -- the process's settings and surface --------------------------------------------------
+    @staticmethod
+    def settings() -> dict[str, Any]:
+        """torch's process-wide settings a candidate could change for every later call, the
+        reference's included: the default dtype, matmul precision, determinism, threads, grad
+        mode, the backends' flags."""
+        found: dict[str, Any] = {
+            "default_dtype": str(torch.get_default_dtype()),
+            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+            "num_threads": torch.get_num_threads(),
+            "grad_enabled": torch.is_grad_enabled(),
+            "TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET", ""),
+        }
+        for name in ("allow_tf32", "allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
+            found[f"cuda.matmul.{name}"] = getattr(torch.backends.cuda.matmul, name, None)
+        found["cudnn.allow_tf32"] = torch.backends.cudnn.allow_tf32
+        found["cudnn.deterministic"] = torch.backends.cudnn.deterministic
+        found["cudnn.benchmark"] = torch.backends.cudnn.benchmark
+        # compared by identity (kgate.verify.watch): each text the very object it was
+        return {k: sys.intern(v) if isinstance(v, str) else v for k, v in found.items()}
+
+    @staticmethod
+    def restore_settings(before: dict[str, Any]) -> None:
+        with contextlib.suppress(Exception):
+            torch.set_default_dtype(getattr(torch, before["default_dtype"].split(".")[-1]))
+            torch.set_float32_matmul_precision(before["float32_matmul_precision"])
+            torch.use_deterministic_algorithms(before["deterministic_algorithms"])
+            torch.set_num_threads(before["num_threads"])
+            torch.set_grad_enabled(before["grad_enabled"])
+            os.environ["TRITON_INTERPRET"] = before["TRITON_INTERPRET"]
+
+    @staticmethod
+    def watched_modules(depth: str = "public") -> list[str]:
+        """torch's and Triton's surface a candidate could patch, by depth: `hot`, what a call and
+        its synchronization go through; `public`, the public op namespaces, the Tensor class and
+        the interpreter's launcher; `deep`, every loaded triton and numpy module and torch's
+        Python op layers."""
+        if depth == "deep":
+            prefixes = ("triton", "numpy", "torch.nn", "torch._tensor", "torch.functional", "torch.cuda",
+                        "torch.random", "torch._refs", "torch._decomp")
+            return [name for name, module in list(sys.modules.items())
+                    if module is not None and (name in ("torch", "ml_dtypes") or name.startswith(prefixes))]
+        hot = ("torch", "torch.cuda", "torch._tensor", "time", "triton.runtime.interpreter", "triton.runtime.jit")
+        public = (*hot, "os", "random", "secrets", "threading", "torch.nn", "torch.nn.functional",
+                  "torch.nn.modules.module", "torch.nn.modules.linear", "torch.nn.modules.conv", "torch.linalg",
+                  "torch.fft", "torch.special", "torch.functional", "torch.random", "triton", "triton.language",
+                  "triton.language.core", "triton.language.standard", "numpy", "numpy.random", "numpy.linalg")
+        return [name for name in (hot if depth == "hot" else public) if name in sys.modules]
+
+    # -- inspection ---------------------------------------------------------------------
+    def _launches(self, fn: Callable[..., Any], inputs: Sequence[Any],
+                  act: Callable[[str, list[torch.Tensor], list[int], int], None] | None = None) -> tuple[Any, list[Launch]]:
+        with _recording(_Recorder(act)) as recorder:
+            out = self._call(fn, inputs)
+        return out, recorder.launches
+
+    def interprets(self, fn: Callable[..., Any], inputs: Sequence[Any], eager: bool = False) -> bool:
+        """Whether running `fn` here runs an interpreter: an authored Triton kernel on a machine
+        without a GPU; plain torch runs compiled ATen code, and the CPU is the device."""
+        if not self.interpreted:
+            return False
+        if id(fn) not in self._launched:
+            self._launched[id(fn)] = bool(self._launches(fn, inputs)[1])
+        return self._launched[id(fn)]
+
+    def inspect(self, fn: Callable[..., Any], inputs: Sequence[Any], *, ablate: bool = True,
+                moved_above: float = 0.0) -> ProgramFacts:
+        """The authored Triton launches of one call, each kernel's reach (perturbing what its
+        launches wrote moves an output) and whether it reads the inputs (its operands change
+        when the inputs do)."""
+        base, launches = self._launches(fn, inputs)
+        base_leaves = self.to_host(base).leaves
+        names = list(dict.fromkeys(launch.name for launch in launches))
+        shifted = self.perturbed_inputs(inputs)
+        _, moved_launches = self._launches(fn, shifted) if shifted is not None else (None, None)
+        sites = []
+        for name in names:
+            mine = [i for i, launch in enumerate(launches) if launch.name == name]
+            out = self.to_host(self._launches(fn, inputs, _perturb({name}))[0]).leaves
+            reaches = any(bool(np.any(m > 0)) for m in output_moves(base_leaves, [out]))
+            if moved_launches is None:
+                reads = True
+            else:
+                theirs = [launch.read_sha256 for launch in moved_launches if launch.name == name]
+                reads = [launches[i].read_sha256 for i in mine] != theirs
+            sites.append(KernelSite(f"triton:{name}", name, reaches, True, reads))
+        ablation = Ablation(False, "no kernel in program")
+        if ablate and names:
+            moves, _ = self.kernel_experiments(fn, inputs)
+            if not isinstance(moves, str):
+                ablation = count_moved(moves.leaves, moved_above)
+        listing = "\n".join(f"launch {i}: {launch.name} wrote tensor arguments {launch.written}"
+                            for i, launch in enumerate(launches))
+        return ProgramFacts(
+            platform=self.platform,
+            kernel_sites=tuple(sites),
+            program_text=listing or "no authored Triton launch",
+            compiled_text=self._graph_text(fn, inputs) if not launches else "",
+            custom_call_targets=(),
+            ablation=ablation,
+            kernel_kind="Triton launch",
+        )
+
+    def kernel_experiments(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> tuple[HostTree | str, dict[str, HostTree] | str]:
+        """The ablation (per output element, how far it moved when every authored launch's
+        written buffers were perturbed) and the bypass (the outputs with every launch's work
+        replaced by a stand-in that does none: zeros written, or an operand passed through)."""
+        base, launches = self._launches(fn, inputs)
+        if not launches:
+            return "no authored Triton kernel launched", "no authored Triton kernel to replace"
+        names = {launch.name for launch in launches}
+        base_leaves = self.to_host(base).leaves
+        perturbed = self.to_host(self._launches(fn, inputs, _perturb(names))[0]).leaves
+        moves = output_moves(base_leaves, [perturbed])
+        bypassed = {kind: self.to_host(self._launches(fn, inputs, _stand_in(kind))[0]) for kind in ("zeros", "passthrough")}
+        return HostTree("moves", tuple(f"[{i}]" for i in range(len(moves))), tuple(moves)), bypassed
+
+    def perturbed_inputs(self, inputs: Sequence[Any]) -> tuple[Any, ...] | None:
+        """The inputs with every floating tensor moved by seeded noise; None when none is floating."""
+        gen = torch.Generator().manual_seed(12345)
+        seen: list[bool] = []
+
+        def move(t: Any) -> Any:
+            if isinstance(t, torch.Tensor) and t.dtype in _FLOATING:
+                seen.append(True)
+                noise = torch.randn(t.shape, generator=gen, dtype=torch.float32)
+                return (t.float() + noise.to(t.device) * (t.float().std() + 1)).to(t.dtype)
+            return t
+
+        moved = tuple(_map(x, move) for x in inputs)
+        return moved if seen else None
+
+    def _graph_text(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str:
+        """The torch functions one call goes through, in order, with their tensor arguments'
+        shapes and dtypes (recorded by a `TorchFunctionMode`): what a `rewrite` candidate's
+        program is compared with. "" where the call fails."""
+        from torch.overrides import TorchFunctionMode
+
+        calls: list[str] = []
+
+        class Calls(TorchFunctionMode):
+            def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                shapes = [f"{t.dtype}{list(t.shape)}" for _, t in _flatten((args, kwargs or {})) if isinstance(t, torch.Tensor)]
+                calls.append(f"{getattr(func, '__qualname__', getattr(func, '__name__', str(func)))}({', '.join(shapes)})")
+                return func(*args, **(kwargs or {}))
+
+        try:
+            with torch.inference_mode(), _filled_buffers("nan"), Calls():
+                fn(*inputs)
+        except Exception:
+            return ""
+        return "\n".join(calls)
+
+    def compiled_text(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str:
+        text = self._graph_text(fn, inputs)
+        if not text:
+            raise RuntimeError("the reference's torch calls could not be recorded")
+        return text
+
+    def kernel_platform(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str | None:
+        """No lowering for a device from shapes is done for Triton kernels yet: None."""
+        return None
+
+
+def _perturb(names: set[str]) -> Callable[[str, list[torch.Tensor], list[int], int], None]:
+    """After each launch of these kernels, every buffer it wrote moved by noise at its own scale."""
+    def act(name: str, tensors: list[torch.Tensor], written: list[int], index: int) -> None:
+        if name not in names:
+            return
+        gen = torch.Generator().manual_seed(7919 + index)
+        for i in written:
+            t = tensors[i]
+            if t.dtype in _FLOATING:
+                noise = torch.randn(t.shape, generator=gen, dtype=torch.float32).to(t.device)
+                scale = t.float().abs().nan_to_num(0.0).max() + 1.0
+                t.copy_((t.float() + noise * scale).to(t.dtype))
+            elif t.dtype != torch.bool:
+                t.add_(1)
+            else:
+                t.logical_not_()
+    return act
+
+
+def _stand_in(kind: str) -> Callable[[str, list[torch.Tensor], list[int], int], None]:
+    """After each launch, what it wrote replaced by what a kernel that does no work leaves:
+    zeros, or an operand it read (of the same shape and dtype) passed through."""
+    def act(name: str, tensors: list[torch.Tensor], written: list[int], index: int) -> None:
+        for i in written:
+            t = tensors[i]
+            if kind == "zeros":
+                t.zero_()
+                continue
+            source = next((s for j, s in enumerate(tensors)
+                           if j not in written and s.shape == t.shape and s.dtype == t.dtype), None)
+            if source is None:
+                t.zero_()
+            else:
+                t.copy_(source)
+    return act
