@@ -118,3 +118,33 @@ def test_the_surface_watch_sees_every_code_swap_and_puts_each_back():
         assert snap.diff(content=True) == []
     finally:
         sys.modules.pop(mod.__name__, None)
+
+
+def test_a_method_set_on_a_library_class_over_an_inherited_one_is_a_patch(monkeypatch):
+    """A library adds names lazily, so additions to its classes are not changes in general; but
+    a method set on a class over one it inherits (`torch.Tensor.softmax = ...`) is."""
+    import sys
+
+    from kgate.problem.snapshot import snapshot_surface
+
+    lib = types.ModuleType("fake_array_lib")
+
+    class Base:
+        def softmax(self):
+            return "library"
+
+        cache = ["filled lazily"]
+
+    class Tensor(Base):
+        pass
+
+    Base.__module__ = Tensor.__module__ = "fake_array_lib"
+    lib.Base, lib.Tensor = Base, Tensor
+    monkeypatch.setitem(sys.modules, "fake_array_lib", lib)
+    snap = snapshot_surface(["fake_array_lib"], owned_prefix="kgate")
+    Tensor.__slotnames__ = []  # copyreg's cache: not a method
+    Tensor.cache = ["refilled"]  # a data attribute shadowing an inherited one: a library cache
+    Tensor.brand_new = lambda self: 1  # nothing inherited to override
+    assert snap.diff() == []
+    Tensor.softmax = lambda self: "patched"
+    assert snap.diff() == ["fake_array_lib.Tensor.softmax was added, overriding the method its class inherits"]

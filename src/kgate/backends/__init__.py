@@ -58,6 +58,20 @@ def frameworks(path: str | Path) -> set[str]:
     return found
 
 
+def refuse_untimed(reference: str | Path) -> None:
+    """Timing runs JAX workloads only, for now: a problem of another framework is refused with
+    what does work for it."""
+    backend = detect(reference)
+    if backend != "jax":
+        from kgate.errors import KgateError
+
+        raise KgateError(
+            f"timing a {backend} problem ({Path(reference).name}) is not in kgate yet: measure, calibrate and "
+            "verify's timing run JAX workloads only.",
+            "check the candidate with `kgate gate` and `kgate parity` (correctness and the firing audit run for "
+            f"{backend}); time it with your own harness until kgate's {backend} timing lands.")
+
+
 def detect(reference: str | Path) -> str:
     """The backend for a problem, chosen from its reference module: torch when it imports
     torch (or triton) and not jax; jax otherwise (the default)."""

@@ -249,9 +249,11 @@ class SurfaceSnapshot:
         owner, _, member = key.rpartition(".")
         held = self.originals.get(owner)
         cls = held[2] if held is not None else None
-        if not isinstance(cls, type):
+        if not isinstance(cls, type) or member in _VOLATILE_MEMBERS:
             return False
-        return any(member in vars(base) for base in cls.__mro__[1:])
+        inherited = next((vars(base)[member] for base in cls.__mro__[1:] if member in vars(base)), None)
+        # a method or a descriptor (a property); not a cache a library fills in (copyreg's __slotnames__)
+        return inherited is not None and (callable(inherited) or hasattr(inherited, "__get__"))
 
     def restore(self) -> None:
         """Put back every binding (and function code) that changed: a candidate's patch must

@@ -120,6 +120,9 @@ def order(repeats: int) -> list[str]:
 
 
 def run_flags(request: FlagsRequest, say: Callable[[str], None] = lambda _: None) -> Report:
+    from kgate.backends import refuse_untimed
+
+    refuse_untimed(request.reference)
     payload = {
         "reference": str(Path(request.reference).resolve()), "candidate": str(Path(request.candidate).resolve()),
         "entry": request.entry, "reference_entry": request.reference_entry, "seeds": [request.seed],

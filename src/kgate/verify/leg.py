@@ -46,12 +46,6 @@ def _measure(req: dict[str, Any]) -> dict[str, Any]:
     from kgate.problem.module import kwargs_from_wire
     from kgate.verify.measure import MeasureRequest, run_measure
 
-    if req.get("backend", "jax") != "jax":
-        raise KgateError(
-            f"timing a {req['backend']} problem is not in kgate yet: measure, calibrate and verify's timing run "
-            "JAX workloads only.",
-            "check the torch candidate with `kgate gate` and `kgate parity` (correctness and the firing audit run "
-            "for torch); time it with your own harness until kgate's torch timing lands.")
     request = MeasureRequest(
         reference=Path(req["reference"]),
         candidate=Path(req["candidate"]),

@@ -1,0 +1,140 @@
+"""PyTorch problems in the KernelBench format, with Triton kernels under the Triton interpreter.
+
+The examples under examples/model_torch are loaded unchanged. Correct candidates PASS the gate;
+each known-bad one FAILs (or is an ANOMALY) in the gate and check that names what it does.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import EXAMPLES, failed, gate
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+SOFTMAX = "model_torch/softmax_reference.py"
+LINEAR = "model_torch/linear_relu_reference.py"
+
+
+def test_the_backend_is_chosen_from_what_the_reference_imports(tmp_path):
+    from kgate.backends import detect
+
+    assert detect(EXAMPLES / SOFTMAX) == "torch"
+    assert detect(EXAMPLES / "model_jax/reference.py") == "jax"
+    both = tmp_path / "both.py"
+    both.write_text("import jax\nimport torch\n")
+    assert detect(both) == "jax"  # a module that imports both is the JAX side's (its default)
+    assert detect(tmp_path / "missing.py") == "jax"
+
+
+@pytest.mark.parametrize("reference, candidate, klass", [
+    (SOFTMAX, "model_torch/softmax_triton.py", "kernel-authored"),
+    (SOFTMAX, "model_torch/softmax_rewrite.py", "xla-rewrite"),
+    (LINEAR, "model_torch/linear_relu_triton.py", "kernel-authored"),
+    (LINEAR, "model_torch/linear_relu_rewrite.py", "xla-rewrite"),
+])
+def test_correct_torch_candidates_pass_the_gate(reference, candidate, klass):
+    report = gate(reference, candidate, klass=klass)
+    assert report.status == "PASS", failed(report)
+    assert report.context["device"]["versions"]["torch"].startswith("2.")
+    if klass == "kernel-authored":
+        assert report.context["device"]["interpreted"] is True
+        firing = report.gates["firing"].details
+        assert firing["kernel_sites"] and all(s["site"].startswith("triton:") for s in firing["kernel_sites"])
+
+
+def test_a_candidate_that_initializes_its_own_weights_is_given_the_references():
+    report = gate(LINEAR, "model_torch/linear_relu_triton.py")  # its own init is all zeros
+    assert report.status == "PASS"
+    weights = report.context["candidate"]["model"]["weights"]
+    assert weights["shared_by"] == "load_state_dict"
+    assert weights["names"] == ["linear.weight", "linear.bias"]
+    assert weights["given_sha256"] == report.context["reference"]["model"]["weights"]["sha256"]
+
+
+def test_random_weights_are_given_to_both_and_recorded():
+    report = gate(LINEAR, "model_torch/linear_relu_triton.py", weights="random:3")
+    assert report.status == "PASS"
+    assert report.context["reference"]["model"]["weights"]["randomized"] == ["linear.bias", "linear.weight"]
+    assert report.context["candidate"]["model"]["weights"]["policy"] == "random:3"
+
+
+def test_the_op_point_shrinks_with_set_without_edits():
+    report = gate(SOFTMAX, "model_torch/softmax_triton.py", overrides={"batch_size": 3, "dim": 40})
+    assert report.status == "PASS"
+    assert report.context["op_point"]["values"]["batch_size"] == 3
+    assert report.context["op_point"]["values"]["dim"] == 40
+
+
+@pytest.mark.parametrize("reference, candidate, status, expected", [
+    # kernels that are present but do not do the work
+    (SOFTMAX, "softmax_bad_ghost_launch.py", "FAIL", {"firing.kernel_reaches_output", "firing.kernel_result_matters"}),
+    (SOFTMAX, "softmax_bad_fallback.py", "FAIL", {"firing.kernel_present"}),
+    (SOFTMAX, "softmax_bad_copy_kernel.py", "FAIL", {"firing.kernel_does_the_work"}),
+    (SOFTMAX, "softmax_bad_half_rows.py", "FAIL", {"firing.kernel_result_matters"}),
+    (LINEAR, "linear_relu_bad_kernel_on_weights.py", "FAIL", {"firing.kernel_reads_inputs"}),
+    # outputs never written, or not plain tensors
+    (SOFTMAX, "softmax_bad_skips_last_column.py", "FAIL", {"parity.finite"}),
+    (SOFTMAX, "softmax_bad_returns_subclass.py", "FAIL", {"parity.candidate_ran"}),
+    # patching what kgate or the library uses, in the candidate's own process
+    (SOFTMAX, "softmax_bad_patches_torch_softmax.py", "ANOMALY", {"integrity.process_untouched"}),
+    (SOFTMAX, "softmax_bad_patches_tensor_method.py", "ANOMALY", {"integrity.process_untouched"}),
+    (SOFTMAX, "softmax_bad_rebinds_kgate.py", "ANOMALY", {"integrity.process_untouched"}),
+    (SOFTMAX, "softmax_bad_sets_matmul_precision.py", "ANOMALY", {"integrity.process_untouched"}),
+    (SOFTMAX, "softmax_bad_escapes_launch_recording.py", "ANOMALY", {"integrity.process_untouched"}),
+    (SOFTMAX, "softmax_bad_mutates_input.py", "ANOMALY", {"integrity.inputs_unchanged"}),
+])
+def test_known_bad_torch_candidates_fail_in_the_gate_that_names_them(reference, candidate, status, expected):
+    report = gate(reference, f"model_torch/{candidate}")
+    assert report.status == status
+    assert expected <= failed(report), failed(report)
+
+
+def test_a_kernel_that_overflows_on_extreme_values_fails_on_the_edge_probes_only():
+    report = gate(SOFTMAX, "model_torch/softmax_bad_no_max_subtraction.py")
+    fails = {c.name for c in report.gates["parity"].failures}
+    assert {"edge-slices-in0.error", "edge-slices-in0.finite"} <= fails
+    assert not any(name.startswith("seed") for name in fails)  # random probes never reach exp's overflow
+
+
+def test_answers_precomputed_for_the_fixed_seeds_fail_on_the_seed_drawn_for_the_run():
+    report = gate(SOFTMAX, "model_torch/softmax_bad_precomputes_fixed_seeds.py", klass="xla-rewrite")
+    fails = {c.name for c in report.gates["parity"].failures}
+    assert "seed42.error" not in fails and "seed43.error" not in fails  # the replay is right where it was aimed
+    drawn = report.context["random_seed"]
+    assert f"seed{drawn}.error" in fails
+
+
+def test_a_rewrite_that_runs_the_references_calls_is_a_no_op(write_module):
+    same = write_module("same_calls.py", """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+""")
+    report = gate(SOFTMAX, str(same), klass="xla-rewrite")
+    assert failed(report) == {"firing.program_differs"}
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "kgate", *args], capture_output=True, text=True, cwd=EXAMPLES.parent)
+
+
+def test_weights_that_do_not_line_up_are_refused_with_their_names():
+    done = _cli("gate", "-r", f"examples/{LINEAR}", "-c", "examples/model_torch/linear_relu_bad_renamed.py", "--json")
+    assert done.returncode == 2
+    error = json.loads(done.stdout)["error"]
+    assert "linear.weight, linear.bias" in error["problem"] and "w, b" in error["problem"]
+
+
+def test_timing_a_torch_problem_is_refused_clearly():
+    done = _cli("measure", "-r", f"examples/{SOFTMAX}", "-c", "examples/model_torch/softmax_rewrite.py", "--json")
+    assert done.returncode == 2
+    error = json.loads(done.stdout)["error"]
+    assert "torch" in error["problem"] and "kgate gate" in error["fix"]
