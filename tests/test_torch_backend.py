@@ -34,6 +34,7 @@ def test_the_backend_is_chosen_from_what_the_reference_imports(tmp_path):
     (SOFTMAX, "model_torch/softmax_triton.py", "kernel-authored"),
     (SOFTMAX, "model_torch/softmax_rewrite.py", "xla-rewrite"),
     (LINEAR, "model_torch/linear_relu_triton.py", "kernel-authored"),
+    (LINEAR, "model_torch/linear_relu_triton_matmul.py", "kernel-authored"),
     (LINEAR, "model_torch/linear_relu_rewrite.py", "xla-rewrite"),
 ])
 def test_correct_torch_candidates_pass_the_gate(reference, candidate, klass):

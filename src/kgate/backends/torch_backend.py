@@ -588,8 +588,8 @@ class TorchBackend:
         sites = []
         for name in names:
             mine = [i for i, launch in enumerate(launches) if launch.name == name]
-            out = self.to_host(self._launches(fn, inputs, _perturb({name}))[0]).leaves
-            reaches = any(bool(np.any(m > 0)) for m in output_moves(base_leaves, [out]))
+            outs = [self.to_host(self._launches(fn, inputs, _perturb({name}, kind))[0]).leaves for kind in _PERTURBATIONS]
+            reaches = any(bool(np.any(m > 0)) for m in output_moves(base_leaves, outs))
             if moved_launches is None:
                 reads = True
             else:
@@ -622,8 +622,8 @@ class TorchBackend:
             return "no authored Triton kernel launched", "no authored Triton kernel to replace"
         names = {launch.name for launch in launches}
         base_leaves = self.to_host(base).leaves
-        perturbed = self.to_host(self._launches(fn, inputs, _perturb(names))[0]).leaves
-        moves = output_moves(base_leaves, [perturbed])
+        perturbed = [self.to_host(self._launches(fn, inputs, _perturb(names, kind))[0]).leaves for kind in _PERTURBATIONS]
+        moves = output_moves(base_leaves, perturbed)
         bypassed = {kind: self.to_host(self._launches(fn, inputs, _stand_in(kind))[0]) for kind in ("zeros", "passthrough")}
         return HostTree("moves", tuple(f"[{i}]" for i in range(len(moves))), tuple(moves)), bypassed
 
@@ -674,23 +674,25 @@ class TorchBackend:
         return None
 
 
-def _perturb(names: set[str]) -> Callable[[str, list[torch.Tensor], list[int], int], None]:
-    """After each launch of these kernels, every buffer it wrote moved by noise at its own scale."""
+def _perturb(names: set[str], kind: str) -> Callable[[str, list[torch.Tensor], list[int], int], None]:
+    """After each launch of these kernels, every buffer it wrote moved: `flip` (-2x + 1) or
+    `shift` (x + 3(|x| + 1)), the two directions the JAX side's ablation uses, so that an
+    element behind a clamp (a ReLU) moves under one of them."""
     def act(name: str, tensors: list[torch.Tensor], written: list[int], index: int) -> None:
         if name not in names:
             return
-        gen = torch.Generator().manual_seed(7919 + index)
         for i in written:
             t = tensors[i]
-            if t.dtype in _FLOATING:
-                noise = torch.randn(t.shape, generator=gen, dtype=torch.float32).to(t.device)
-                scale = t.float().abs().nan_to_num(0.0).max() + 1.0
-                t.copy_((t.float() + noise * scale).to(t.dtype))
-            elif t.dtype != torch.bool:
-                t.add_(1)
-            else:
+            if t.dtype.is_floating_point or t.dtype.is_complex:
+                t.copy_(t * -2 + 1 if kind == "flip" else t + (t.abs() + 1) * 3)
+            elif t.dtype == torch.bool:
                 t.logical_not_()
+            else:
+                t.add_(1 if kind == "flip" else -7)
     return act
+
+
+_PERTURBATIONS = ("flip", "shift")
 
 
 def _stand_in(kind: str) -> Callable[[str, list[torch.Tensor], list[int], int], None]:

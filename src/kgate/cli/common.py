@@ -79,12 +79,21 @@ PhaseBudgetOpt = Annotated[float, typer.Option(
          "leg is stopped and the report names the phase and its likely cause.")]
 RefEntryOpt = Annotated[str, typer.Option(
     "--reference-entry", help="Name of the reference's entry function (a suite's reference may not call it workload).")]
+def _canonical_class(value: str | None) -> str | None:
+    from kgate.gates.firing import canonical_class
+
+    return canonical_class(value)
+
+
 ClassOpt = Annotated[
-    str, typer.Option("--class", help="Intervention class: kernel-authored | xla-rewrite | flag.")
+    str, typer.Option("--class", callback=_canonical_class,
+                      help="Intervention class: kernel-authored | xla-rewrite (or rewrite: plain framework code, torch "
+                           "or JAX) | flag.")
 ]
 OptionalClassOpt = Annotated[
     Optional[str],
-    typer.Option("--class", help="Intervention class: kernel-authored | xla-rewrite | flag (default kernel-authored, "
+    typer.Option("--class", callback=_canonical_class,
+                 help="Intervention class: kernel-authored | xla-rewrite (or rewrite) | flag (default kernel-authored, "
                  "or the experiment's with --family)."),
 ]
 SetOpt = Annotated[

@@ -433,7 +433,18 @@ def audit(
     return GateResult("firing", tuple(checks), details)
 
 
+# Other names a class is given: `rewrite` (plain framework code, no kernel of its own: torch or JAX).
+SYNONYMS = {"rewrite": "xla-rewrite"}
+
+
+def canonical_class(value: str | None) -> str | None:
+    """The class's own name for a synonym (`rewrite` -> `xla-rewrite`); anything else as given."""
+    return SYNONYMS.get(value, value) if value is not None else None
+
+
 def parse_classes(value: str) -> str:
+    value = SYNONYMS.get(value, value)
     if value not in CLASSES:
-        raise KgateError(f"--class {value!r} is not an intervention class.", f"use one of: {', '.join(CLASSES)}.")
+        raise KgateError(f"--class {value!r} is not an intervention class.",
+                         f"use one of: {', '.join(CLASSES)} (or rewrite, the same as xla-rewrite).")
     return value

@@ -42,7 +42,7 @@ def evaluate(
                 "FAIL",
                 "candidate code patched what kgate or the array library uses: " + "; ".join(process_changes[:12])
                 + (f"; and {len(process_changes) - 12} more" if len(process_changes) > 12 else ""),
-                "the candidate must not rebind, wrap or monkeypatch kgate, jax or numpy; nothing its process "
+                "the candidate must not rebind, wrap or monkeypatch kgate or its array libraries (jax, numpy, torch, triton); nothing its process "
                 "reports can be trusted after it does.",
             )
         )

@@ -134,13 +134,12 @@ def _capture(req: dict[str, Any]) -> dict[str, Any]:
 
 
 def _lower(req: dict[str, Any]) -> dict[str, Any]:
-    from kgate.backends import get_backend
     from kgate.verify.probes import lowered_programs
     from kgate.verify.spawn import beat
     from kgate.verify.watch import Watch
 
     beat("phase importing the candidate")
-    backend = get_backend(req.get("backend", "jax"))
+    backend = _lowering_backend(req)
     watch = Watch(backend)
     with load_requested_pair(req, use_tiny=req["use_tiny"]) as pair:
         watch.check("at import")
@@ -150,6 +149,19 @@ def _lower(req: dict[str, Any]) -> dict[str, Any]:
         return {"status": "DONE", "lowering": programs, "changes": watch.changes,
                 "reference_changes": list(pair.reference_changes), "candidate": pair.candidate.to_json(),
                 "op_point": _full_op_point(pair.op_point, req["overrides"])}
+
+
+def _lowering_backend(req: dict[str, Any]) -> Any:
+    """The backend, when it lowers kernels for a device from shapes; else refused with why."""
+    from kgate.backends import get_backend
+
+    backend = get_backend(req.get("backend", "jax"))
+    why = getattr(backend, "lowering_unavailable", "")
+    if why:
+        raise KgateError(f"{Path(req['reference']).name} is a {backend.name} problem: {why}.",
+                         "check the candidate with `kgate gate` and `kgate parity`; lowering and VMEM fit run for "
+                         "JAX/Pallas kernels.")
+    return backend
 
 
 def _op_point_shapes(backend: Any, pair: Any, req: dict[str, Any]) -> Any:
@@ -170,7 +182,6 @@ def _op_point_shapes(backend: Any, pair: Any, req: dict[str, Any]) -> Any:
 def _fit(req: dict[str, Any]) -> dict[str, Any]:
     import functools
 
-    from kgate.backends import get_backend
     from kgate.gates.fit import label
     from kgate.problem.module import takes_keywords
     from kgate.verify.probes import target_platform
@@ -178,7 +189,7 @@ def _fit(req: dict[str, Any]) -> dict[str, Any]:
     from kgate.verify.watch import Watch
 
     beat("phase importing the candidate")
-    backend = get_backend(req.get("backend", "jax"))
+    backend = _lowering_backend(req)
     watch = Watch(backend)
     with load_requested_pair(req) as pair:
         watch.check("at import")

@@ -774,7 +774,7 @@ def _process_check(changes: list[str]) -> Check:
             "process_untouched",
             "FAIL",
             "candidate code patched what the timing loop uses: " + "; ".join(changes[:12]),
-            "the candidate must not rebind, wrap or monkeypatch kgate, jax or numpy.",
+            "the candidate must not rebind, wrap or monkeypatch kgate or its array libraries (jax, numpy, torch, triton).",
         )
     return Check("process_untouched", "PASS", "kgate's modules and the array library's surface unchanged through the run")
 
