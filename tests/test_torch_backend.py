@@ -139,3 +139,28 @@ def test_timing_a_torch_problem_is_refused_clearly():
     assert done.returncode == 2
     error = json.loads(done.stdout)["error"]
     assert "torch" in error["problem"] and "kgate gate" in error["fix"]
+
+
+def test_a_kernelbench_level_runs_as_a_suite_with_torch_rows_checked_but_not_timed(tmp_path):
+    import shutil
+
+    level, run1, run2 = (tmp_path / name for name in ("level1", "run1", "run2"))
+    for folder in (level, run1, run2):
+        folder.mkdir()
+    shutil.copy(EXAMPLES / SOFTMAX, level / "19_softmax.py")
+    shutil.copy(EXAMPLES / LINEAR, level / "20_linear_relu.py")  # no candidate in any folder: no row
+    shutil.copy(EXAMPLES / "model_torch/softmax_triton.py", run1 / "19_softmax.py")
+    shutil.copy(EXAMPLES / "model_torch/softmax_bad_ghost_launch.py", run2 / "19_softmax.py")
+    shutil.copy(EXAMPLES / "model_torch/softmax_triton.py", run2 / "softmax_triton.py")  # what the ghost imports
+    done = _cli("suite", str(level), "--candidates", str(run1), "--candidates", str(run2),
+                "--results", str(tmp_path / "results"), "--json")
+    assert done.returncode == 0, done.stderr
+    rows = {row["candidate"]: row for row in json.loads(done.stdout)["rows"]}
+    assert set(rows) == {"run1/19_softmax.py", "run2/19_softmax.py"}
+    assert rows["run1/19_softmax.py"]["status"] == "PASS" and rows["run1/19_softmax.py"]["speedup"] is None
+    assert rows["run1/19_softmax.py"]["parity_status"] == "PASS"
+    assert "not timed" in rows["run1/19_softmax.py"]["reason"]
+    assert rows["run2/19_softmax.py"]["status"] == "GATE_FAIL"
+    assert "kernel_reaches_output" in rows["run2/19_softmax.py"]["reason"]
+    summary = json.loads(done.stdout)["summary"]
+    assert summary["fast_p"]["1"] == 0.0

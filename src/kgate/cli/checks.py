@@ -702,11 +702,14 @@ def suite(
     manifest: Annotated[Optional[Path], typer.Option(
         "--manifest", help="A TOML manifest instead of a tree: [[problem]] tables with reference, candidates, and "
         "optional set (the op-point), class and weights; paths relative to the manifest.")] = None,
+    candidates: Annotated[Optional[list[Path]], typer.Option(
+        "--candidates", help="KernelBench's layout: ROOT is a folder of reference modules, and this a folder of "
+        "candidates named as their references (repeatable: one row per folder per reference).")] = None,
     results: Annotated[Path, typer.Option(
         "--results", help="Folder for each finished row and its verify receipt; a re-run skips the rows already "
         "in it (keyed by both files' contents, the op-point, the terms and kgate's version).")] = Path("kgate-suite-results"),
     klass: Annotated[str, typer.Option("--class", help="Intervention class of a tree's candidates (a manifest sets "
-                                       "its own): kernel-authored | xla-rewrite | flag.")] = "kernel-authored",
+                                       "its own): kernel-authored | xla-rewrite (or rewrite) | flag.")] = "kernel-authored",
     budget: BudgetOpt = 10.0,
     phase_budget: PhaseBudgetOpt = PHASE_BUDGET_S,
     time_interpreted: TimeInterpretedOpt = False,
@@ -731,10 +734,9 @@ def suite(
 
     try:
         check_output_path(output)
-        parse_classes(klass)
         if root is None and manifest is None:
             raise KgateError("no suite given.", "pass the suite's folder (kgate suite ROOT) or --manifest FILE.")
-        entries = discover(root or Path("."), manifest, klass)
+        entries = discover(root or Path("."), manifest, parse_classes(klass), tuple(candidates or ()))
         request = SuiteRequest(tuple(entries), results, budget_s=budget, phase_budget_s=phase_budget,
                                time_interpreted=time_interpreted)
         rows = run_suite(request, say=lambda line: typer.echo(f"kgate suite: {line}", err=True))

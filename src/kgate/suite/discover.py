@@ -26,13 +26,22 @@ class Entry:
     weights: str = "shared"
     entry: str = "workload"
     reference_entry: str = "workload"
+    label: str = ""  # how its row names the candidate (default: its file name)
+
+    @property
+    def name(self) -> str:
+        return self.label or self.candidate.name
 
 
-def discover(root: Path, manifest: Path | None = None, klass: str = "kernel-authored") -> list[Entry]:
-    """The suite's entries, in a stable order: the manifest's, or the tree's (problems and
-    candidates sorted by name; `klass` for every candidate of a tree)."""
+def discover(root: Path, manifest: Path | None = None, klass: str = "kernel-authored",
+             candidates: tuple[Path, ...] = ()) -> list[Entry]:
+    """The suite's entries, in a stable order: the manifest's, a KernelBench-style level's
+    (`candidates` given: ROOT holds the references), or the tree's (problems and candidates
+    sorted by name; `klass` for every candidate of a tree or level)."""
     if manifest is not None:
         return _from_manifest(manifest, klass)
+    if candidates:
+        return _from_level(root, candidates, klass)
     if not root.is_dir():
         raise KgateError(f"suite root {root} is not a folder.", "give the folder that holds one folder per problem.")
     folders = [root] if _reference_in(root) else sorted(p for p in root.iterdir() if p.is_dir())
@@ -49,6 +58,27 @@ def discover(root: Path, manifest: Path | None = None, klass: str = "kernel-auth
         raise KgateError(f"no problem with candidates under {root}: a problem is a folder holding "
                          f"{' or '.join(REFERENCE_NAMES)} and candidate .py files beside it.",
                          "lay the suite out as ROOT/<problem>/baseline.py plus candidates, or give --manifest FILE.")
+    return entries
+
+
+def _from_level(references: Path, folders: tuple[Path, ...], klass: str) -> list[Entry]:
+    """KernelBench's layout: a folder of reference modules (`19_ReLU.py`) and one or more
+    folders of candidates with the same file names; a reference without a candidate in a
+    folder has no row from it. The problem is the file's stem; a candidate is named by its
+    folder."""
+    for folder in (references, *folders):
+        if not folder.is_dir():
+            raise KgateError(f"{folder} is not a folder.",
+                             "give the folder of reference modules as ROOT and each folder of candidates with "
+                             "--candidates DIR (file names matching the references').")
+    entries = [Entry(reference.stem, reference, folder / reference.name, klass=klass,
+                     label=f"{folder.name}/{reference.name}")
+               for reference in sorted(references.glob("*.py")) if not reference.name.startswith("_")
+               for folder in folders if (folder / reference.name).is_file()]
+    if not entries:
+        raise KgateError(f"no candidate under {', '.join(str(f) for f in folders)} has the name of a reference in "
+                         f"{references}.",
+                         "name each candidate as its reference (level1/19_ReLU.py -> run1/19_ReLU.py).")
     return entries
 
 
