@@ -58,18 +58,14 @@ def frameworks(path: str | Path) -> set[str]:
     return found
 
 
-def refuse_untimed(reference: str | Path) -> None:
-    """Timing runs JAX workloads only, for now: a problem of another framework is refused with
-    what does work for it."""
+def require_jax(reference: str | Path, what: str) -> None:
+    """Refuse a problem of another framework for what only JAX programs have (`what`)."""
     backend = detect(reference)
     if backend != "jax":
         from kgate.errors import KgateError
 
-        raise KgateError(
-            f"timing a {backend} problem ({Path(reference).name}) is not in kgate yet: measure, calibrate and "
-            "verify's timing run JAX workloads only.",
-            "check the candidate with `kgate gate` and `kgate parity` (correctness and the firing audit run for "
-            f"{backend}); time it with your own harness until kgate's {backend} timing lands.")
+        raise KgateError(f"{Path(reference).name} is a {backend} problem, and {what}.",
+                         f"use kgate gate, parity, measure and verify on {backend} problems.")
 
 
 def detect(reference: str | Path) -> str:

@@ -29,6 +29,7 @@ from kgate.backends.base import (
     OutputCoverage,
     ProgramFacts,
     count_moved,
+    cpu_cache_flusher,
     edge_values,
     inputs_failed,
     leaves_sha256,
@@ -109,25 +110,6 @@ class SeedInjection:
             jax.random.key, jax.random.PRNGKey = originals["key"], originals["PRNGKey"]  # type: ignore[assignment]
             np.random.default_rng, np.random.seed = originals["default_rng"], originals["np_seed"]  # type: ignore[assignment]
             module_globals.update(patched_globals)
-
-
-def _cpu_flush_bytes() -> int:
-    """4x the L2 size (or 2x the LLC when it is at most 64 MiB), from sysfs; 16 MiB if unknown."""
-    sizes: dict[int, int] = {}
-    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
-        try:
-            level = int((index / "level").read_text())
-            text = (index / "size").read_text().strip().upper()
-            mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1], 1)
-            sizes[level] = max(sizes.get(level, 0), int(text.rstrip("KMG")) * mult)
-        except (OSError, ValueError):
-            continue
-    if not sizes:
-        return 16 * 2**20
-    last = max(sizes)
-    if sizes[last] <= 64 * 2**20:
-        return 2 * sizes[last]
-    return 4 * sizes.get(2, 4 * 2**20)
 
 
 def _hashable(value: Any) -> bool:
@@ -547,13 +529,7 @@ class JaxBackend:
                 jax.block_until_ready(touch(buf))
 
             return flush_gpu, f"L2 flush: a {size // 2**20} MiB device buffer rewritten before every timed call"
-        size = _cpu_flush_bytes()
-        host = np.zeros(size // 8)
-
-        def flush_cpu() -> None:
-            np.add(host, 1.0, out=host)
-
-        return flush_cpu, f"cache flush: a {size // 2**20} MiB host buffer rewritten before every timed call"
+        return cpu_cache_flusher()
 
     static_inputs = staticmethod(static_inputs)
     is_static = staticmethod(is_static)

@@ -27,6 +27,7 @@ from kgate.backends.base import (
     KernelSite,
     ProgramFacts,
     count_moved,
+    cpu_cache_flusher,
     edge_values,
     inputs_failed,
     leaves_sha256,
@@ -41,6 +42,9 @@ from kgate.problem.module import ProblemModule, config_set
 from kgate.problem.oppoint import refuse_ineffective
 
 _CUDA = torch.cuda.is_available()
+# What a timed call goes through, bound when kgate is imported (before any candidate code).
+_SYNC = torch.cuda.synchronize if _CUDA else (lambda: None)
+_INFERENCE = torch.inference_mode
 if not _CUDA:  # before triton is imported anywhere in this process: its kernels are interpreted
     os.environ["TRITON_INTERPRET"] = "1"
 
@@ -559,6 +563,81 @@ class TorchBackend:
                   "triton.language.core", "triton.language.standard", "numpy", "numpy.random", "numpy.linalg")
         return [name for name in (hot if depth == "hot" else public) if name in sys.modules]
 
+    # -- timing -------------------------------------------------------------------------
+    def warm_up(self) -> None:
+        """One small op: torch starts its thread pools now, so a thread census taken after this
+        sees only threads later code started."""
+        with torch.inference_mode():
+            (torch.ones(64, 64) @ torch.ones(64, 64)).sum().item()
+
+    def compile_timed(self, fn: Callable[..., Any], inputs: Sequence[Any], clock: Callable[[], int],
+                      flush: Callable[[], None] | None = None, *, keep_outputs: bool = True,
+                      eager: bool = False) -> TorchTimedCall:
+        """`fn` on these input buffers, called once untimed (torch's first call loads kernels and
+        plans): that call's torch functions, in order, are its program (`program_sha256`)."""
+        text = self._graph_text(fn, inputs)
+        timed = TorchTimedCall(fn, inputs, clock, flush, keep_outputs)
+        timed.program_sha256 = hashlib.sha256(text.encode()).hexdigest() if text else None
+        return timed
+
+    def program_fingerprint(self, problem: ProblemModule, dtype: str | None) -> tuple[str | None, str]:
+        """The torch functions the reference calls at its op-point, in order, with their shapes
+        (one call on inputs of seed 0, before any candidate code exists): what its timed
+        program must still be."""
+        try:
+            inputs, _ = self.create_inputs(problem, 0, dtype)
+            text = self._graph_text(problem.entry, inputs)
+        except Exception as exc:
+            return None, f"the reference could not be run before the candidate was imported ({describe(exc)})"
+        if not text:
+            return None, "the reference's torch calls could not be recorded"
+        return hashlib.sha256(text.encode()).hexdigest(), ""
+
+    def cache_flusher(self) -> tuple[Callable[[], None], str]:
+        """On a GPU, a 256 MiB device buffer rewritten before every timed call (beyond any L2);
+        on the CPU, a host buffer of 4x the L2 (see kgate.backends.base.cpu_flush_bytes)."""
+        if _CUDA:
+            size = 256 * 2**20
+            buf = torch.empty(size // 4, dtype=torch.float32, device="cuda")
+
+            def flush_gpu() -> None:
+                buf.add_(1.0)
+                _SYNC()
+
+            return flush_gpu, f"L2 flush: a {size // 2**20} MiB device buffer rewritten before every timed call"
+        return cpu_cache_flusher()
+
+    def output_spec(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> list[tuple[tuple[int, ...], str]]:
+        """(shape, dtype) of each output leaf, from one call of `fn` (the reference)."""
+        with torch.inference_mode():
+            out = fn(*inputs)
+        return [(tuple(t.shape), str(t.dtype).removeprefix("torch.")) if isinstance(t, torch.Tensor)
+                else ((), type(t).__name__) for _, t in _flatten(out)]
+
+    def poison(self, spec: Sequence[tuple[tuple[int, ...], str]], copies: int = 2) -> None:
+        """Buffers of the output's shapes filled with NaN (or the dtype's max) and freed: an
+        output the candidate never writes lands on poison, not on a stale answer."""
+        held = []
+        for _ in range(copies):
+            for shape, name in spec:
+                dtype = getattr(torch, name, None)
+                if isinstance(dtype, torch.dtype):
+                    held.append(_fill(_EMPTY["empty"](shape, dtype=dtype, device=self._device), "nan"))
+        _SYNC()
+        del held
+
+    @staticmethod
+    def dispatch_probe(inputs: Sequence[Any]) -> Callable[..., Any]:
+        """A real, empty dispatch on the same buffers: one add on one element of the first tensor."""
+        def probe(*args: Any) -> Any:
+            first = next(t for _, t in _flatten(args) if isinstance(t, torch.Tensor))
+            return first.reshape(-1)[:1] + 1
+        return probe
+
+    @staticmethod
+    def tpu_peaks() -> None:
+        return None
+
     # -- inspection ---------------------------------------------------------------------
     def _launches(self, fn: Callable[..., Any], inputs: Sequence[Any],
                   act: Callable[[str, list[torch.Tensor], list[int], int], None] | None = None) -> tuple[Any, list[Launch]]:
@@ -711,3 +790,38 @@ def _stand_in(kind: str) -> Callable[[str, list[torch.Tensor], list[int], int], 
             else:
                 t.copy_(source)
     return act
+
+
+class TorchTimedCall:
+    """One leg on fixed input buffers; each call synchronized (a device-wide synchronize on a
+    GPU; torch on the CPU returns when the work is done).
+
+    `clock` is the perf_counter_ns kgate bound before any candidate code was imported. The
+    candidate's last two outputs are kept alive so a new output cannot reuse their storage (an
+    answer cached by pointer would otherwise look fresh); the reference's are dropped at once,
+    so none of its answers is reachable while the candidate runs."""
+
+    def __init__(self, fn: Callable[..., Any], inputs: Sequence[Any], clock: Callable[[], int],
+                 flush: Callable[[], None] | None, keep_outputs: bool) -> None:
+        self._fn, self._inputs, self._clock, self._flush, self._keep = fn, tuple(inputs), clock, flush, keep_outputs
+        self._alive: list[Any] = []
+        self.program_sha256: str | None = None
+
+    def __call__(self) -> int:
+        if self._flush is not None:
+            self._flush()
+        clock = self._clock
+        with _INFERENCE():
+            t0 = clock()
+            out = self._fn(*self._inputs)
+            _SYNC()
+            t1 = clock()
+        if self._keep:
+            self._alive = [out, *self._alive[:1]]
+        return t1 - t0
+
+    def output(self) -> HostTree:
+        with _INFERENCE():
+            out = self._fn(*self._inputs)
+            _SYNC()
+        return TorchBackend.to_host(out)

@@ -347,7 +347,7 @@ TimeInterpretedOpt = Annotated[
     bool,
     typer.Option(
         "--time-interpreted",
-        help="Time a kernel that runs in an interpreter (Pallas interpret mode) anyway: capped short and labelled "
+        help="Time a kernel that runs in an interpreter (Pallas interpret mode, the Triton interpreter) anyway: capped short and labelled "
         "interpreted, it backs no verdict. Default: such runs are not timed (the timing gate is SKIPPED, the bar "
         "UNDECIDED).",
     ),

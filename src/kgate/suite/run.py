@@ -74,7 +74,7 @@ def _finished(path: Path) -> Row | None:
 def _run_one(entry: Entry, key: str, request: SuiteRequest, say: Callable[[str], None]) -> Row:
     from kgate.gates.parity import ParitySpec
     from kgate.report import write_atomic
-    from kgate.verify.early import CheckRequest, run_gate, run_parity
+    from kgate.verify.early import CheckRequest, run_gate
     from kgate.verify.sweep import SweepTiming, failures, verify_point
 
     def row(status: str, reason: str = "", speedup: dict[str, float] | None = None, interpreted: bool = False,
@@ -93,18 +93,6 @@ def _run_one(entry: Entry, key: str, request: SuiteRequest, say: Callable[[str],
         return row(ERROR, exc.problem)
     if gate.status != "PASS":
         return row(GATE_FAIL, f"{gate.status}: {failures(gate)}", gate_status=gate.status)
-    from kgate.backends import detect
-
-    if detect(entry.reference) != "jax":  # not timed on this backend yet: its correctness at the op-point
-        say("gate PASS, parity at the op-point (timing is not in kgate for this backend yet)")
-        try:
-            report = run_parity(check)
-        except KgateError as exc:
-            return row(ERROR, f"parity: {exc.problem}", gate_status=gate.status)
-        why = (f"not timed: timing a {detect(entry.reference)} problem is not in kgate yet" if report.status == "PASS"
-               else f"parity {report.status}: {failures(report)}")
-        return row(PASS if report.status == "PASS" else FAIL, why, None, bool(report.context.get("interpreted", True)),
-                   gate_status=gate.status, parity_status=report.status)
     say("gate PASS, verifying")
     try:
         report, speedup, why, sealed = verify_point(

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from kgate import clock as kclock
-from kgate.backends import get_backend, refuse_untimed
+from kgate.backends import detect, get_backend
 from kgate.gates import stats
 from kgate.gates.bar import Bar
 from kgate.gates.common import Check, GateResult
@@ -63,8 +63,7 @@ def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], No
 def _calibrate(request: CalibrateRequest, progress: Callable[[int, float], None] | None) -> Report:
     started = time.perf_counter()
     clock = kclock.perf_counter_ns
-    refuse_untimed(request.reference)
-    backend = get_backend("jax")
+    backend = get_backend(detect(request.reference))
     beat("phase importing the reference and its copy")
     with load_pair(request.reference, request.reference, overrides=request.overrides, entry=request.reference_entry,
                    reference_entry=request.reference_entry, weights=request.weights) as pair:

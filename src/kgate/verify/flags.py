@@ -120,9 +120,9 @@ def order(repeats: int) -> list[str]:
 
 
 def run_flags(request: FlagsRequest, say: Callable[[str], None] = lambda _: None) -> Report:
-    from kgate.backends import refuse_untimed
+    from kgate.backends import require_jax
 
-    refuse_untimed(request.reference)
+    require_jax(request.reference, "kgate flags tries XLA compiler flags, which only JAX programs read")
     payload = {
         "reference": str(Path(request.reference).resolve()), "candidate": str(Path(request.candidate).resolve()),
         "entry": request.entry, "reference_entry": request.reference_entry, "seeds": [request.seed],

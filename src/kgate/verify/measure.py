@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from kgate import clock as kclock
-from kgate.backends import HostTree, get_backend, refuse_untimed
+from kgate.backends import HostTree, detect, get_backend
 from kgate.backends.base import floating_dtypes
 from kgate.errors import KgateError, describe
 from kgate.gates import roofline, stats
@@ -352,8 +352,7 @@ def _ordering_check(ordered: Mapping[str, Any] | None) -> Check:
 
 def run_measure(request: MeasureRequest, progress: Callable[[int, float], None] | None = None) -> Report:
     """Co-measure reference and candidate; integrity + timing (+ bar) in one report."""
-    refuse_untimed(request.reference)
-    backend = get_backend("jax")
+    backend = get_backend(detect(request.reference))
     backend.warm_up()  # the framework's own threads exist before the census below
     watch = Watch(backend)  # before any candidate code exists in this process
     try:

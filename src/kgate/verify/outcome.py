@@ -89,7 +89,7 @@ class Report:
 
 # Interpreter timings back no verdict: by default they are not taken at all.
 NOT_TIMED_NOTE = "timing skipped: interpreter timings back no verdict (--time-interpreted times them anyway)"
-NOT_TIMED = ("not timed: a kernel runs in an interpreter here (Pallas interpret mode), whose timings say nothing "
+NOT_TIMED = ("not timed: a kernel runs in an interpreter here (Pallas interpret mode, the Triton interpreter), whose timings say nothing "
              "about the device and can never back a verdict; the bar stays UNDECIDED. Pass --time-interpreted to "
              "time it anyway (capped short, labelled interpreted), or time it on the device.")
 

@@ -216,9 +216,6 @@ def _crashed(name: str, leg: Mapping[str, Any]) -> GateResult:
 
 def run_verify(request: VerifyRequest, say: Callable[[str], None] = lambda _: None) -> tuple[Report, dict[str, Any]]:
     """Run the screen legs; return the combined report and the sealed receipt."""
-    from kgate.backends import refuse_untimed
-
-    refuse_untimed(request.reference)
     common = {
         "reference": str(Path(request.reference).resolve()),
         "candidate": str(Path(request.candidate).resolve()),
