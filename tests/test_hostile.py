@@ -258,7 +258,8 @@ def test_softmax_without_max_subtraction_fails_on_the_offset():
 def test_correct_kernels_pass_every_edge_and_the_edges_are_recorded():
     report = gate("rmsnorm/reference.py", "rmsnorm/pallas.py")
     assert report.status == "PASS"
-    assert report.context["edge_probes"] == ["edge-slices-in0", "edge-offset-in0", "edge-slices-in1", "edge-offset-in1"]
+    assert report.context["edge_probes"] == ["edge-slices-in0", "edge-offset-in0", "edge-spikes-in0", "edge-slices-in1",
+                                             "edge-offset-in1", "edge-spikes-in1"]
     names = {p["name"] for p in report.gates["parity"].details["probes"]}
     assert set(report.context["edge_probes"]) <= names
 

@@ -33,6 +33,7 @@ def test_the_backend_is_chosen_from_what_the_reference_imports(tmp_path):
 @pytest.mark.parametrize("reference, candidate, klass", [
     (SOFTMAX, "model_torch/softmax_triton.py", "kernel-authored"),
     (SOFTMAX, "model_torch/softmax_rewrite.py", "xla-rewrite"),
+    (SOFTMAX, "model_torch/softmax_triton_epilogue.py", "kernel-authored"),
     (LINEAR, "model_torch/linear_relu_triton.py", "kernel-authored"),
     (LINEAR, "model_torch/linear_relu_triton_matmul.py", "kernel-authored"),
     (LINEAR, "model_torch/linear_relu_rewrite.py", "xla-rewrite"),
@@ -77,6 +78,12 @@ def test_the_op_point_shrinks_with_set_without_edits():
     (SOFTMAX, "softmax_bad_copy_kernel.py", "FAIL", {"firing.kernel_does_the_work"}),
     (SOFTMAX, "softmax_bad_half_rows.py", "FAIL", {"firing.kernel_result_matters"}),
     (LINEAR, "linear_relu_bad_kernel_on_weights.py", "FAIL", {"firing.kernel_reads_inputs"}),
+    (SOFTMAX, "softmax_bad_cancelled_kernel.py", "FAIL", {"firing.kernel_carries_the_answer"}),
+    (SOFTMAX, "softmax_bad_detects_tampering.py", "FAIL", {"firing.kernel_carries_the_answer"}),
+    (SOFTMAX, "softmax_bad_one_row_in_place.py", "FAIL", {"firing.kernel_result_matters"}),
+    # a candidate that computes one way when graded and another when audited
+    (SOFTMAX, "softmax_bad_kernel_only_when_audited.py", "FAIL", {"firing.audit_is_the_graded_run"}),
+    (SOFTMAX, "softmax_bad_kernel_only_on_repeat_inputs.py", "FAIL", {"firing.audit_is_the_graded_run"}),
     # outputs never written, or not plain tensors
     (SOFTMAX, "softmax_bad_skips_last_column.py", "FAIL", {"parity.finite"}),
     (SOFTMAX, "softmax_bad_returns_subclass.py", "FAIL", {"parity.candidate_ran"}),
@@ -87,6 +94,7 @@ def test_the_op_point_shrinks_with_set_without_edits():
     (SOFTMAX, "softmax_bad_sets_matmul_precision.py", "ANOMALY", {"integrity.process_untouched"}),
     (SOFTMAX, "softmax_bad_escapes_launch_recording.py", "ANOMALY", {"integrity.process_untouched"}),
     (SOFTMAX, "softmax_bad_mutates_input.py", "ANOMALY", {"integrity.inputs_unchanged"}),
+    (SOFTMAX, "softmax_bad_patches_hashlib.py", "ANOMALY", {"integrity.process_untouched"}),
 ])
 def test_known_bad_torch_candidates_fail_in_the_gate_that_names_them(reference, candidate, status, expected):
     report = gate(reference, f"model_torch/{candidate}")
@@ -101,12 +109,24 @@ def test_a_kernel_that_overflows_on_extreme_values_fails_on_the_edge_probes_only
     assert not any(name.startswith("seed") for name in fails)  # random probes never reach exp's overflow
 
 
+def test_a_kernel_that_reads_only_fixed_places_fails_on_spikes_drawn_for_the_run():
+    report = gate(SOFTMAX, "model_torch/softmax_bad_partial_row_max.py")
+    fails = {c.name for c in report.gates["parity"].failures}
+    assert "edge-spikes-in0.finite" in fails
+    assert not any(name.startswith(("seed", "edge-slices", "edge-offset")) for name in fails)
+
+
 def test_answers_precomputed_for_the_fixed_seeds_fail_on_the_seed_drawn_for_the_run():
     report = gate(SOFTMAX, "model_torch/softmax_bad_precomputes_fixed_seeds.py", klass="xla-rewrite")
     fails = {c.name for c in report.gates["parity"].failures}
     assert "seed42.error" not in fails and "seed43.error" not in fails  # the replay is right where it was aimed
     drawn = report.context["random_seed"]
     assert f"seed{drawn}.error" in fails
+
+
+def test_a_rewrite_that_only_adds_a_call_computing_nothing_is_a_no_op():
+    report = gate(SOFTMAX, "model_torch/softmax_bad_rewrite_adds_zero.py", klass="xla-rewrite")
+    assert failed(report) == {"firing.program_differs"}
 
 
 def test_a_rewrite_that_runs_the_references_calls_is_a_no_op(write_module):

@@ -4,7 +4,6 @@ kernel_present."""
 
 import torch
 import torch.nn as nn
-import triton
 
 from softmax_triton import softmax_kernel
 

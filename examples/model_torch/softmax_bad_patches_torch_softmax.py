@@ -4,7 +4,6 @@ The reference never runs in this process, and the watch on torch's surface names
 integrity.process_untouched FAILs (ANOMALY)."""
 
 import torch
-import torch.nn as nn
 
 from softmax_triton import ModelNew as Honest
 

@@ -5,7 +5,6 @@ watched after every candidate call: integrity.process_untouched FAILs (ANOMALY).
 import sys
 
 import torch
-import torch.nn as nn
 
 from softmax_triton import ModelNew as Honest
 

@@ -136,11 +136,16 @@ class ProgramFacts:
     ablation: Ablation
     host_callbacks: tuple[KernelSite, ...] = ()  # host (Python) callbacks in the program
     kernel_kind: str = "pallas_call"  # what an authored kernel call is called here ("Triton launch")
+    # Where the audit runs the candidate again (torch): "" when that run is the graded runs'
+    # computation (the same kernels launched, the same outputs), else what differs; None where
+    # the audit inspects the very program the graded runs ran (JAX: one traced program).
+    graded_consistency: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "platform": self.platform,
             "kernel_kind": self.kernel_kind,
+            "graded_consistency": self.graded_consistency,
             "kernel_sites": [s.to_json() for s in self.kernel_sites],
             "program_text": self.program_text,
             "compiled_text": self.compiled_text,
@@ -172,6 +177,7 @@ class ProgramFacts:
             ),
             host_callbacks=sites(data.get("host_callbacks", [])),
             kernel_kind=str(data.get("kernel_kind", "pallas_call")),
+            graded_consistency=None if data.get("graded_consistency") is None else str(data["graded_consistency"]),
         )
 
 
@@ -347,12 +353,14 @@ def read_hand_over(path: Path, sha256: str) -> Any:
     return pickle.loads(data)
 
 
-def edge_values(x32: np.ndarray, dtype_max: float) -> list[tuple[str, np.ndarray]]:
+def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None) -> list[tuple[str, np.ndarray]]:
     """The values random probes never hit, for one floating input (`x32`: its values in
     float32; `dtype_max`: its own dtype's largest finite value). Along every axis longer than
     one: `slices` has an extreme slice (the last index) and a zero slice (index 0, applied last
     so it stays all zero); `offset` is the whole input plus a large common offset, with a
-    constant slice (the middle index)."""
+    constant slice (the middle index). With `seed` (drawn for the run, after the candidate is
+    imported), `spikes`: one extreme value in every row (along the last axis) at a position
+    drawn from it, so no fixed place (first, last, middle) is where extremes always are."""
     scale = float(np.max(np.abs(x32))) or 1.0
     typical = float(np.median(np.abs(x32))) or 1.0
     # 64x the input's largest magnitude: squares overflow float16 (past 256), sums lose
@@ -367,7 +375,16 @@ def edge_values(x32: np.ndarray, dtype_max: float) -> list[tuple[str, np.ndarray
         lead = (slice(None),) * axis
         slices[lead + (0,)] = 0.0
         shifted[lead + (x32.shape[axis] // 2,)] = np.float32(offset + typical)
-    return [("slices", slices), ("offset", shifted)]
+    variants = [("slices", slices), ("offset", shifted)]
+    if seed is not None and x32.ndim >= 1 and x32.shape[-1] > 1:
+        rng = np.random.default_rng(seed)
+        spikes = x32.copy()
+        rows = spikes.reshape(-1, x32.shape[-1])
+        where = rng.integers(0, x32.shape[-1], size=rows.shape[0])
+        signs = np.where(rng.random(rows.shape[0]) < 0.5, -1.0, 1.0).astype(np.float32)
+        rows[np.arange(rows.shape[0]), where] = signs * np.float32(huge)
+        variants.append(("spikes", spikes))
+    return variants
 
 
 def _isnan(a: np.ndarray) -> np.ndarray:

@@ -560,18 +560,19 @@ class JaxBackend:
         return inputs
 
     @staticmethod
-    def edge_inputs(inputs: Sequence[Any]) -> list[tuple[str, tuple[Any, ...]]]:
+    def edge_inputs(inputs: Sequence[Any], seed: int | None = None) -> list[tuple[str, tuple[Any, ...]]]:
         """Variants of `inputs` with the values random probes never hit, one floating input at
         a time (I: the leaf's position among the flattened inputs). Along every axis longer than
         one: `edge-slices-inI` has an extreme slice (the last index) and a zero slice (index 0,
         applied last so it stays all zero); `edge-offset-inI` is the whole input plus a large
-        common offset, with a constant slice (the middle index). Built on the host."""
+        common offset, with a constant slice (the middle index); with `seed` (the run's drawn
+        one), `edge-spikes-inI`: one extreme value per row at a drawn position. Built on the host."""
         leaves, treedef = jax.tree_util.tree_flatten(tuple(inputs))
         variants: list[tuple[str, tuple[Any, ...]]] = []
         for i, x in enumerate(leaves):
             if not isinstance(x, jax.Array) or not jnp.issubdtype(x.dtype, jnp.floating) or x.size < 2:
                 continue
-            for kind, value in edge_values(np.asarray(x).astype(np.float32), float(jnp.finfo(x.dtype).max)):
+            for kind, value in edge_values(np.asarray(x).astype(np.float32), float(jnp.finfo(x.dtype).max), seed):
                 changed = list(leaves)
                 changed[i] = jnp.asarray(value.astype(np.dtype(x.dtype)))
                 variants.append((f"edge-{kind}-in{i}", tuple(jax.tree_util.tree_unflatten(treedef, changed))))
@@ -618,7 +619,7 @@ class JaxBackend:
             ]
         hot = ("jax", "jax._src.api", "jax._src.stages", "jax._src.pjit", "time")
         public = (
-            *hot, "os", "random", "secrets", "threading", "jax.numpy", "jax.lax", "jax.random", "jax.nn", "jax.tree_util", "jax.scipy.special",
+            *hot, "os", "random", "secrets", "threading", "hashlib", "pickle", "jax.numpy", "jax.lax", "jax.random", "jax.nn", "jax.tree_util", "jax.scipy.special",
             "jax.experimental.pallas", "jax.experimental.pallas.tpu", "jax._src.lax.lax",
             "jax._src.numpy.lax_numpy", "jax._src.numpy.reductions", "jax._src.numpy.ufuncs", "jax._src.dispatch",
             "numpy", "numpy.random", "numpy.linalg",

@@ -24,6 +24,7 @@ from kgate.backends.base import (
     DeviceInfo,
     Footprint,
     HostTree,
+    KernelFailure,
     KernelSite,
     ProgramFacts,
     count_moved,
@@ -48,6 +49,7 @@ _INFERENCE = torch.inference_mode
 if not _CUDA:  # before triton is imported anywhere in this process: its kernels are interpreted
     os.environ["TRITON_INTERPRET"] = "1"
 
+_NO_DRIVER = "active drivers"  # Triton's words when a feature needs a GPU driver (its autotuner's benchmarks)
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
 _FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
@@ -71,21 +73,28 @@ model_protocol.SEEDERS.append(_torch_seeded)
 @dataclass
 class Launch:
     """One launch of an authored Triton kernel: which function, its tensor arguments' contents
-    before it ran (digests), and which of them it wrote."""
+    before it ran (a digest), and the elements it wrote: per tensor argument it changed, a mask
+    of the changed elements (and, where the recorder keeps them, their values after it)."""
 
     name: str
     read_sha256: str
-    written: list[int] = field(default_factory=list)  # positions among its tensor arguments
+    written: dict[int, torch.Tensor] = field(default_factory=dict)  # argument position -> changed-element mask
+    values: dict[int, torch.Tensor] = field(default_factory=dict)  # argument position -> its contents after
+
+
+# What a recorder may do after a launch: change the elements it wrote (a perturbation, a stand-in
+# that does no work, another run's values). Given the launch and its tensor arguments.
+Act = Callable[[Launch, list[torch.Tensor], int], None]
 
 
 class _Recorder:
-    """What kgate asks of the launches while one call runs: `launches` records them; `act`
-    (a kernel's name, its tensor arguments, the positions it wrote, the launch's index) may
-    change what a launch left behind (a perturbation, a stand-in that does no work)."""
+    """What kgate asks of the launches while one call runs: `launches` records them; `act` may
+    change what a launch left behind; `keep_values` keeps what each launch wrote."""
 
-    def __init__(self, act: Callable[[str, list[torch.Tensor], list[int], int], None] | None = None) -> None:
+    def __init__(self, act: Act | None = None, keep_values: bool = False) -> None:
         self.launches: list[Launch] = []
         self.act = act
+        self.keep_values = keep_values
 
 
 _RECORDING: list[_Recorder] = []
@@ -103,48 +112,55 @@ def _tensors(args: Sequence[Any], kwargs: dict[str, Any]) -> list[torch.Tensor]:
     return [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
 
 
-def _content(t: torch.Tensor) -> bytes:
-    return hashlib.sha256(t.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes()).digest()
+def _changed(before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
+    """Which elements differ (NaN where both are NaN is no change)."""
+    if before.dtype.is_floating_point or before.dtype.is_complex:
+        return ~((before == after) | (before.isnan() & after.isnan()))
+    return before != after
 
 
-def _wrap_launcher() -> Callable[..., Any] | None:
+def _wrap_launcher() -> bool:
     """Wrap the Triton interpreter's launcher (once, when kgate loads, before any candidate
-    code): the original, bound now, is what every launch goes through."""
+    code). Everything the wrapper calls is bound here, as locals of this closure: a candidate
+    that rebinds a module global (kgate's, hashlib's) mid-call changes nothing it uses."""
     if _CUDA:
-        return None
+        return False
     try:
         from triton.runtime.interpreter import InterpretedFunction
     except Exception:
-        return None
-    original = InterpretedFunction.run
+        return False
+    original, recording, sha256, kept, authored = (InterpretedFunction.run, _RECORDING, hashlib.sha256, _language_kept,
+                                                   _authored)
+    tensors_of, changed, no_grad = _tensors, _changed, torch.no_grad
 
     def run(self: Any, *args: Any, grid: Any, warmup: Any, **kwargs: Any) -> Any:
-        recorder = _RECORDING[-1] if _RECORDING else None
-        if recorder is None or warmup or not _authored(self.fn):
-            with _language_kept():
+        recorder = recording[-1] if recording else None
+        if recorder is None or warmup or not authored(self.fn):
+            with kept():
                 return original(self, *args, grid=grid, warmup=warmup, **kwargs)
-        tensors = _tensors(args, kwargs)
-        before = [_content(t) for t in tensors]
-        h = hashlib.sha256()
-        for digest in before:
-            h.update(digest)
-        with _language_kept():
+        tensors = tensors_of(args, kwargs)
+        with no_grad():
+            before = [t.detach().clone() for t in tensors]
+        h = sha256()
+        for t in before:
+            h.update(t.cpu().contiguous().view(torch.uint8).numpy().tobytes())
+        with kept():
             result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
-        written = [i for i, t in enumerate(tensors) if _content(t) != before[i]]
-        launch = Launch(str(getattr(self.fn, "__qualname__", getattr(self.fn, "__name__", "kernel"))), h.hexdigest(),
-                        written)
-        recorder.launches.append(launch)
-        if recorder.act is not None:
-            with torch.no_grad():
-                recorder.act(launch.name, tensors, written, len(recorder.launches) - 1)
+        launch = Launch(str(getattr(self.fn, "__qualname__", getattr(self.fn, "__name__", "kernel"))), h.hexdigest())
+        with no_grad():
+            for i, (old, t) in enumerate(zip(before, tensors)):
+                mask = changed(old, t.detach())
+                if bool(mask.any()):
+                    launch.written[i] = mask
+                    if recorder.keep_values:
+                        launch.values[i] = t.detach().clone()
+            recorder.launches.append(launch)
+            if recorder.act is not None:
+                recorder.act(launch, tensors, len(recorder.launches) - 1)
         return result
 
-    run.__kgate_launcher__ = True  # type: ignore[attr-defined]
     InterpretedFunction.run = run  # type: ignore[method-assign]
-    return original
-
-
-_ORIGINAL_LAUNCHER = _wrap_launcher()
+    return True
 
 
 def _language_parts() -> list[Any]:
@@ -175,6 +191,7 @@ def _language_kept() -> Iterator[None]:
 
 
 _GONE = object()
+_WRAPPED = _wrap_launcher()
 
 
 @contextlib.contextmanager
@@ -188,8 +205,8 @@ def _recording(recorder: _Recorder) -> Iterator[_Recorder]:
 
 # -- fresh buffers --------------------------------------------------------------------------------
 
-_EMPTY = {"empty": torch.empty, "empty_like": torch.empty_like}
-_NEW_EMPTY = torch.Tensor.new_empty
+_EMPTY = {"empty": torch.empty, "empty_like": torch.empty_like, "empty_strided": torch.empty_strided}
+_NEW_EMPTY = {"new_empty": torch.Tensor.new_empty, "new_empty_strided": torch.Tensor.new_empty_strided}
 
 
 def _fill(t: torch.Tensor, mode: str) -> torch.Tensor:
@@ -204,29 +221,27 @@ def _fill(t: torch.Tensor, mode: str) -> torch.Tensor:
 
 @contextlib.contextmanager
 def _filled_buffers(mode: Literal["nan", "zero"]) -> Iterator[None]:
-    """`torch.empty`, `empty_like` and `Tensor.new_empty` hand out buffers filled with NaN (or
-    zeros): an output element a kernel never writes shows, instead of landing on whatever the
-    allocator held (a stale answer among them)."""
-    def empty(*a: Any, **kw: Any) -> torch.Tensor:
-        return _fill(_EMPTY["empty"](*a, **kw), mode)
+    """`torch.empty`, `empty_like`, `empty_strided` and `Tensor.new_empty(_strided)` hand out
+    buffers filled with NaN (or zeros): an output element a kernel never writes shows, instead
+    of landing on whatever the allocator held (a stale answer among them)."""
+    def filled(make: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+        return lambda *a, **kw: _fill(make(*a, **kw), mode)
 
-    def empty_like(*a: Any, **kw: Any) -> torch.Tensor:
-        return _fill(_EMPTY["empty_like"](*a, **kw), mode)
-
-    def new_empty(self: torch.Tensor, *a: Any, **kw: Any) -> torch.Tensor:
-        return _fill(_NEW_EMPTY(self, *a, **kw), mode)
-
-    own = vars(torch.Tensor).get("new_empty")  # inherited from torch's C base unless a class of its own set one
-    torch.empty, torch.empty_like = empty, empty_like  # type: ignore[assignment]
-    torch.Tensor.new_empty = new_empty  # type: ignore[method-assign]
+    own = {name: vars(torch.Tensor).get(name) for name in _NEW_EMPTY}  # inherited from torch's C base, unless set
+    for name, make in _EMPTY.items():
+        setattr(torch, name, filled(make))
+    for name, make in _NEW_EMPTY.items():
+        setattr(torch.Tensor, name, filled(make))
     try:
         yield
     finally:
-        torch.empty, torch.empty_like = _EMPTY["empty"], _EMPTY["empty_like"]  # type: ignore[assignment]
-        if own is None:
-            del torch.Tensor.new_empty
-        else:
-            torch.Tensor.new_empty = own  # type: ignore[method-assign]
+        for name, make in _EMPTY.items():
+            setattr(torch, name, make)
+        for name, kept in own.items():
+            if kept is None:
+                delattr(torch.Tensor, name)
+            else:
+                setattr(torch.Tensor, name, kept)
 
 
 # -- trees of tensors ---------------------------------------------------------------------------
@@ -292,6 +307,8 @@ class TorchBackend:
         self.interpreted = not _CUDA  # Triton kernels, where there are any, run in its interpreter
         self._device = torch.device("cuda" if _CUDA else "cpu")
         self._launched: dict[int, bool] = {}  # id(fn) -> whether a run of it launched an authored kernel
+        self._graded: dict[int, list[frozenset[str]]] = {}  # id(fn) -> the kernels each graded run launched
+        self._graded_outputs: dict[tuple[int, str], HostTree] = {}  # (id(fn), inputs' digest) -> that run's outputs
         self._signatures: dict[tuple[Any, ...], str | None] = {}
 
     def device(self) -> DeviceInfo:
@@ -426,13 +443,25 @@ class TorchBackend:
         with _recording(_Recorder()) as recorder:
             out = self._call(fn, inputs, uninitialized)
         self._launched[id(fn)] = self._launched.get(id(fn), False) or bool(recorder.launches)
-        return self.to_host(out)
+        host = self.to_host(out)
+        # what the graded runs launched, and their outputs: the firing audit's own runs must match them
+        self._graded.setdefault(id(fn), []).append(frozenset(launch.name for launch in recorder.launches))
+        if uninitialized == "nan":
+            self._graded_outputs[(id(fn), self.digest(inputs))] = host
+        return host
 
     def _call(self, fn: Callable[..., Any], inputs: Sequence[Any], uninitialized: str = "nan") -> Any:
-        with torch.inference_mode(), _filled_buffers(uninitialized):  # type: ignore[arg-type]
-            out = fn(*inputs)
-            if _CUDA:
-                torch.cuda.synchronize()
+        try:
+            with torch.inference_mode(), _filled_buffers(uninitialized):  # type: ignore[arg-type]
+                out = fn(*inputs)
+                _SYNC()
+        except Exception as exc:
+            if self.interpreted and _NO_DRIVER in str(exc):
+                raise KernelFailure(
+                    f"{type(exc).__name__}: {exc} (an interpreter limitation: Triton's autotuner and benchmarker "
+                    "need a GPU driver, which the Triton interpreter does not have; run it on a GPU, or call the "
+                    "kernel with one config)", unsupported=True) from exc
+            raise
         return out
 
     def run_eager(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> HostTree:
@@ -499,14 +528,14 @@ class TorchBackend:
         return tuple(_map(x, lambda t: t.clone() if isinstance(t, torch.Tensor) else t) for x in inputs)
 
     @staticmethod
-    def edge_inputs(inputs: Sequence[Any]) -> list[tuple[str, tuple[Any, ...]]]:
+    def edge_inputs(inputs: Sequence[Any], seed: int | None = None) -> list[tuple[str, tuple[Any, ...]]]:
         """The edge battery (`kgate.backends.base.edge_values`), one floating input at a time."""
         leaves = [t for _, t in _flatten(tuple(inputs))]
         variants: list[tuple[str, tuple[Any, ...]]] = []
         for i, x in enumerate(leaves):
             if not isinstance(x, torch.Tensor) or x.dtype not in _FLOATING or x.numel() < 2:
                 continue
-            for kind, value in edge_values(x.detach().float().cpu().numpy(), float(torch.finfo(x.dtype).max)):
+            for kind, value in edge_values(x.detach().float().cpu().numpy(), float(torch.finfo(x.dtype).max), seed):
                 replaced = iter([torch.from_numpy(value).to(dtype=x.dtype, device=x.device)])
                 position = iter(range(len(leaves)))
                 variants.append((f"edge-{kind}-in{i}", tuple(_map(
@@ -557,7 +586,7 @@ class TorchBackend:
             return [name for name, module in list(sys.modules.items())
                     if module is not None and (name in ("torch", "ml_dtypes") or name.startswith(prefixes))]
         hot = ("torch", "torch.cuda", "torch._tensor", "time", "triton.runtime.interpreter", "triton.runtime.jit")
-        public = (*hot, "os", "random", "secrets", "threading", "torch.nn", "torch.nn.functional",
+        public = (*hot, "os", "random", "secrets", "threading", "hashlib", "pickle", "torch.nn", "torch.nn.functional",
                   "torch.nn.modules.module", "torch.nn.modules.linear", "torch.nn.modules.conv", "torch.linalg",
                   "torch.fft", "torch.special", "torch.functional", "torch.random", "triton", "triton.language",
                   "triton.language.core", "triton.language.standard", "numpy", "numpy.random", "numpy.linalg")
@@ -639,9 +668,9 @@ class TorchBackend:
         return None
 
     # -- inspection ---------------------------------------------------------------------
-    def _launches(self, fn: Callable[..., Any], inputs: Sequence[Any],
-                  act: Callable[[str, list[torch.Tensor], list[int], int], None] | None = None) -> tuple[Any, list[Launch]]:
-        with _recording(_Recorder(act)) as recorder:
+    def _launches(self, fn: Callable[..., Any], inputs: Sequence[Any], act: Act | None = None,
+                  keep_values: bool = False) -> tuple[Any, list[Launch]]:
+        with _recording(_Recorder(act, keep_values)) as recorder:
             out = self._call(fn, inputs)
         return out, recorder.launches
 
@@ -660,8 +689,10 @@ class TorchBackend:
         launches wrote moves an output) and whether it reads the inputs (its operands change
         when the inputs do)."""
         base, launches = self._launches(fn, inputs)
-        base_leaves = self.to_host(base).leaves
+        base_host = self.to_host(base)
+        base_leaves = base_host.leaves
         names = list(dict.fromkeys(launch.name for launch in launches))
+        consistency = self._as_graded(fn, inputs, names, base_host)
         shifted = self.perturbed_inputs(inputs)
         _, moved_launches = self._launches(fn, shifted) if shifted is not None else (None, None)
         sites = []
@@ -680,7 +711,8 @@ class TorchBackend:
             moves, _ = self.kernel_experiments(fn, inputs)
             if not isinstance(moves, str):
                 ablation = count_moved(moves.leaves, moved_above)
-        listing = "\n".join(f"launch {i}: {launch.name} wrote tensor arguments {launch.written}"
+        listing = "\n".join(f"launch {i}: {launch.name} wrote "
+                            + ", ".join(f"{int(m.sum())} elements of tensor argument {a}" for a, m in launch.written.items())
                             for i, launch in enumerate(launches))
         return ProgramFacts(
             platform=self.platform,
@@ -690,12 +722,31 @@ class TorchBackend:
             custom_call_targets=(),
             ablation=ablation,
             kernel_kind="Triton launch",
+            graded_consistency=consistency,
         )
 
+    def _as_graded(self, fn: Callable[..., Any], inputs: Sequence[Any], names: Sequence[str], base: HostTree) -> str:
+        """"" when the audit's run is the graded runs' computation: every graded run launched
+        the kernels the audit sees, and on the same inputs it gave the same outputs; else what
+        differs (a candidate that launches its kernel only when audited, or only on inputs it
+        has seen before)."""
+        found = []
+        graded = self._graded.get(id(fn), [])
+        missing = sorted({n for run in graded for n in names if n not in run})
+        if missing:
+            runs = sum(1 for run in graded if not set(names) <= run)
+            found.append(f"{', '.join(missing)} launched in the audit's run but not in {runs} of the {len(graded)} "
+                         "graded runs")
+        earlier = self._graded_outputs.get((id(fn), self.digest(inputs)))
+        if earlier is not None and not all(np.array_equal(a, b, equal_nan=True)
+                                           for a, b in zip(earlier.leaves, base.leaves)):
+            found.append("the audit's run gave other outputs than the graded run on the same inputs")
+        return "; ".join(found)
+
     def kernel_experiments(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> tuple[HostTree | str, dict[str, HostTree] | str]:
-        """The ablation (per output element, how far it moved when every authored launch's
-        written buffers were perturbed) and the bypass (the outputs with every launch's work
-        replaced by a stand-in that does none: zeros written, or an operand passed through)."""
+        """The ablation (per output element, how far it moved when the elements every authored
+        launch wrote were perturbed) and the bypass (the outputs with those elements replaced by
+        what a stand-in that does no work leaves: zeros, or an operand passed through)."""
         base, launches = self._launches(fn, inputs)
         if not launches:
             return "no authored Triton kernel launched", "no authored Triton kernel to replace"
@@ -706,6 +757,32 @@ class TorchBackend:
         bypassed = {kind: self.to_host(self._launches(fn, inputs, _stand_in(kind))[0]) for kind in ("zeros", "passthrough")}
         return HostTree("moves", tuple(f"[{i}]" for i in range(len(moves))), tuple(moves)), bypassed
 
+    def transplant(self, fn: Callable[..., Any], inputs: Sequence[Any], other: Sequence[Any]) -> HostTree | str:
+        """`fn` run on `inputs` with every authored launch's written elements replaced by what
+        the same launch wrote on `other`: where the kernels carry the answer, the output is
+        `other`'s answer (graded by the parent against `other`'s reference). A reason string
+        when the launches do not line up between the two runs."""
+        _, donor = self._launches(fn, other, keep_values=True)
+        if not donor:
+            return "no authored Triton kernel launched"
+
+        def act(launch: Launch, tensors: list[torch.Tensor], index: int) -> None:
+            given = donor[index] if index < len(donor) else None
+            if given is None or given.name != launch.name:
+                raise _Misaligned(f"launch {index} ({launch.name}) has no counterpart in the run on the other probe")
+            for i, mask in launch.written.items():
+                value = given.values.get(i)
+                if value is None or value.shape != tensors[i].shape:
+                    raise _Misaligned(f"launch {index} ({launch.name}) wrote argument {i} in one run only")
+                tensors[i].copy_(torch.where(mask | given.written[i], value, tensors[i]))
+
+        try:
+            out, launches = self._launches(fn, inputs, act)
+        except _Misaligned as exc:
+            return str(exc)
+        if len(launches) != len(donor):
+            return f"the two runs launched {len(launches)} and {len(donor)} kernels"
+        return self.to_host(out)
     def perturbed_inputs(self, inputs: Sequence[Any]) -> tuple[Any, ...] | None:
         """The inputs with every floating tensor moved by seeded noise; None when none is floating."""
         gen = torch.Generator().manual_seed(12345)
@@ -731,9 +808,16 @@ class TorchBackend:
 
         class Calls(TorchFunctionMode):
             def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-                shapes = [f"{t.dtype}{list(t.shape)}" for _, t in _flatten((args, kwargs or {})) if isinstance(t, torch.Tensor)]
+                given = [t for _, t in _flatten((args, kwargs or {})) if isinstance(t, torch.Tensor)]
+                out = func(*args, **(kwargs or {}))
+                # a call that hands back one of its inputs' values unchanged (x + 0, a copy, a
+                # contiguous view) computes nothing: it is not part of the program compared
+                if isinstance(out, torch.Tensor) and any(
+                        t.shape == out.shape and t.dtype == out.dtype and torch.equal(t, out) for t in given):
+                    return out
+                shapes = [f"{t.dtype}{list(t.shape)}" for t in given]
                 calls.append(f"{getattr(func, '__qualname__', getattr(func, '__name__', str(func)))}({', '.join(shapes)})")
-                return func(*args, **(kwargs or {}))
+                return out
 
         try:
             with torch.inference_mode(), _filled_buffers("nan"), Calls():
@@ -753,42 +837,42 @@ class TorchBackend:
         return None
 
 
-def _perturb(names: set[str], kind: str) -> Callable[[str, list[torch.Tensor], list[int], int], None]:
-    """After each launch of these kernels, every buffer it wrote moved: `flip` (-2x + 1) or
+class _Misaligned(Exception):
+    """Two runs' launches do not correspond one to one."""
+
+
+def _perturb(names: set[str], kind: str) -> Act:
+    """After each launch of these kernels, every element it wrote moved: `flip` (-2x + 1) or
     `shift` (x + 3(|x| + 1)), the two directions the JAX side's ablation uses, so that an
-    element behind a clamp (a ReLU) moves under one of them."""
-    def act(name: str, tensors: list[torch.Tensor], written: list[int], index: int) -> None:
-        if name not in names:
+    element behind a clamp (a ReLU) moves under one of them. Only the elements it wrote: what
+    the rest of the buffer holds was computed elsewhere."""
+    def act(launch: Launch, tensors: list[torch.Tensor], index: int) -> None:
+        if launch.name not in names:
             return
-        for i in written:
+        for i, mask in launch.written.items():
             t = tensors[i]
             if t.dtype.is_floating_point or t.dtype.is_complex:
-                t.copy_(t * -2 + 1 if kind == "flip" else t + (t.abs() + 1) * 3)
+                moved = t * -2 + 1 if kind == "flip" else t + (t.abs() + 1) * 3
             elif t.dtype == torch.bool:
-                t.logical_not_()
+                moved = ~t
             else:
-                t.add_(1 if kind == "flip" else -7)
+                moved = t + (1 if kind == "flip" else -7)
+            t.copy_(torch.where(mask, moved, t))
     return act
 
 
 _PERTURBATIONS = ("flip", "shift")
 
 
-def _stand_in(kind: str) -> Callable[[str, list[torch.Tensor], list[int], int], None]:
-    """After each launch, what it wrote replaced by what a kernel that does no work leaves:
-    zeros, or an operand it read (of the same shape and dtype) passed through."""
-    def act(name: str, tensors: list[torch.Tensor], written: list[int], index: int) -> None:
-        for i in written:
+def _stand_in(kind: str) -> Act:
+    """After each launch, the elements it wrote replaced by what a kernel that does no work
+    leaves: zeros, or an operand it did not write (of the same shape and dtype) passed through."""
+    def act(launch: Launch, tensors: list[torch.Tensor], index: int) -> None:
+        for i, mask in launch.written.items():
             t = tensors[i]
-            if kind == "zeros":
-                t.zero_()
-                continue
             source = next((s for j, s in enumerate(tensors)
-                           if j not in written and s.shape == t.shape and s.dtype == t.dtype), None)
-            if source is None:
-                t.zero_()
-            else:
-                t.copy_(source)
+                           if j not in launch.written and s.shape == t.shape and s.dtype == t.dtype), None)
+            t.copy_(torch.where(mask, torch.zeros_like(t) if kind == "zeros" or source is None else source, t))
     return act
 
 

@@ -183,6 +183,28 @@ def _assertions(spec: FiringSpec, facts: ProgramFacts) -> list[Check]:
     return checks
 
 
+def _transplant_check(transplant: bool | str | None, spec: FiringSpec) -> list[Check]:
+    """Whether the kernels' results carry the answer: with every launch's writes taken from the
+    run on another probe, the output must be that probe's answer. An output computed beside the
+    kernels from the inputs, or one that cancels the kernels' results, stays the first probe's."""
+    if transplant is None:
+        return []
+    if isinstance(transplant, str):
+        return [Check("kernel_carries_the_answer", "ADVISORY", f"not evaluated: {transplant}")]
+    if transplant:
+        return [Check("kernel_carries_the_answer", "PASS",
+                      "with every launch's writes taken from the run on another probe, the output is that probe's "
+                      "answer: the kernels' results carry it")]
+    declared = spec.kernel_share is not None and spec.kernel_share < 1
+    return [Check(
+        "kernel_carries_the_answer", "ADVISORY" if declared else "FAIL",
+        "with every launch's writes taken from the run on another probe, the output is not that probe's answer: "
+        "it is computed beside the kernels from the inputs, or it cancels what the kernels wrote"
+        + (f" (the kernels' declared share is {spec.kernel_share:.1%})" if declared else ""),
+        "" if declared else "compute the answer in the kernels; declare --kernel-share when part of the output is "
+        "computed elsewhere on purpose.")]
+
+
 def _bypass_check(bypass: Mapping[str, bool] | str | None) -> Check:
     if bypass is None or isinstance(bypass, str):
         return Check("kernel_does_the_work", "ADVISORY", f"bypass not evaluated: {bypass or 'no bypass run'}")
@@ -249,7 +271,8 @@ def _reads_inputs(sites: Sequence[KernelSite]) -> Check:
     return Check("kernel_reads_inputs", "PASS", "every kernel reads the workload's inputs")
 
 
-def _kernel_checks(facts: ProgramFacts, spec: FiringSpec, bypass: Mapping[str, bool] | str | None) -> list[Check]:
+def _kernel_checks(facts: ProgramFacts, spec: FiringSpec, bypass: Mapping[str, bool] | str | None,
+                   transplant: bool | str | None = None) -> list[Check]:
     checks: list[Check] = []
     sites = facts.kernel_sites
     if not sites:
@@ -265,6 +288,15 @@ def _kernel_checks(facts: ProgramFacts, spec: FiringSpec, bypass: Mapping[str, b
         return checks
     names = sorted({s.name for s in sites})
     checks.append(Check("kernel_present", "PASS", f"{len(sites)} {facts.kernel_kind} site(s): {', '.join(names)}"))
+    if facts.graded_consistency is not None:
+        checks.append(Check(
+            "audit_is_the_graded_run", "FAIL" if facts.graded_consistency else "PASS",
+            f"the audit's run is not what was graded: {facts.graded_consistency}. A candidate that computes "
+            "differently when audited (or on inputs it has seen before) proves nothing with its kernels."
+            if facts.graded_consistency else
+            "every graded run launched the audited kernels, and the audit's run reproduced the graded outputs",
+            "compute every call the same way: launch the kernel on every call, never from a cache or a fallback."
+            if facts.graded_consistency else ""))
     ghosts = [s for s in sites if not s.reaches_output]
     if ghosts:
         checks.append(
@@ -327,6 +359,7 @@ def _kernel_checks(facts: ProgramFacts, spec: FiringSpec, bypass: Mapping[str, b
             )
         )
     checks.append(_bypass_check(bypass))
+    checks.extend(_transplant_check(transplant, spec))
     targets = KERNEL_TARGETS.get(facts.platform)
     if targets is None:
         checks.append(
@@ -360,6 +393,7 @@ def audit(
     reference_uncompiled: str = "",
     trace_error: str = "",
     bypass: Mapping[str, bool] | str | None = None,
+    transplant: bool | str | None = None,
 ) -> GateResult:
     """Grade the candidate's programs for its intervention class.
 
@@ -393,7 +427,7 @@ def audit(
     }
     checks.extend(_host_callback_checks(facts))
     if klass == "kernel-authored":
-        checks.extend(_kernel_checks(facts, spec, bypass))
+        checks.extend(_kernel_checks(facts, spec, bypass, transplant))
     else:
         if reference_compiled is None and reference_uncompiled:
             checks.append(

@@ -35,10 +35,10 @@ def _code_of(fn: Any) -> Any:
     """The code a callable runs: its own, or, for a wrapper without one (`jax.jit`,
     `functools.wraps`), the code of the function it wraps."""
     code = getattr(fn, "__code__", None)
-    if code is None:
+    if not isinstance(code, types.CodeType):  # a class's `__code__` is a descriptor, not code
         inner = getattr(fn, "__wrapped__", None)
         code = getattr(inner, "__code__", None) if inner is not None and inner is not fn else None
-    return code
+    return code if isinstance(code, types.CodeType) else None
 
 
 def _code_digest(fn: Any) -> tuple[str, str, str] | None:
@@ -48,6 +48,7 @@ def _code_digest(fn: Any) -> tuple[str, str, str] | None:
     if code is None:
         return None
     inner = getattr(getattr(fn, "__wrapped__", None), "__code__", None)
+    inner = inner if isinstance(inner, types.CodeType) else None
     content = _code_content(code) + (f"+{_code_content(inner)}" if inner is not None and inner is not code else "")
     return content, repr(getattr(fn, "__defaults__", None)), repr(getattr(fn, "__kwdefaults__", None))
 

@@ -238,6 +238,8 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             reference_uncompiled=ref.get("reference_uncompiled", ""),
             trace_error=cand.get("trace_error", "the candidate leg ran no probe"),
             bypass=_bypass(request.parity_spec, probes[0], shared, arrays, cand),
+            transplant=_transplant(request.parity_spec, probes, arrays, cand,
+                                   {p["key"]: p["seed"] for p in ref["probes"] if not p.get("label")}),
         )
     if _lowers(request, with_firing):
         gates["lowering"] = _lowering(cand, request.firing_spec.lower_for)
@@ -411,6 +413,24 @@ def _bypass(spec: ParitySpec, probe: Probe, shared: Sequence[SharedFloor | None]
         return "the program has no kernel to replace"
     return {name: parity.passes(spec, replace(probe, candidate=tree, candidate_error=""), shared)
             for name, tree in runs.items()}
+
+
+def _transplant(spec: ParitySpec, probes: Sequence[Probe], arrays: Mapping[str, Any],
+                cand: Mapping[str, Any], seeds: Mapping[str, int]) -> bool | str | None:
+    """Whether the output with every launch's writes taken from another probe's run passes
+    parity against that probe's answer; why not evaluated; None where the backend has no
+    transplant (the JAX side)."""
+    if cand.get("transplant_error"):
+        return str(cand["transplant_error"])
+    runs = [(k.split("-", 1)[1], tree) for k, tree in arrays.items() if k.startswith("transplant-")]
+    if not runs:
+        return None
+    key, tree = runs[0]
+    donor = next((p for p in probes if not p.label and p.seed == seeds.get(key)), None)
+    if donor is None:
+        return "the other probe was not graded"
+    shared = parity.shared_floors(spec, probes).get(donor.name, ())
+    return parity.passes(spec, replace(donor, candidate=tree, candidate_error=""), shared)
 
 
 def _handoff(ref: Mapping[str, Any], workdir: Path) -> dict[str, str]:

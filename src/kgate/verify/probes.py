@@ -47,13 +47,13 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
 
         beat("phase making inputs")
         backend.refuse_ineffective(reference, req["dtype"], op_point, req["overrides"])
-        held = len(req["seeds"]) + (2 if req.get("edges") else 0) + (1 if req.get("odd") else 0)  # all held at once
+        held = len(req["seeds"]) + (3 if req.get("edges") else 0) + (1 if req.get("odd") else 0)  # all held at once
         sized = backend.ensure_fits(reference, req["dtype"], held, op_point.values)
         for seed in req["seeds"]:
             inputs, how = backend.create_inputs(reference, seed, req["dtype"])
             hand_over({"key": f"p{len(probes)}", "seed": seed, "seeding": how}, inputs)
         if req.get("edges"):  # from the first seed's inputs
-            for label, inputs in backend.edge_inputs(made[0]):
+            for label, inputs in backend.edge_inputs(made[0], seed=req["seeds"][-1]):  # the run's drawn seed
                 hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": label, "seeding": "edge"}, inputs)
         odd = odd_op_point(backend, reference, req["dtype"], op_point.values) if req.get("odd") and sized else None
         odd_note = ""
@@ -264,6 +264,14 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
                     result["bypass_error"] = bypassed
                 else:
                     outputs.update({f"bypass-{name}": tree for name, tree in bypassed.items()})
+                donor = _second_seed_probe(req)
+                if hasattr(backend, "transplant") and donor is not None:
+                    other = backend.load_inputs(folder / f"inputs-{donor['key']}.pkl", donor["file_sha256"])
+                    moved = backend.transplant(pair.candidate.entry, first, other)
+                    if isinstance(moved, str):
+                        result["transplant_error"] = moved
+                    else:
+                        outputs[f"transplant-{donor['key']}"] = moved
             except Exception as exc:
                 result["trace_error"] = describe(exc)
             watch.check("after the firing audit")
@@ -288,6 +296,15 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
             candidate=pair.candidate.to_json(),
         )
         return result
+
+
+def _second_seed_probe(req: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The second probe, when it is a seed's at the same shapes as the first (not an edge or
+    the odd shape): the donor of the firing audit's transplant."""
+    probes = json.loads(Path(req["probes_file"]).read_text())
+    if len(probes) < 2 or probes[1].get("config"):
+        return None
+    return probes[1]
 
 
 def target_platform(backend: Any, entry: Any, inputs: Any, req: Mapping[str, Any]) -> str | None:
