@@ -148,3 +148,5 @@ def test_a_method_set_on_a_library_class_over_an_inherited_one_is_a_patch(monkey
     assert snap.diff() == []
     Tensor.softmax = lambda self: "patched"
     assert snap.diff() == ["fake_array_lib.Tensor.softmax was added, overriding the method its class inherits"]
+    snap.restore()
+    assert Tensor().softmax() == "library" and snap.diff() == []

@@ -76,6 +76,7 @@ def test_the_op_point_shrinks_with_set_without_edits():
     (SOFTMAX, "softmax_bad_ghost_launch.py", "FAIL", {"firing.kernel_reaches_output", "firing.kernel_result_matters"}),
     (SOFTMAX, "softmax_bad_fallback.py", "FAIL", {"firing.kernel_present"}),
     (SOFTMAX, "softmax_bad_copy_kernel.py", "FAIL", {"firing.kernel_does_the_work"}),
+    (SOFTMAX, "softmax_bad_copies_torch_answer.py", "FAIL", {"firing.kernel_does_the_work"}),
     (SOFTMAX, "softmax_bad_half_rows.py", "FAIL", {"firing.kernel_result_matters"}),
     (LINEAR, "linear_relu_bad_kernel_on_weights.py", "FAIL", {"firing.kernel_reads_inputs"}),
     (SOFTMAX, "softmax_bad_cancelled_kernel.py", "FAIL", {"firing.kernel_carries_the_answer"}),

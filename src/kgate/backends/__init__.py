@@ -41,8 +41,8 @@ def get_backend(name: str = "jax") -> JaxBackend:
     return _INSTANCES[name]  # type: ignore[return-value]
 
 
-def frameworks(path: str | Path) -> set[str]:
-    """The frameworks a module's own imports name ("jax", "torch"), read from its source (never run)."""
+def source_imports(path: str | Path) -> set[str]:
+    """The top-level modules a module's own imports name, read from its source (never run)."""
     try:
         tree = ast.parse(Path(path).read_text(), filename=str(path))
     except (OSError, SyntaxError, ValueError):
@@ -54,8 +54,13 @@ def frameworks(path: str | Path) -> set[str]:
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names = [node.module]
-        found.update(_FRAMEWORKS[n.split(".")[0]] for n in names if n.split(".")[0] in _FRAMEWORKS)
+        found.update(n.split(".")[0] for n in names)
     return found
+
+
+def frameworks(path: str | Path) -> set[str]:
+    """The frameworks a module's own imports name ("jax", "torch")."""
+    return {_FRAMEWORKS[name] for name in source_imports(path) if name in _FRAMEWORKS}
 
 
 def require_jax(reference: str | Path, what: str) -> None:

@@ -358,8 +358,8 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None) -> l
     float32; `dtype_max`: its own dtype's largest finite value). Along every axis longer than
     one: `slices` has an extreme slice (the last index) and a zero slice (index 0, applied last
     so it stays all zero); `offset` is the whole input plus a large common offset, with a
-    constant slice (the middle index). With `seed` (drawn for the run, after the candidate is
-    imported), `spikes`: one extreme value in every row (along the last axis) at a position
+    constant slice (the middle index). With `seed` (drawn for the run, never sent to the
+    candidate's process), `spikes`: one extreme value in every row (along the last axis) at a position
     drawn from it, so no fixed place (first, last, middle) is where extremes always are."""
     scale = float(np.max(np.abs(x32))) or 1.0
     typical = float(np.median(np.abs(x32))) or 1.0

@@ -143,7 +143,7 @@ def _wrap_launcher() -> bool:
             before = [t.detach().clone() for t in tensors]
         h = sha256()
         for t in before:
-            h.update(t.cpu().contiguous().view(torch.uint8).numpy().tobytes())
+            h.update(t.cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
         with kept():
             result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
         launch = Launch(str(getattr(self.fn, "__qualname__", getattr(self.fn, "__name__", "kernel"))), h.hexdigest())
@@ -267,8 +267,8 @@ def _structure(tree: Any) -> str:
 def _map(tree: Any, fn: Callable[[Any], Any]) -> Any:
     if isinstance(tree, (list, tuple)):
         return type(tree)(_map(x, fn) for x in tree)
-    if isinstance(tree, dict):
-        return {k: _map(v, fn) for k, v in tree.items()}
+    if isinstance(tree, dict):  # in _flatten's order, so a counter over leaves lines up with it
+        return {k: _map(tree[k], fn) for k in sorted(tree, key=str)}
     return fn(tree)
 
 
@@ -286,6 +286,23 @@ def from_host(a: np.ndarray, device: torch.device) -> torch.Tensor:
     if str(a.dtype) == "bfloat16":
         return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16).to(device)
     return torch.from_numpy(np.ascontiguousarray(a).copy()).to(device)
+
+
+def _imports_triton(fn: Any) -> bool:
+    """Whether the module `fn` comes from imports triton (so it may launch an interpreted kernel)."""
+    from kgate.backends import source_imports
+
+    module = sys.modules.get(getattr(fn, "__module__", "") or "")
+    for holder in (getattr(fn, "_protocol", None), fn):  # a Model's entry: its class's module
+        cls = getattr(holder, "cls", None)
+        module = sys.modules.get(getattr(cls, "__module__", "") or "") or module
+    path = getattr(module, "__file__", None)
+    return bool(path) and "triton" in source_imports(path)
+
+
+def _shapes(inputs: Sequence[Any]) -> str:
+    """The inputs' shapes and dtypes (static inputs by value): which program a run is."""
+    return repr([(tuple(t.shape), str(t.dtype)) if isinstance(t, torch.Tensor) else repr(t) for _, t in _flatten(tuple(inputs))])
 
 
 def is_static(x: Any) -> bool:
@@ -307,7 +324,8 @@ class TorchBackend:
         self.interpreted = not _CUDA  # Triton kernels, where there are any, run in its interpreter
         self._device = torch.device("cuda" if _CUDA else "cpu")
         self._launched: dict[int, bool] = {}  # id(fn) -> whether a run of it launched an authored kernel
-        self._graded: dict[int, list[frozenset[str]]] = {}  # id(fn) -> the kernels each graded run launched
+        # (id(fn), the inputs' shapes) -> the kernels each graded run there launched
+        self._graded: dict[tuple[int, str], list[frozenset[str]]] = {}
         self._graded_outputs: dict[tuple[int, str], HostTree] = {}  # (id(fn), inputs' digest) -> that run's outputs
         self._signatures: dict[tuple[Any, ...], str | None] = {}
 
@@ -445,7 +463,7 @@ class TorchBackend:
         self._launched[id(fn)] = self._launched.get(id(fn), False) or bool(recorder.launches)
         host = self.to_host(out)
         # what the graded runs launched, and their outputs: the firing audit's own runs must match them
-        self._graded.setdefault(id(fn), []).append(frozenset(launch.name for launch in recorder.launches))
+        self._graded.setdefault((id(fn), _shapes(inputs)), []).append(frozenset(l.name for l in recorder.launches))
         if uninitialized == "nan":
             self._graded_outputs[(id(fn), self.digest(inputs))] = host
         return host
@@ -552,7 +570,7 @@ class TorchBackend:
             "default_dtype": str(torch.get_default_dtype()),
             "float32_matmul_precision": torch.get_float32_matmul_precision(),
             "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
-            "num_threads": torch.get_num_threads(),
+            "num_threads": str(torch.get_num_threads()),
             "grad_enabled": torch.is_grad_enabled(),
             "TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET", ""),
         }
@@ -570,7 +588,7 @@ class TorchBackend:
             torch.set_default_dtype(getattr(torch, before["default_dtype"].split(".")[-1]))
             torch.set_float32_matmul_precision(before["float32_matmul_precision"])
             torch.use_deterministic_algorithms(before["deterministic_algorithms"])
-            torch.set_num_threads(before["num_threads"])
+            torch.set_num_threads(int(before["num_threads"]))
             torch.set_grad_enabled(before["grad_enabled"])
             os.environ["TRITON_INTERPRET"] = before["TRITON_INTERPRET"]
 
@@ -679,8 +697,8 @@ class TorchBackend:
         without a GPU; plain torch runs compiled ATen code, and the CPU is the device."""
         if not self.interpreted:
             return False
-        if id(fn) not in self._launched:
-            self._launched[id(fn)] = bool(self._launches(fn, inputs)[1])
+        if id(fn) not in self._launched:  # never run here: say so by its source, never by running it (the
+            return _imports_triton(fn)    # reference is never run in the candidate's process)
         return self._launched[id(fn)]
 
     def inspect(self, fn: Callable[..., Any], inputs: Sequence[Any], *, ablate: bool = True,
@@ -688,6 +706,9 @@ class TorchBackend:
         """The authored Triton launches of one call, each kernel's reach (perturbing what its
         launches wrote moves an output) and whether it reads the inputs (its operands change
         when the inputs do)."""
+        if _CUDA:
+            raise RuntimeError("the firing audit of Triton launches is not built for a GPU yet (kgate records launches "
+                               "through the Triton interpreter, on a machine without one)")
         base, launches = self._launches(fn, inputs)
         base_host = self.to_host(base)
         base_leaves = base_host.leaves
@@ -718,7 +739,7 @@ class TorchBackend:
             platform=self.platform,
             kernel_sites=tuple(sites),
             program_text=listing or "no authored Triton launch",
-            compiled_text=self._graph_text(fn, inputs) if not launches else "",
+            compiled_text=self.compiled_text(fn, inputs) if not launches else "",
             custom_call_targets=(),
             ablation=ablation,
             kernel_kind="Triton launch",
@@ -731,7 +752,7 @@ class TorchBackend:
         differs (a candidate that launches its kernel only when audited, or only on inputs it
         has seen before)."""
         found = []
-        graded = self._graded.get(id(fn), [])
+        graded = self._graded.get((id(fn), _shapes(inputs)), [])
         missing = sorted({n for run in graded for n in names if n not in run})
         if missing:
             runs = sum(1 for run in graded if not set(names) <= run)
@@ -754,7 +775,13 @@ class TorchBackend:
         base_leaves = self.to_host(base).leaves
         perturbed = [self.to_host(self._launches(fn, inputs, _perturb(names, kind))[0]).leaves for kind in _PERTURBATIONS]
         moves = output_moves(base_leaves, perturbed)
-        bypassed = {kind: self.to_host(self._launches(fn, inputs, _stand_in(kind))[0]) for kind in ("zeros", "passthrough")}
+        bypassed = {"zeros": self.to_host(self._launches(fn, inputs, _stand_in("zeros"))[0])}
+        for k in range(_PASSTHROUGHS):  # every launch's k-th operand of its output's size, passed through
+            used: list[bool] = []
+            tree = self.to_host(self._launches(fn, inputs, _stand_in("passthrough", k, used))[0])
+            if not any(used):
+                break
+            bypassed["passthrough" if k == 0 else f"passthrough-{k + 1}"] = tree
         return HostTree("moves", tuple(f"[{i}]" for i in range(len(moves))), tuple(moves)), bypassed
 
     def transplant(self, fn: Callable[..., Any], inputs: Sequence[Any], other: Sequence[Any]) -> HostTree | str:
@@ -798,7 +825,7 @@ class TorchBackend:
         moved = tuple(_map(x, move) for x in inputs)
         return moved if seen else None
 
-    def _graph_text(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str:
+    def _graph_text(self, fn: Callable[..., Any], inputs: Sequence[Any], drop_identities: bool = False) -> str:
         """The torch functions one call goes through, in order, with their tensor arguments'
         shapes and dtypes (recorded by a `TorchFunctionMode`): what a `rewrite` candidate's
         program is compared with. "" where the call fails."""
@@ -812,7 +839,7 @@ class TorchBackend:
                 out = func(*args, **(kwargs or {}))
                 # a call that hands back one of its inputs' values unchanged (x + 0, a copy, a
                 # contiguous view) computes nothing: it is not part of the program compared
-                if isinstance(out, torch.Tensor) and any(
+                if drop_identities and isinstance(out, torch.Tensor) and any(
                         t.shape == out.shape and t.dtype == out.dtype and torch.equal(t, out) for t in given):
                     return out
                 shapes = [f"{t.dtype}{list(t.shape)}" for t in given]
@@ -827,7 +854,10 @@ class TorchBackend:
         return "\n".join(calls)
 
     def compiled_text(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str:
-        text = self._graph_text(fn, inputs)
+        """The torch calls one call of `fn` makes, identities left out (what a `rewrite` is
+        compared by); raises when they cannot be recorded (never an empty program that
+        "differs")."""
+        text = self._graph_text(fn, inputs, drop_identities=True)
         if not text:
             raise RuntimeError("the reference's torch calls could not be recorded")
         return text
@@ -864,15 +894,22 @@ def _perturb(names: set[str], kind: str) -> Act:
 _PERTURBATIONS = ("flip", "shift")
 
 
-def _stand_in(kind: str) -> Act:
+_PASSTHROUGHS = 4  # operands tried as what a copying kernel passes through
+
+
+def _stand_in(kind: str, k: int = 0, used: list[bool] | None = None) -> Act:
     """After each launch, the elements it wrote replaced by what a kernel that does no work
-    leaves: zeros, or an operand it did not write (of the same shape and dtype) passed through."""
+    leaves: zeros, or (`passthrough`) its k-th operand it did not write, of the output's size
+    and dtype (reshaped to it), passed through; `used` records whether one existed."""
     def act(launch: Launch, tensors: list[torch.Tensor], index: int) -> None:
         for i, mask in launch.written.items():
             t = tensors[i]
-            source = next((s for j, s in enumerate(tensors)
-                           if j not in launch.written and s.shape == t.shape and s.dtype == t.dtype), None)
-            t.copy_(torch.where(mask, torch.zeros_like(t) if kind == "zeros" or source is None else source, t))
+            sources = [s for j, s in enumerate(tensors)
+                       if j not in launch.written and s.numel() == t.numel() and s.dtype == t.dtype]
+            source = sources[k].reshape(t.shape) if kind == "passthrough" and len(sources) > k else None
+            if used is not None:
+                used.append(source is not None)
+            t.copy_(torch.where(mask, torch.zeros_like(t) if source is None else source, t))
     return act
 
 

@@ -189,8 +189,9 @@ def _transplant_check(transplant: bool | str | None, spec: FiringSpec) -> list[C
     kernels from the inputs, or one that cancels the kernels' results, stays the first probe's."""
     if transplant is None:
         return []
-    if isinstance(transplant, str):
-        return [Check("kernel_carries_the_answer", "ADVISORY", f"not evaluated: {transplant}")]
+    if isinstance(transplant, str):  # a check that cannot be evaluated FAILs
+        return [Check("kernel_carries_the_answer", "FAIL", f"could not be evaluated: {transplant}",
+                      "launch the same kernels, in the same order, on every probe of the same shapes.")]
     if transplant:
         return [Check("kernel_carries_the_answer", "PASS",
                       "with every launch's writes taken from the run on another probe, the output is that probe's "
@@ -214,19 +215,25 @@ def _bypass_check(bypass: Mapping[str, bool] | str | None) -> Check:
             "kernel_does_the_work",
             "FAIL",
             "decoration: with every kernel replaced by a stand-in that does no work ("
-            + ", ".join(_STAND_INS.get(n, n) for n in passing)
+            + ", ".join(_stand_in_text(n) for n in passing)
             + "), the output still passes parity: the answer is computed outside the kernels.",
             "compute the answer inside the kernel; a kernel that copies or is cancelled proves nothing.",
         )
     return Check(
         "kernel_does_the_work",
         "PASS",
-        "with the kernels replaced by stand-ins that do no work (" + ", ".join(_STAND_INS.get(n, n) for n in bypass)
+        "with the kernels replaced by stand-ins that do no work (" + ", ".join(
+            sorted({_stand_in_text(n) for n in bypass}))
         + "), parity fails: the kernels compute the answer",
     )
 
 
 _STAND_INS = {"zeros": "zeros", "passthrough": "an operand passed through"}
+
+
+def _stand_in_text(name: str) -> str:
+    """`passthrough-2` (the second operand tried) reads as the first does."""
+    return _STAND_INS.get(name.split("-")[0], name)
 
 
 def _host_callback_checks(facts: ProgramFacts) -> list[Check]:
@@ -394,6 +401,7 @@ def audit(
     trace_error: str = "",
     bypass: Mapping[str, bool] | str | None = None,
     transplant: bool | str | None = None,
+    audit_error: str = "",
 ) -> GateResult:
     """Grade the candidate's programs for its intervention class.
 
@@ -426,6 +434,11 @@ def audit(
         "assertions": spec.to_json(),
     }
     checks.extend(_host_callback_checks(facts))
+    if audit_error:
+        checks.append(Check("audit_completed", "FAIL",
+                            f"the firing audit's experiments on the candidate raised: {audit_error}",
+                            "make the candidate run the same way on every call; an audit that cannot finish cannot "
+                            "pass."))
     if klass == "kernel-authored":
         checks.extend(_kernel_checks(facts, spec, bypass, transplant))
     else:

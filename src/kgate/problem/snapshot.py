@@ -277,6 +277,12 @@ class SurfaceSnapshot:
                 module = sys.modules.get(module_name)
                 if module is not None:
                     vars(module).pop(attr, None)
+            elif self._overrides_inherited(key):  # a method set over an inherited one: removed again
+                owner, _, member = key.rpartition(".")
+                try:
+                    delattr(self.originals[owner][2], member)
+                except (AttributeError, TypeError):
+                    pass
 
 
 def _code_state(fn: Any) -> Any:

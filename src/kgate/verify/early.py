@@ -240,6 +240,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             bypass=_bypass(request.parity_spec, probes[0], shared, arrays, cand),
             transplant=_transplant(request.parity_spec, probes, arrays, cand,
                                    {p["key"]: p["seed"] for p in ref["probes"] if not p.get("label")}),
+            audit_error=str(cand.get("experiments_error", "")),
         )
     if _lowers(request, with_firing):
         gates["lowering"] = _lowering(cand, request.firing_spec.lower_for)

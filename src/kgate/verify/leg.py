@@ -88,6 +88,9 @@ def _coverage(req: dict[str, Any]) -> dict[str, Any]:
     from kgate.gates import coverage
 
     backend = get_backend(req.get("backend", "jax"))
+    if not hasattr(backend, "perturb_slice"):
+        raise KgateError(f"--coverage is not built for {backend.name} problems yet.",
+                         "drop --coverage; the parity probes and the firing audit still run.")
     maps = coverage.parse_spec(req["spec"])
     results, errors = [], []
     with load_requested_pair(req) as pair:
@@ -119,6 +122,8 @@ def _capture(req: dict[str, Any]) -> dict[str, Any]:
     folder = Path(req["artifacts"])
     try:
         backend = get_backend(req.get("backend", "jax"))
+        if not hasattr(backend, "capture"):
+            return {"status": "UNAVAILABLE", "reason": f"profiler capture is not built for {backend.name} problems yet"}
         with load_requested_pair(req) as pair:
             inputs, _ = backend.create_inputs(pair.reference, req["seeds"][0], req["dtype"])
             files = backend.capture(pair.candidate.entry, inputs, folder)

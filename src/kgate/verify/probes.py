@@ -255,6 +255,11 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
             beat("phase firing audit (tracing the candidate with its kernels replaced)")
             try:
                 result["facts"] = backend.inspect(pair.candidate.entry, first, ablate=False).to_json()
+            except Exception as exc:
+                result["trace_error"] = describe(exc)
+            try:
+                if "facts" not in result:
+                    raise _Skipped
                 moves, bypassed = backend.kernel_experiments(pair.candidate.entry, first)
                 if isinstance(moves, str):
                     result["ablation_error"] = moves
@@ -272,8 +277,10 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
                         result["transplant_error"] = moved
                     else:
                         outputs[f"transplant-{donor['key']}"] = moved
-            except Exception as exc:
-                result["trace_error"] = describe(exc)
+            except _Skipped:
+                pass
+            except Exception as exc:  # the program was inspected; an experiment on it raised
+                result["experiments_error"] = describe(exc)
             watch.check("after the firing audit")
         if req.get("lower_for", "none") != "none" and getattr(backend, "lowering_unavailable", ""):
             result["lowering_skipped"] = backend.lowering_unavailable
@@ -296,6 +303,10 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
             candidate=pair.candidate.to_json(),
         )
         return result
+
+
+class _Skipped(Exception):
+    """The program could not be inspected: the experiments on it are not run."""
 
 
 def _second_seed_probe(req: Mapping[str, Any]) -> dict[str, Any] | None:
