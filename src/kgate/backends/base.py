@@ -451,3 +451,22 @@ def cpu_cache_flusher() -> tuple[Any, str]:
         np.add(host, 1.0, out=host)
 
     return flush_cpu, f"cache flush: a {size // 2**20} MiB host buffer rewritten before every timed call"
+
+
+def host_memory() -> tuple[int, str] | None:
+    """The host's MemAvailable, in bytes, and where it is; None where it cannot be read."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024, "this machine"
+    except OSError:
+        pass
+    return None
+
+
+def fits(footprint: Footprint | None, available: tuple[int, str] | None, probes: int, values: dict[str, Any]) -> bool:
+    """Refuse (`refuse_if_too_big`) what cannot fit; False when the footprint is unknown
+    (nothing was checked)."""
+    if footprint is not None and available is not None:
+        refuse_if_too_big(footprint, probes, available[0], available[1], values)
+    return footprint is not None

@@ -35,7 +35,8 @@ from kgate.backends.base import (
     leaves_sha256,
     output_moves as _moves,
     read_hand_over,
-    refuse_if_too_big,
+    fits,
+    host_memory,
     write_hand_over,
 )
 from kgate.errors import KgateError, describe
@@ -329,22 +330,12 @@ class JaxBackend:
             if "bytes_limit" in stats:
                 return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0)), f"the {device.device_kind}"
             return None
-        try:
-            for line in Path("/proc/meminfo").read_text().splitlines():
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024, "this machine"
-        except OSError:
-            pass
-        return None
+        return host_memory()
 
     def ensure_fits(self, problem: ProblemModule, dtype: str | None, probes: int, values: dict[str, Any]) -> bool:
         """Refuse an op-point too big for this machine before any input is made; False when
         it could not be sized by shapes alone (nothing was checked)."""
-        footprint = self.footprint(problem, dtype)
-        available = self.available_memory()
-        if footprint is not None and available is not None:
-            refuse_if_too_big(footprint, probes, available[0], available[1], values)
-        return footprint is not None
+        return fits(self.footprint(problem, dtype), self.available_memory(), probes, values)
 
     def _call_create_inputs(self, problem: ProblemModule, seed: int, dtype: str | None) -> tuple[tuple[Any, ...], str]:
         accepted = problem.create_inputs_params()

@@ -34,7 +34,8 @@ from kgate.backends.base import (
     leaves_sha256,
     output_moves,
     read_hand_over,
-    refuse_if_too_big,
+    fits,
+    host_memory,
     write_hand_over,
 )
 from kgate.errors import KgateError, describe
@@ -435,20 +436,12 @@ class TorchBackend:
         if _CUDA:
             free, _ = torch.cuda.mem_get_info()
             return int(free), f"the {torch.cuda.get_device_name(0)}"
-        try:
-            for line in Path("/proc/meminfo").read_text().splitlines():
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024, "this machine"
-        except OSError:
-            pass
-        return None
+        return host_memory()
 
     def ensure_fits(self, problem: ProblemModule, dtype: str | None, probes: int, values: dict[str, Any]) -> bool:
-        footprint = self.footprint(problem, dtype)
-        available = self.available_memory()
-        if footprint is not None and available is not None:
-            refuse_if_too_big(footprint, probes, available[0], available[1], values)
-        return footprint is not None
+        """Refuse an op-point too big for this machine before any input is made; False when
+        it could not be sized by shapes alone (nothing was checked)."""
+        return fits(self.footprint(problem, dtype), self.available_memory(), probes, values)
 
     # -- running ------------------------------------------------------------------------
     def run(
