@@ -31,11 +31,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from kgate.gates.integrity import round_line
+from kgate.verify import forkserver
 
 @dataclass
 class LegProcess:
     kind: str
-    proc: subprocess.Popen[bytes]
+    proc: subprocess.Popen[bytes] | forkserver.ForkedLeg
     result_path: Path
     stderr_path: Path
     started_ns: int
@@ -165,6 +166,8 @@ class LegProcess:
                 self.stdin = None
         ended = time.monotonic_ns()
         self._join()
+        if getattr(self.proc, "lost", ""):
+            return self._crashed(f"{self.proc.lost}; its result is not used")  # type: ignore[union-attr]
         try:
             data = json.loads(self.result_path.read_text())
             if not isinstance(data, dict):
@@ -242,18 +245,19 @@ def start(
     full_env.update({name: str(w) for name, (_, w) in pipes.items()})
     if beats:
         full_env["KGATE_TICK_FD"] = str(tick_r)
+    channels = {name: w for name, (_, w) in pipes.items()} | ({"KGATE_TICK_FD": tick_r} if beats else {})
+    started_ns = time.monotonic_ns()
     with open(stderr_path, "wb") as err:
-        proc = subprocess.Popen(
+        proc = _forked(kind, request_path, full_env, channels, err.fileno(), waits, own_session) or subprocess.Popen(
             [sys.executable, "-m", "kgate.verify.leg", kind, str(request_path)],
             stdin=subprocess.PIPE if waits else subprocess.DEVNULL,
             stdout=err,
             stderr=err,
             env=full_env,
-            pass_fds=tuple(w for _, w in pipes.values()) + ((tick_r,) if beats else ()),
+            pass_fds=tuple(channels.values()),
             start_new_session=own_session,
         )
-    leg = LegProcess(kind, proc, result_path, stderr_path, time.monotonic_ns(), proc.stdin if waits else None,
-                     held=held)
+    leg = LegProcess(kind, proc, result_path, stderr_path, started_ns, proc.stdin if waits else None, held=held)
     if beats:
         os.close(tick_r)
     for name, (r, w) in pipes.items():
@@ -264,6 +268,27 @@ def start(
         reader.start()
         leg._readers.append(reader)
     return leg
+
+
+def _forked(kind: str, request_path: Path, env: Mapping[str, str], channels: Mapping[str, int], output_fd: int,
+            waits: bool, own_session: bool) -> Any:
+    """The leg forked by the warm fork server for this environment (see kgate.verify.forkserver);
+    None where there is none, or it could not fork: the caller starts a fresh process."""
+    server_env = {k: v for k, v in env.items() if k not in channels and k != HELD_ENV}
+    server = forkserver.server_for(server_env)
+    if server is None:
+        return None
+    stdin_r, stdin_w = os.pipe() if waits else (os.open(os.devnull, os.O_RDONLY), -1)
+    stdin = open(stdin_w, "wb") if waits else None  # noqa: SIM115 (closed by go() or release())
+    try:
+        return server.fork([kind, str(request_path)], env, cwd=os.getcwd(), stdin_fd=stdin_r, output_fd=output_fd,
+                           fd_env=channels, new_session=own_session, stdin=stdin)
+    except forkserver.ServerGone:
+        if stdin is not None:
+            stdin.close()
+        return None
+    finally:
+        os.close(stdin_r)
 
 
 def with_backend(payload: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,362 @@
+"""A fork server for legs: one process that starts the interpreter and imports kgate and the
+array library once, then forks each leg from that state, so a leg no longer pays ~1.3 s of
+start-up (and a core's worth of it) before it does anything of the problem's.
+
+The server itself never loads a problem module: every fork starts from a process that has run
+nothing but kgate's and the array library's imports, exactly what a fresh `python -m
+kgate.verify.leg` has run by the time it reads its request, so the isolation between legs is
+the same as with fresh processes (a leg shares no memory with its siblings, only a copy of
+that common start). The server opens no device: a fork after a device exists is unsafe.
+
+It is started by the parent that runs legs, talks to it over a private socket pair (never a
+name another process could open), and is keyed by the whole environment its imports read: a
+leg whose environment differs in anything but its own channels gets a server of its own. The
+parent hears each leg's pid and exit code from it; a leg forked here is the server's child,
+in the parent's process group unless it asked for a session of its own. `KGATE_FORKSERVER=0`
+turns it off (every leg a fresh process), as does a platform without `fork` or `pidfd_open`.
+No framework import at module level: the parent imports this module.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+ENV = "KGATE_FORKSERVER"  # 0: every leg a fresh process
+_MAX_MESSAGE = 1 << 20
+_MAX_FDS = 16
+_MAX_SERVERS = 4  # environments kept warm at once; the least recently used one is closed past it
+
+
+class ServerGone(RuntimeError):
+    """The fork server ended or did not answer: the caller starts the leg as a fresh process."""
+
+
+class ForkedLeg:
+    """A leg forked by the server, with the part of `subprocess.Popen`'s interface legs use.
+
+    The parent holds a pidfd of its own for the leg: it sees the leg end and can kill it without
+    the server, so a server that stops answering (a leg may stop or kill it) can delay an exit
+    code but never keep a leg alive past its budget or hang the parent."""
+
+    def __init__(self, server: ForkServer, pid: int, pidfd: int, stdin: Any, args: Sequence[str]) -> None:
+        self.server, self.pid, self.stdin, self.args = server, pid, stdin, list(args)
+        self.returncode: int | None = None
+        self.lost = ""  # why its exit code never came from the server (a stopped or killed server)
+        self._ended_at: float | None = None
+        self._pidfd: int | None = pidfd  # the server's own, handed over: never a recycled pid
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.server.collect(0.0)
+            self._check_ended()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else _now() + timeout
+        while self.poll() is None:
+            left = None if deadline is None else deadline - _now()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
+            self.server.collect(0.05 if left is None else min(left, 0.05))
+        return self.returncode  # type: ignore[return-value]
+
+    def kill(self) -> None:
+        if self.returncode is None and self._pidfd is not None:
+            try:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def _check_ended(self) -> None:
+        """Ended with no word from the server within EXIT_GRACE_S: exit code unknown (255)."""
+        if self.returncode is not None:
+            self._close()
+            return
+        if self._pidfd is None or not select.select([self._pidfd], [], [], 0)[0]:
+            return
+        self._ended_at = self._ended_at or _now()
+        if self.server.gone or _now() - self._ended_at > EXIT_GRACE_S:
+            self.returncode = 255
+            self.lost = "kgate's fork server did not report the leg's exit (a process of the run stopped it)"
+            self._close()
+            self.server._stop()  # a server that stopped answering forks nothing more
+
+    def _close(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+
+EXIT_GRACE_S = 10.0  # how long an ended leg's exit code may take to come from the server
+FORK_TIMEOUT_S = 120.0  # the server's start (the interpreter, jax) plus one fork, on a busy machine
+READY_FORK_TIMEOUT_S = 20.0  # one fork from a started server
+
+
+class ForkServer:
+    """The parent's end: a started server and the legs it forked."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.owner = os.getpid()
+        self.sock = mine
+        self.lock = threading.RLock()
+        self.legs: dict[int, ForkedLeg] = {}
+        self.gone = False
+        self.ready = False
+        atexit.register(self.close)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "kgate.verify.forkserver", str(theirs.fileno())],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                env=dict(env), pass_fds=(theirs.fileno(),),
+            )
+        finally:
+            theirs.close()
+
+    def fork(self, argv: Sequence[str], env: Mapping[str, str], *, cwd: str, stdin_fd: int, output_fd: int,
+             fd_env: Mapping[str, int], new_session: bool, stdin: Any) -> ForkedLeg:
+        """Fork a leg running `python -m kgate.verify.leg ARGV`: stdin from `stdin_fd`, stdout
+        and stderr to `output_fd`, and each fd of `fd_env` (env name -> fd here) handed over and
+        named in its environment. Raises ServerGone when the server cannot."""
+        channels = sorted(fd_env)
+        message = json.dumps({"argv": list(argv), "env": {k: v for k, v in env.items() if k not in fd_env},
+                              "channels": channels, "cwd": cwd, "new_session": new_session}).encode()
+        with self.lock:
+            if self.gone:
+                raise ServerGone("the fork server has ended")
+            try:
+                socket.send_fds(self.sock, [message], [stdin_fd, output_fd, *(fd_env[n] for n in channels)])
+            except OSError as exc:
+                self._ended()
+                raise ServerGone(f"the fork server did not take the request: {exc}") from exc
+            deadline = _now() + (FORK_TIMEOUT_S if not self.ready else READY_FORK_TIMEOUT_S)
+            while True:
+                reply = self._receive(max(0.0, deadline - _now()))
+                if reply is None and not self.gone and _now() < deadline:
+                    continue
+                if reply is None:
+                    self._stop()
+                    raise ServerGone("the fork server did not fork the leg in time")
+                if "pid" in reply:
+                    leg = ForkedLeg(self, int(reply["pid"]), int(reply["pidfd"]), stdin, ["kgate.verify.leg", *argv])
+                    self.legs[leg.pid] = leg
+                    return leg
+
+    def collect(self, timeout_s: float) -> None:
+        """Read what the server said within `timeout_s` (exits, readiness)."""
+        with self.lock:
+            if not self.gone:
+                self._receive(timeout_s)
+
+    def close(self) -> None:
+        """End the server (it exits when its channel closes, ending any leg it still has) and
+        reap it, so its CPU time counts toward this process's children, as a leg's did. Called
+        for an idle server, and for every server at this process's exit."""
+        with self.lock:
+            if not self.gone:
+                self.sock.close()
+                self.gone = True
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def _stop(self) -> None:
+        """A server that stopped answering: killed, and its legs with it."""
+        with self.lock:
+            self.proc.kill()
+            self._ended()
+
+    def _receive(self, timeout_s: float | None) -> dict[str, Any] | None:
+        """One message (applied), or None when none came in time or the server is gone."""
+        if timeout_s is not None and not select.select([self.sock], [], [], timeout_s)[0]:
+            return None
+        try:
+            raw, fds, _, _ = socket.recv_fds(self.sock, _MAX_MESSAGE, 1)
+        except OSError:
+            raw, fds = b"", []
+        if not raw:
+            self._ended()
+            return None
+        message = json.loads(raw)
+        if "pid" in message:
+            message["pidfd"] = fds[0]
+        if "exit" in message:
+            leg = self.legs.pop(int(message["exit"]), None)
+            if leg is not None and leg.returncode is None:
+                leg.returncode = int(message["returncode"])
+        if "ready" in message:
+            self.ready = True
+        return message
+
+    def _ended(self) -> None:
+        """The server is gone: no exit code will come for the legs still out, so they are ended
+        here (a leg outliving what watches it would run unobserved) and reported killed."""
+        self.gone = True
+        for leg in self.legs.values():
+            if leg.returncode is not None:
+                continue
+            leg.kill()
+            leg.returncode = -signal.SIGKILL
+            leg.lost = "kgate's fork server ended while the leg ran (a process of the run killed it), and the leg " \
+                       "was stopped"
+            leg._close()
+        self.legs.clear()
+
+
+_SERVERS: dict[tuple[tuple[str, str], ...], ForkServer] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def available() -> bool:
+    return os.environ.get(ENV, "1") != "0" and hasattr(os, "fork") and hasattr(os, "pidfd_open") and \
+        hasattr(socket, "send_fds")
+
+
+def server_for(env: Mapping[str, str]) -> ForkServer | None:
+    """The warm server for this environment (started on first use); None where forking is off."""
+    if not available():
+        return None
+    key = tuple(sorted(env.items()))
+    with _SERVERS_LOCK:
+        server = _SERVERS.get(key)
+        if server is not None and (server.gone or server.owner != os.getpid()):
+            del _SERVERS[key]
+            server = None
+        if server is None:
+            idle = [k for k, s in _SERVERS.items() if not s.legs]  # a server with legs out keeps them
+            for stale in idle[:max(0, len(_SERVERS) - _MAX_SERVERS + 1)]:
+                _SERVERS.pop(stale).close()
+            server = _SERVERS[key] = ForkServer(env)
+        else:  # most recently used last
+            _SERVERS[key] = _SERVERS.pop(key)
+        return server
+
+
+def _now() -> float:
+    import time
+
+    return time.monotonic()
+
+
+# ---- the server's side ---------------------------------------------------------------------
+
+def serve(fd: int) -> None:
+    sock = socket.socket(fileno=fd)
+    interrupt = signal.getsignal(signal.SIGINT)  # what a fresh process would start with
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is for the legs and the parent
+    from kgate.verify.spawn import no_dumps
+
+    no_dumps()
+    before = dict(os.environ)
+    # What a leg imports before its request (see leg.main): jax's import, no device.
+    import kgate.backends.jax_backend  # noqa: F401
+    import kgate.verify.leg  # noqa: F401
+
+    # Variables those imports set (jax sets a few defaults), which a fresh leg would have too.
+    imported = {k: v for k, v in os.environ.items() if before.get(k) != v}
+
+    sock.send(b'{"ready": true}')
+    children: dict[int, tuple[int, int]] = {}  # pidfd -> (pid, its pidfd)
+    while True:
+        readable = select.select([sock, *children], [], [])[0]
+        for ready in readable:
+            if ready is sock:
+                try:
+                    raw, fds, _, _ = socket.recv_fds(sock, _MAX_MESSAGE, _MAX_FDS)
+                except OSError:
+                    raw, fds = b"", []
+                if not raw:
+                    for _, pidfd in children.values():  # the parent is gone: nobody will read their results
+                        try:
+                            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+                    return
+                message = json.loads(raw)
+                pid = os.fork()
+                if pid == 0:
+                    _child(message, fds, sock, interrupt, [p for p in children], imported)
+                for passed in fds:
+                    os.close(passed)
+                pidfd = os.pidfd_open(pid)
+                children[pidfd] = (pid, pidfd)
+                socket.send_fds(sock, [json.dumps({"pid": pid}).encode()], [pidfd])
+            else:
+                pid, pidfd = children.pop(ready)
+                _, status = os.waitpid(pid, 0)
+                os.close(pidfd)
+                sock.send(json.dumps({"exit": pid, "returncode": os.waitstatus_to_exitcode(status)}).encode())
+
+
+def _child(message: dict[str, Any], fds: list[int], sock: socket.socket, interrupt: Any, pidfds: list[int],
+           imported: Mapping[str, str]) -> None:
+    """In the forked leg: become what `python -m kgate.verify.leg ARGV` would be at that point,
+    then run it. Never returns."""
+    code = 1
+    try:
+        sock.close()  # the server's channel, and its watch on the other legs, stay the server's
+        for pidfd in pidfds:
+            os.close(pidfd)
+        stdin_fd, output_fd, *channel_fds = fds
+        os.dup2(stdin_fd, 0)
+        os.dup2(output_fd, 1)
+        os.dup2(output_fd, 2)
+        for fd in (stdin_fd, output_fd):
+            if fd > 2:
+                os.close(fd)
+        env = {**imported, **message["env"]}
+        env.update({name: str(fd) for name, fd in zip(message["channels"], channel_fds)})
+        os.environ.clear()
+        os.environ.update(env)
+        os.chdir(message["cwd"])
+        if message["new_session"]:
+            os.setsid()
+        if interrupt is not None:
+            signal.signal(signal.SIGINT, interrupt)
+        import importlib
+
+        from kgate.verify import leg
+
+        sys.argv = [str(leg.__file__), *message["argv"]]
+        sys.path[0] = message["cwd"]  # what `python -m` puts first
+        importlib.invalidate_caches()  # a module written since the server started is found
+        _restore_blas_threads()
+        code = leg.main(sys.argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - a leg's own error, as a fresh process would print it
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _restore_blas_threads() -> None:
+    """OpenBLAS shuts its thread pool down at a fork and starts it again on the next large
+    product. A fresh process has that pool from numpy's import on, and the thread census counts
+    every interpreter-named thread not in its baseline: start the pool now, as a fresh leg has it."""
+    import numpy as np
+
+    block = np.ones((128, 128))
+    block @ block
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))

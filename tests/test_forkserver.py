@@ -1,0 +1,154 @@
+"""Legs forked from kgate's fork server: to the code they run they look like fresh processes,
+and a leg that stops or kills the server can delay the run but never pass it.
+
+Each candidate here records what it sees of its process (or attacks its parent) at import,
+inside a real gate; the same gate run with KGATE_FORKSERVER=0 (a fresh process per leg) is the
+yardstick.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import EXAMPLES, gate
+from kgate.errors import KgateError
+from kgate.verify import forkserver, spawn
+
+REFERENCE = str(EXAMPLES / "softmax" / "reference.py")
+RIGHT = (EXAMPLES / "softmax" / "pallas.py").read_text()  # a kernel that passes the gate
+
+# What a leg's code can see of its own process, written where KGATE_TEST_LEG_RECORD says.
+RECORDER = '''
+import json, os, signal, sys
+
+def _kind(fd):
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:  # the listing's own descriptor, closed by now
+        return None
+    if target.startswith(("pipe:", "socket:")):
+        return target.split(":")[0]
+    return target if target.startswith(("anon_inode:", "/dev/")) else "file"
+
+def _threads():
+    names = []
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            names.append(f.read().strip())
+    return sorted(names)
+
+with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+    parent = f.read().replace(b"\\0", b" ").decode()
+handler = signal.getsignal(signal.SIGINT)
+record = {
+    "fds": sorted(k for k in (_kind(fd) for fd in os.listdir("/proc/self/fd")) if k),
+    "stdio": [_kind(0), _kind(1), _kind(2)],
+    "threads": _threads(),
+    "own_session": os.getsid(0) == os.getpid(),
+    "group_leader": os.getpgid(0) == os.getpid(),
+    "cwd": os.getcwd(),
+    "path0": sys.path[0],
+    "argv0": os.path.basename(sys.argv[0]),
+    "sigint": "default" if handler is signal.default_int_handler else str(handler),
+    "env": sorted(k for k in os.environ),
+    "forked": "kgate.verify.forkserver" in parent,
+}
+with open(os.environ["KGATE_TEST_LEG_RECORD"], "w") as f:
+    json.dump(record, f)
+'''
+
+
+def _recorded_gate(write_module, tmp_path, monkeypatch, name: str) -> tuple[str, dict]:
+    cand = write_module(f"{name}.py", RECORDER + RIGHT)
+    out = tmp_path / f"{name}.json"
+    monkeypatch.setenv("KGATE_TEST_LEG_RECORD", str(out))
+    report = gate(REFERENCE, str(cand))
+    return report.status, json.loads(out.read_text())
+
+
+def test_a_forked_leg_sees_the_process_a_fresh_leg_sees(write_module, tmp_path, monkeypatch):
+    forked_status, forked = _recorded_gate(write_module, tmp_path, monkeypatch, "forked")
+    monkeypatch.setenv(forkserver.ENV, "0")
+    fresh_status, fresh = _recorded_gate(write_module, tmp_path, monkeypatch, "fresh")
+    assert forked_status == fresh_status == "PASS"
+    assert forked.pop("forked") is True and fresh.pop("forked") is False
+    fresh["env"].remove(forkserver.ENV)  # the switch that turned forking off
+    # the same descriptors (no socket to the server, no sibling's pipe), the same threads (the
+    # BLAS pool included), session, directory, import path, SIGINT and environment names
+    assert forked == fresh
+    assert "socket" not in forked["fds"]
+    assert forked["own_session"] and forked["group_leader"]
+
+
+def test_legs_share_a_server_per_environment_and_not_across():
+    env = {k: v for k, v in os.environ.items()}
+    first = forkserver.server_for(env)
+    assert first is not None and forkserver.server_for(dict(env)) is first
+    other = forkserver.server_for({**env, "XLA_FLAGS": "--xla_cpu_use_thunk_runtime=true"})
+    assert other is not None and other is not first
+
+
+def test_forking_off_starts_every_leg_as_a_fresh_process(tmp_path, monkeypatch):
+    monkeypatch.setenv(forkserver.ENV, "0")
+    leg = spawn.start("inputs", None, tmp_path / "a", held=True)
+    assert isinstance(leg.proc, subprocess.Popen)
+    leg.discard()
+    monkeypatch.delenv(forkserver.ENV)
+    leg = spawn.start("inputs", None, tmp_path / "b", held=True)
+    assert isinstance(leg.proc, forkserver.ForkedLeg)
+    leg.discard()
+    assert leg.proc.returncode is not None
+
+
+KILLS_ITS_PARENT = '''
+import os, signal
+with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+    if b"kgate.verify.forkserver" in f.read():
+        os.kill(os.getppid(), signal.SIG{SIG})
+'''
+
+
+def test_a_candidate_that_kills_the_fork_server_gets_no_verdict(write_module):
+    cand = write_module("kills.py", KILLS_ITS_PARENT.replace("{SIG}", "KILL") + RIGHT)
+    with pytest.raises(KgateError, match="fork server ended"):
+        gate(REFERENCE, str(cand))
+    assert gate(REFERENCE, str(write_module("right.py", RIGHT))).status == "PASS"  # a new server for the next run
+
+
+def test_a_candidate_that_stops_the_fork_server_fails_and_hangs_nothing(write_module):
+    cand = write_module("stops.py", KILLS_ITS_PARENT.replace("{SIG}", "STOP") + RIGHT)
+    started = time.monotonic()
+    with pytest.raises(KgateError, match="kgate's fork server (did not report|ended)"):
+        gate(REFERENCE, str(cand))
+    assert time.monotonic() - started < 120
+    assert gate(REFERENCE, str(write_module("right.py", RIGHT))).status == "PASS"
+
+
+def test_a_server_killed_from_outside_ends_its_legs_and_the_next_start_gets_a_new_one(tmp_path):
+    leg = spawn.start("inputs", None, tmp_path / "a", beats=True, held=True)
+    assert leg.wait_beat("phase " + spawn.HELD, timeout_s=120)
+    server = leg.proc.server
+    server.proc.send_signal(signal.SIGKILL)
+    result = leg.wait(timeout_s=30)
+    assert result["status"] == "CRASHED" and "fork server ended" in result["error"]["problem"]
+    deadline = time.monotonic() + 10
+    while not _gone(leg.proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(leg.proc.pid)  # the leg was ended with its server, not left running unwatched
+    again = spawn.start("inputs", None, tmp_path / "b", held=True)
+    assert again.proc.server is not server
+    again.discard()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
