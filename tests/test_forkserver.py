@@ -23,9 +23,10 @@ from kgate.verify import forkserver, spawn
 REFERENCE = str(EXAMPLES / "softmax" / "reference.py")
 RIGHT = (EXAMPLES / "softmax" / "pallas.py").read_text()  # a kernel that passes the gate
 
-# What a leg's code can see of its own process, written where KGATE_TEST_LEG_RECORD says.
+# What a leg's code can see of its own process, written into the folder KGATE_TEST_LEG_RECORD names.
 RECORDER = '''
 import json, os, signal, sys
+import numpy as np
 
 def _kind(fd):
     try:
@@ -58,25 +59,30 @@ record = {
     "sigint": "default" if handler is signal.default_int_handler else str(handler),
     "env": sorted(k for k in os.environ),
     "forked": "kgate.verify.forkserver" in parent,
+    "numpy_draw": int(np.random.randint(2**31)),  # numpy's legacy global generator, unseeded
 }
-with open(os.environ["KGATE_TEST_LEG_RECORD"], "w") as f:
+with open(os.path.join(os.environ["KGATE_TEST_LEG_RECORD"], os.path.basename(__file__) + ".json"), "w") as f:
     json.dump(record, f)
 '''
 
 
 def _recorded_gate(write_module, tmp_path, monkeypatch, name: str) -> tuple[str, dict]:
     cand = write_module(f"{name}.py", RECORDER + RIGHT)
-    out = tmp_path / f"{name}.json"
-    monkeypatch.setenv("KGATE_TEST_LEG_RECORD", str(out))
+    out = tmp_path / f"{name}.py.json"
+    monkeypatch.setenv("KGATE_TEST_LEG_RECORD", str(tmp_path))  # one environment: one server for every gate
     report = gate(REFERENCE, str(cand))
     return report.status, json.loads(out.read_text())
 
 
 def test_a_forked_leg_sees_the_process_a_fresh_leg_sees(write_module, tmp_path, monkeypatch):
     forked_status, forked = _recorded_gate(write_module, tmp_path, monkeypatch, "forked")
+    _, again = _recorded_gate(write_module, tmp_path, monkeypatch, "again")  # from the same server
+    assert again["forked"] and again["numpy_draw"] != forked["numpy_draw"]  # no draw shared by two forks
     monkeypatch.setenv(forkserver.ENV, "0")
     fresh_status, fresh = _recorded_gate(write_module, tmp_path, monkeypatch, "fresh")
     assert forked_status == fresh_status == "PASS"
+    for record in (forked, fresh):
+        record.pop("numpy_draw")
     assert forked.pop("forked") is True and fresh.pop("forked") is False
     fresh["env"].remove(forkserver.ENV)  # the switch that turned forking off
     # the same descriptors (no socket to the server, no sibling's pipe), the same threads (the
@@ -152,3 +158,16 @@ def _gone(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
     except OSError:
         return True
+
+
+def test_forked_legs_leave_no_descriptor_behind_in_the_parent(tmp_path):
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    spawn.start("inputs", None, tmp_path / "warm", held=True).discard()  # the server started
+    before = open_fds()
+    for n in range(5):
+        leg = spawn.start("inputs", None, tmp_path / f"leg{n}", held=True)
+        leg.discard()
+        assert leg.proc.returncode is not None
+    assert open_fds() == before

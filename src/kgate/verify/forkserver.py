@@ -56,10 +56,11 @@ class ForkedLeg:
         self._pidfd: int | None = pidfd  # the server's own, handed over: never a recycled pid
 
     def poll(self) -> int | None:
-        if self.returncode is None:
-            self.server.collect(0.0)
-            self._check_ended()
-        return self.returncode
+        with self.server.lock:  # the pidfd is closed once, by whichever thread sees the end
+            if self.returncode is None:
+                self.server.collect(0.0)
+                self._check_ended()
+            return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else _now() + timeout
@@ -71,6 +72,10 @@ class ForkedLeg:
         return self.returncode  # type: ignore[return-value]
 
     def kill(self) -> None:
+        with self.server.lock:
+            self._kill()
+
+    def _kill(self) -> None:
         if self.returncode is None and self._pidfd is not None:
             try:
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
@@ -98,7 +103,7 @@ class ForkedLeg:
 
 
 EXIT_GRACE_S = 10.0  # how long an ended leg's exit code may take to come from the server
-FORK_TIMEOUT_S = 120.0  # the server's start (the interpreter, jax) plus one fork, on a busy machine
+FORK_TIMEOUT_S = 60.0  # the server's start (the interpreter, jax) plus one fork, on a busy machine
 READY_FORK_TIMEOUT_S = 20.0  # one fork from a started server
 
 
@@ -113,44 +118,49 @@ class ForkServer:
         self.legs: dict[int, ForkedLeg] = {}
         self.gone = False
         self.ready = False
-        atexit.register(self.close)
+        self.requests = 0
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "kgate.verify.forkserver", str(theirs.fileno())],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 env=dict(env), pass_fds=(theirs.fileno(),),
             )
+        except OSError:
+            mine.close()
+            raise
         finally:
             theirs.close()
+        atexit.register(self.close)
 
     def fork(self, argv: Sequence[str], env: Mapping[str, str], *, cwd: str, stdin_fd: int, output_fd: int,
              fd_env: Mapping[str, int], new_session: bool, stdin: Any) -> ForkedLeg:
         """Fork a leg running `python -m kgate.verify.leg ARGV`: stdin from `stdin_fd`, stdout
         and stderr to `output_fd`, and each fd of `fd_env` (env name -> fd here) handed over and
-        named in its environment. Raises ServerGone when the server cannot."""
+        named in its environment. Raises ServerGone when the server cannot; then no leg of
+        this request runs (the server, and with it anything it forked, is ended)."""
         channels = sorted(fd_env)
-        message = json.dumps({"argv": list(argv), "env": {k: v for k, v in env.items() if k not in fd_env},
-                              "channels": channels, "cwd": cwd, "new_session": new_session}).encode()
         with self.lock:
             if self.gone:
                 raise ServerGone("the fork server has ended")
+            self.requests += 1
+            request = self.requests
+            message = json.dumps({"id": request, "argv": list(argv), "channels": channels, "cwd": cwd,
+                                  "env": {k: v for k, v in env.items() if k not in fd_env},
+                                  "new_session": new_session}).encode()
             try:
                 socket.send_fds(self.sock, [message], [stdin_fd, output_fd, *(fd_env[n] for n in channels)])
-            except OSError as exc:
-                self._ended()
-                raise ServerGone(f"the fork server did not take the request: {exc}") from exc
-            deadline = _now() + (FORK_TIMEOUT_S if not self.ready else READY_FORK_TIMEOUT_S)
-            while True:
-                reply = self._receive(max(0.0, deadline - _now()))
-                if reply is None and not self.gone and _now() < deadline:
-                    continue
-                if reply is None:
-                    self._stop()
-                    raise ServerGone("the fork server did not fork the leg in time")
-                if "pid" in reply:
-                    leg = ForkedLeg(self, int(reply["pid"]), int(reply["pidfd"]), stdin, ["kgate.verify.leg", *argv])
-                    self.legs[leg.pid] = leg
-                    return leg
+                deadline = _now() + (FORK_TIMEOUT_S if not self.ready else READY_FORK_TIMEOUT_S)
+                while not self.gone and _now() < deadline:
+                    reply = self._receive(max(0.0, deadline - _now()))
+                    if reply is not None and reply.get("id") == request:
+                        leg = ForkedLeg(self, int(reply["pid"]), reply["pidfd"], stdin, ["kgate.verify.leg", *argv])
+                        self.legs[leg.pid] = leg
+                        return leg
+            except BaseException:  # an interrupted exchange: what the server says next is not to be trusted
+                self._stop()
+                raise
+            self._stop()
+            raise ServerGone("the fork server did not fork the leg in time")
 
     def collect(self, timeout_s: float) -> None:
         """Read what the server said within `timeout_s` (exits, readiness)."""
@@ -159,13 +169,14 @@ class ForkServer:
                 self._receive(timeout_s)
 
     def close(self) -> None:
-        """End the server (it exits when its channel closes, ending any leg it still has) and
-        reap it, so its CPU time counts toward this process's children, as a leg's did. Called
-        for an idle server, and for every server at this process's exit."""
+        """End the server and every leg it still has, and reap it, so its CPU time counts toward
+        this process's children, as a leg's did. Called for an idle server, for a dead one, and
+        for every server at this process's exit."""
         with self.lock:
             if not self.gone:
                 self.sock.close()
                 self.gone = True
+            self._end_legs("kgate's fork server was closed while the leg ran, and the leg was stopped")
         try:
             self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
@@ -173,29 +184,36 @@ class ForkServer:
             self.proc.wait()
 
     def _stop(self) -> None:
-        """A server that stopped answering: killed, and its legs with it."""
+        """A server that stopped answering: killed (its legs die with it: PR_SET_PDEATHSIG)."""
         with self.lock:
             self.proc.kill()
             self._ended()
 
-    def _receive(self, timeout_s: float | None) -> dict[str, Any] | None:
+    def _receive(self, timeout_s: float) -> dict[str, Any] | None:
         """One message (applied), or None when none came in time or the server is gone."""
-        if timeout_s is not None and not select.select([self.sock], [], [], timeout_s)[0]:
+        if not select.select([self.sock], [], [], timeout_s)[0]:
             return None
         try:
             raw, fds, _, _ = socket.recv_fds(self.sock, _MAX_MESSAGE, 1)
         except OSError:
             raw, fds = b"", []
+        for fd in fds:
+            os.set_inheritable(fd, False)
         if not raw:
             self._ended()
             return None
         message = json.loads(raw)
         if "pid" in message:
             message["pidfd"] = fds[0]
+            if message.get("id") != self.requests:  # a reply to a request given up: nobody's leg
+                signal.pidfd_send_signal(fds[0], signal.SIGKILL)
+                os.close(fds[0])
         if "exit" in message:
             leg = self.legs.pop(int(message["exit"]), None)
             if leg is not None and leg.returncode is None:
                 leg.returncode = int(message["returncode"])
+            if leg is not None:
+                leg._close()
         if "ready" in message:
             self.ready = True
         return message
@@ -204,13 +222,16 @@ class ForkServer:
         """The server is gone: no exit code will come for the legs still out, so they are ended
         here (a leg outliving what watches it would run unobserved) and reported killed."""
         self.gone = True
+        self.sock.close()
+        self._end_legs("kgate's fork server ended while the leg ran (a process of the run killed it), and the leg "
+                       "was stopped")
+
+    def _end_legs(self, why: str) -> None:
         for leg in self.legs.values():
-            if leg.returncode is not None:
-                continue
-            leg.kill()
-            leg.returncode = -signal.SIGKILL
-            leg.lost = "kgate's fork server ended while the leg ran (a process of the run killed it), and the leg " \
-                       "was stopped"
+            if leg.returncode is None:
+                leg._kill()
+                leg.returncode = -signal.SIGKILL
+                leg.lost = why
             leg._close()
         self.legs.clear()
 
@@ -233,6 +254,8 @@ def server_for(env: Mapping[str, str]) -> ForkServer | None:
         server = _SERVERS.get(key)
         if server is not None and (server.gone or server.owner != os.getpid()):
             del _SERVERS[key]
+            if server.owner == os.getpid():
+                server.close()  # reaped
             server = None
         if server is None:
             idle = [k for k, s in _SERVERS.items() if not s.legs]  # a server with legs out keeps them
@@ -267,37 +290,37 @@ def serve(fd: int) -> None:
     # Variables those imports set (jax sets a few defaults), which a fresh leg would have too.
     imported = {k: v for k, v in os.environ.items() if before.get(k) != v}
 
-    sock.send(b'{"ready": true}')
-    children: dict[int, tuple[int, int]] = {}  # pidfd -> (pid, its pidfd)
-    while True:
-        readable = select.select([sock, *children], [], [])[0]
-        for ready in readable:
-            if ready is sock:
-                try:
-                    raw, fds, _, _ = socket.recv_fds(sock, _MAX_MESSAGE, _MAX_FDS)
-                except OSError:
-                    raw, fds = b"", []
+    children: dict[int, tuple[int, int]] = {}  # pidfd -> (pid, pidfd)
+    try:
+        sock.send(b'{"ready": true}')
+        while True:
+            for ready in select.select([sock, *children], [], [])[0]:
+                if ready is not sock:
+                    pid, pidfd = children.pop(ready)
+                    _, status = os.waitpid(pid, 0)
+                    os.close(pidfd)
+                    sock.send(json.dumps({"exit": pid, "returncode": os.waitstatus_to_exitcode(status)}).encode())
+                    continue
+                raw, fds, _, _ = socket.recv_fds(sock, _MAX_MESSAGE, _MAX_FDS)
                 if not raw:
-                    for _, pidfd in children.values():  # the parent is gone: nobody will read their results
-                        try:
-                            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-                        except ProcessLookupError:
-                            pass
-                    return
+                    return  # the parent is gone
                 message = json.loads(raw)
                 pid = os.fork()
                 if pid == 0:
-                    _child(message, fds, sock, interrupt, [p for p in children], imported)
+                    _child(message, fds, sock, interrupt, list(children), imported)
                 for passed in fds:
                     os.close(passed)
                 pidfd = os.pidfd_open(pid)
                 children[pidfd] = (pid, pidfd)
-                socket.send_fds(sock, [json.dumps({"pid": pid}).encode()], [pidfd])
-            else:
-                pid, pidfd = children.pop(ready)
-                _, status = os.waitpid(pid, 0)
-                os.close(pidfd)
-                sock.send(json.dumps({"exit": pid, "returncode": os.waitstatus_to_exitcode(status)}).encode())
+                socket.send_fds(sock, [json.dumps({"id": message["id"], "pid": pid}).encode()], [pidfd])
+    except OSError:
+        return  # the parent's end is closed
+    finally:  # nobody will read their results (they also die with this process: PR_SET_PDEATHSIG)
+        for _, pidfd in children.values():
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 def _child(message: dict[str, Any], fds: list[int], sock: socket.socket, interrupt: Any, pidfds: list[int],
@@ -306,6 +329,7 @@ def _child(message: dict[str, Any], fds: list[int], sock: socket.socket, interru
     then run it. Never returns."""
     code = 1
     try:
+        _die_with_server()
         sock.close()  # the server's channel, and its watch on the other legs, stay the server's
         for pidfd in pidfds:
             os.close(pidfd)
@@ -332,10 +356,17 @@ def _child(message: dict[str, Any], fds: list[int], sock: socket.socket, interru
         sys.argv = [str(leg.__file__), *message["argv"]]
         sys.path[0] = message["cwd"]  # what `python -m` puts first
         importlib.invalidate_caches()  # a module written since the server started is found
-        _restore_blas_threads()
+        _as_fresh()
         code = leg.main(sys.argv)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
+    except SystemExit as exc:  # as the interpreter ends a fresh process on it
+        if exc.code is None or isinstance(exc.code, int):
+            code = exc.code or 0
+        else:
+            print(exc.code, file=sys.stderr)
+    except KeyboardInterrupt:  # a fresh process ends killed by SIGINT
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     except BaseException:  # noqa: BLE001 - a leg's own error, as a fresh process would print it
         import traceback
 
@@ -348,12 +379,30 @@ def _child(message: dict[str, Any], fds: list[int], sock: socket.socket, interru
             os._exit(code)
 
 
-def _restore_blas_threads() -> None:
-    """OpenBLAS shuts its thread pool down at a fork and starts it again on the next large
-    product. A fresh process has that pool from numpy's import on, and the thread census counts
-    every interpreter-named thread not in its baseline: start the pool now, as a fresh leg has it."""
+def _die_with_server() -> None:
+    """A leg ends when its server does (Linux's PR_SET_PDEATHSIG): a server killed before it
+    could report the fork leaves no leg running that nobody watches."""
+    server = os.getppid()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != server:  # the server died before the line above
+        os._exit(1)
+
+
+def _as_fresh() -> None:
+    """What a fork shares with its siblings that a fresh process draws for itself. numpy's
+    legacy global generator was seeded once, in the server: every leg would draw the same
+    numbers (Python's `random` reseeds itself at a fork). OpenBLAS shuts its thread pool down
+    at a fork and starts it again on the next large product; a fresh process has that pool
+    from numpy's import on, and the thread census counts every interpreter-named thread not in
+    its baseline: the pool starts now, as a fresh leg has it."""
     import numpy as np
 
+    np.random.seed()  # from the OS's entropy
     block = np.ones((128, 128))
     block @ block
 

@@ -229,8 +229,11 @@ def start(
     request_path.unlink(missing_ok=True)
     if held:  # its request comes on stdin at release()
         waits, env = True, {**(env or {}), HELD_ENV: "1"}
+        forkable = True  # a held leg imports jax before it knows its problem, forked or fresh
     else:
-        request_path.write_text(json.dumps({**with_backend(payload or {}), "result": str(result_path)}))
+        request = with_backend(payload or {})
+        forkable = request.get("backend", "jax") == "jax"
+        request_path.write_text(json.dumps({**request, "result": str(result_path)}))
     pipes: dict[str, tuple[int, int]] = {}
     for name, wanted in (("KGATE_BEAT_FD", beats), ("KGATE_DATA_FD", data)):
         if wanted:
@@ -248,7 +251,8 @@ def start(
     channels = {name: w for name, (_, w) in pipes.items()} | ({"KGATE_TICK_FD": tick_r} if beats else {})
     started_ns = time.monotonic_ns()
     with open(stderr_path, "wb") as err:
-        proc = _forked(kind, request_path, full_env, channels, err.fileno(), waits, own_session) or subprocess.Popen(
+        forked = _forked(kind, request_path, full_env, channels, err.fileno(), waits, own_session) if forkable else None
+        proc = forked or subprocess.Popen(
             [sys.executable, "-m", "kgate.verify.leg", kind, str(request_path)],
             stdin=subprocess.PIPE if waits else subprocess.DEVNULL,
             stdout=err,
@@ -271,11 +275,16 @@ def start(
 
 
 def _forked(kind: str, request_path: Path, env: Mapping[str, str], channels: Mapping[str, int], output_fd: int,
-            waits: bool, own_session: bool) -> Any:
+            waits: bool, own_session: bool) -> forkserver.ForkedLeg | None:
     """The leg forked by the warm fork server for this environment (see kgate.verify.forkserver);
-    None where there is none, or it could not fork: the caller starts a fresh process."""
+    None where there is none, or it could not fork: the caller starts a fresh process. Only
+    legs of jax problems are forked: the server has imported jax, which a fresh torch leg never
+    loads."""
     server_env = {k: v for k, v in env.items() if k not in channels and k != HELD_ENV}
-    server = forkserver.server_for(server_env)
+    try:
+        server = forkserver.server_for(server_env)
+    except OSError:  # the server itself could not be started
+        return None
     if server is None:
         return None
     stdin_r, stdin_w = os.pipe() if waits else (os.open(os.devnull, os.O_RDONLY), -1)
@@ -283,7 +292,7 @@ def _forked(kind: str, request_path: Path, env: Mapping[str, str], channels: Map
     try:
         return server.fork([kind, str(request_path)], env, cwd=os.getcwd(), stdin_fd=stdin_r, output_fd=output_fd,
                            fd_env=channels, new_session=own_session, stdin=stdin)
-    except forkserver.ServerGone:
+    except (forkserver.ServerGone, OSError):
         if stdin is not None:
             stdin.close()
         return None
