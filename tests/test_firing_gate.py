@@ -2,7 +2,7 @@
 
 import pytest
 
-from kgate.backends.base import Ablation, KernelSite, ProgramFacts
+from kgate.backends.base import Ablation, Arithmetic, KernelSite, ProgramFacts
 from kgate.errors import KgateError
 from kgate.gates.firing import FiringSpec, audit, normalize_hlo
 
@@ -11,8 +11,9 @@ GHOST = KernelSite("eqn0/eqn5", "my_kernel (k.py:3)", False, True)
 FULL = Ablation(True, "", 64, 64)
 
 
-def facts(sites=(LIVE,), ablation=FULL, platform="cpu", targets=(), compiled="", program=""):
-    return ProgramFacts(platform, tuple(sites), program, compiled, tuple(targets), ablation)
+def facts(sites=(LIVE,), ablation=FULL, platform="cpu", targets=(), compiled="", program="",
+          arithmetic=Arithmetic(0.0, 1)):
+    return ProgramFacts(platform, tuple(sites), program, compiled, tuple(targets), ablation, arithmetic=arithmetic)
 
 
 def status(result, name):
@@ -63,6 +64,40 @@ def test_a_host_callback_feeding_the_output_fails_every_class():
         assert status(audit(klass, with_host, reference_compiled="x"), "no_host_work") == ["FAIL"]
     only_idle = ProgramFacts("cpu", (LIVE,), "", "", (), FULL, (idle,))
     assert status(audit("kernel-authored", only_idle), "no_host_work") == ["ADVISORY"]
+
+
+REFERENCE_WORK = Arithmetic(1000.0, 0)
+
+
+def _arithmetic(outside, reference=REFERENCE_WORK, spec=FiringSpec(), unknown_loops=0):
+    result = audit("kernel-authored", facts(arithmetic=Arithmetic(outside, 1, unknown_loops)), spec=spec,
+                   reference_arithmetic=reference)
+    (check,) = [c for c in result.checks if c.name == "kernel_does_the_arithmetic"]
+    return check
+
+
+def test_arithmetic_left_around_the_kernels_fails_from_half_the_reference_s():
+    assert _arithmetic(0.0).status == "PASS"
+    assert _arithmetic(270.0).status == "PASS"  # the most an honest bundled kernel leaves (cumsum's carries)
+    assert _arithmetic(500.0).status == "FAIL"
+    fail = _arithmetic(1000.0)
+    assert fail.status == "FAIL" and "1.00x the reference's 1,000" in fail.detail and fail.fix
+    # A declared share allows for the part computed elsewhere on purpose, and only that.
+    assert _arithmetic(500.0, spec=FiringSpec(kernel_share=0.5)).status == "PASS"
+    assert _arithmetic(800.0, spec=FiringSpec(kernel_share=0.5)).status == "FAIL"
+
+
+def test_arithmetic_that_cannot_be_counted_or_bounded_fails_and_a_reference_without_any_is_not_compared():
+    unknown = _arithmetic(10.0, unknown_loops=1)
+    assert unknown.status == "FAIL" and "cannot be bounded" in unknown.detail
+    missing = audit("kernel-authored", facts(arithmetic=None), reference_arithmetic=REFERENCE_WORK)
+    assert status(missing, "kernel_does_the_arithmetic") == ["FAIL"] and missing.status == "FAIL"
+    errored = audit("kernel-authored", facts(arithmetic=Arithmetic(0.0, 1, 0, "an unknown construct")),
+                    reference_arithmetic=REFERENCE_WORK)
+    assert status(errored, "kernel_does_the_arithmetic") == ["FAIL"]
+    for reference in (None, Arithmetic(0.0, 0), Arithmetic(1000.0, 2), Arithmetic(0.0, 0, 0, "not traced")):
+        check = _arithmetic(5000.0, reference=reference)
+        assert check.status == "ADVISORY" and "not compared" in check.detail
 
 
 def test_kernel_share_must_be_a_share():

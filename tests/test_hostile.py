@@ -83,7 +83,7 @@ def test_candidate_output_on_stdout_never_reaches_kgates_result(write_module):
 
 def test_kernel_that_only_copies_a_jnp_result_fails_the_bypass():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_kernel_copies_result.py")
-    assert failed(report) == {"firing.kernel_does_the_work"}
+    assert failed(report) == {"firing.kernel_does_the_work", "firing.kernel_does_the_arithmetic"}
     check = next(c for c in report.gates["firing"].checks if c.name == "kernel_does_the_work")
     assert "an operand passed through" in check.detail
 
@@ -98,7 +98,7 @@ def test_kernel_computing_half_the_rows_fails_unless_its_share_is_declared():
     from kgate.gates.firing import FiringSpec
 
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_half_rows_in_kernel.py")
-    assert failed(report) == {"firing.kernel_result_matters"}
+    assert failed(report) == {"firing.kernel_result_matters", "firing.kernel_does_the_arithmetic"}
     assert "the kernels compute 50.0% of the output" in report.gates["firing"].failures[0].detail
     declared = gate("rmsnorm/reference.py", "rmsnorm/bad_half_rows_in_kernel.py", firing_spec=FiringSpec(kernel_share=0.5))
     assert declared.status == "PASS"
@@ -116,6 +116,7 @@ def test_correct_kernels_do_the_work():
         report = gate(reference, candidate)
         checks = {c.name: c.status for c in report.gates["firing"].checks}
         assert checks["kernel_does_the_work"] == checks["kernel_result_matters"] == checks["no_host_work"] == "PASS"
+        assert checks["kernel_does_the_arithmetic"] == "PASS"
 
 
 # -- timing: work that escapes the window, helpers that lie about time ------------------------

@@ -116,3 +116,48 @@ def test_compiled_program_holds_the_kernel_custom_call_on_an_accelerator():
         pytest.skip("needs a TPU or GPU: the compiled custom call exists only there")
     facts = backend.inspect(lambda x: double(x), (jnp.ones((8, 128)),))
     assert facts.custom_call_targets
+
+
+# -- the arithmetic done outside the kernels --------------------------------------------------
+
+
+def work(fn, *args):
+    from kgate.backends.jaxpr_flow import arithmetic
+
+    return arithmetic(jax.make_jaxpr(fn)(*args))
+
+
+A = jnp.ones((4, 8))
+B = jnp.ones((8, 3))
+
+
+def test_arithmetic_counts_dots_by_multiply_adds_and_everything_else_by_its_elements():
+    assert work(lambda a, b: a @ b, A, B).outside == 2 * 4 * 3 * 8
+    assert work(lambda a: jnp.exp(a) + 1, A).outside == 2 * 32
+    assert work(lambda a: jnp.sum(a, axis=-1), A).outside == 32  # a reduction: its input's elements
+    # Data movement and conversions are free: a candidate's reshapes and casts cost it nothing.
+    assert work(lambda a: a.T.reshape(2, 16).astype(jnp.bfloat16)[:, ::-1], A).outside == 0
+
+
+def test_arithmetic_leaves_the_kernels_and_dead_code_out_and_follows_calls_branches_and_loops():
+    both = work(lambda x: double(x) + 1, X)
+    assert both.outside == 16 and both.kernel_calls == 1  # the kernel's multiply is its own work
+    assert work(lambda x: (jnp.exp(x), x + 1)[1], X).outside == 16  # the unused exp is not work
+    assert work(jax.jit(lambda x: jax.nn.softmax(x)), X).outside > 0  # through jit and custom_jvp
+    assert work(lambda p, x: jax.lax.cond(p, lambda y: y * y * y, lambda y: y + 1, x), True, X).outside == 32
+
+    def scanned(x):
+        return jax.lax.scan(lambda c, _: (c * 2, None), x, None, length=5)[0]
+
+    assert work(scanned, X).outside == 5 * 16
+    static = work(lambda x: jax.lax.fori_loop(0, 4, lambda i, c: c + 1, x), X)
+    assert static.outside >= 4 * 16 and static.unknown_loops == 0
+
+
+def test_a_loop_of_unknown_trip_count_outside_the_kernels_is_counted_once_and_said():
+    def rows_one_by_one(x):
+        n = jnp.int32(x.shape[0]) + (x[0, 0] * 0).astype(jnp.int32)  # a bound known only at run time
+        return jax.lax.fori_loop(0, n, lambda i, c: c.at[i].set(jnp.exp(c[i])), x)
+
+    counted = work(rows_one_by_one, X)
+    assert counted.unknown_loops == 1

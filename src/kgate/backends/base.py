@@ -125,6 +125,27 @@ def count_moved(moves: Any, moved_above: float) -> Ablation:
 
 
 @dataclass(frozen=True)
+class Arithmetic:
+    """A count of the arithmetic a traced program does outside its kernels (or why it has none)."""
+
+    outside: float  # operations done by plain array code (a dot's multiply-adds count two)
+    kernel_calls: int  # kernel call sites whose own work is not counted
+    unknown_loops: int = 0  # while loops with arithmetic and a trip count kgate cannot read (counted once)
+    error: str = ""  # why the program could not be counted ("" when it was)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"outside": self.outside, "kernel_calls": self.kernel_calls, "unknown_loops": self.unknown_loops,
+                "error": self.error}
+
+    @staticmethod
+    def from_json(data: Any) -> Arithmetic | None:
+        if not isinstance(data, dict):
+            return None
+        return Arithmetic(float(data["outside"]), int(data["kernel_calls"]), int(data.get("unknown_loops", 0)),
+                          str(data.get("error", "")))
+
+
+@dataclass(frozen=True)
 class ProgramFacts:
     """What a backend saw of a compiled workload: traced program, compiled program, kernels."""
 
@@ -140,9 +161,12 @@ class ProgramFacts:
     # computation (the same kernels launched, the same outputs), else what differs; None where
     # the audit inspects the very program the graded runs ran (JAX: one traced program).
     graded_consistency: str | None = None
+    # The arithmetic the program does outside its kernels (JAX); None where the backend does not count it.
+    arithmetic: Arithmetic | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "arithmetic": self.arithmetic.to_json() if self.arithmetic is not None else None,
             "platform": self.platform,
             "kernel_kind": self.kernel_kind,
             "graded_consistency": self.graded_consistency,
@@ -178,6 +202,7 @@ class ProgramFacts:
             host_callbacks=sites(data.get("host_callbacks", [])),
             kernel_kind=str(data.get("kernel_kind", "pallas_call")),
             graded_consistency=None if data.get("graded_consistency") is None else str(data["graded_consistency"]),
+            arithmetic=Arithmetic.from_json(data.get("arithmetic")),
         )
 
 

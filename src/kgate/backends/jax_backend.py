@@ -21,6 +21,7 @@ from jax.experimental.pallas import tpu as pltpu
 from kgate.backends import jaxpr_flow, pallas_grid, stablehlo_flow
 from kgate.backends.base import (
     Ablation,
+    Arithmetic,
     DeviceInfo,
     Footprint,
     HostTree,
@@ -704,7 +705,14 @@ class JaxBackend:
             custom_call_targets=tuple(_CUSTOM_CALL_TARGET.findall(compiled)),
             ablation=ablation,
             host_callbacks=tuple(callbacks),
+            arithmetic=jaxpr_flow.arithmetic(closed),
         )
+
+    def arithmetic(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> Arithmetic:
+        """The arithmetic `fn` does on `inputs` in plain array code (its kernels' own left out)."""
+        fn, inputs = bind_static(fn, inputs)
+        with self._mode():
+            return jaxpr_flow.arithmetic(jax.make_jaxpr(fn)(*inputs))
 
     def kernel_experiments(
         self, fn: Callable[..., Any], inputs: Sequence[Any]

@@ -18,9 +18,10 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.extend import core as jcore
 
-from kgate.backends.base import KernelSite
+from kgate.backends.base import Arithmetic, KernelSite
 from kgate.errors import describe
 
 KERNEL_PRIMITIVES = frozenset({"pallas_call"})
@@ -394,3 +395,128 @@ def kernel_experiments(closed: Any, args: Sequence[Any]) -> tuple[list[Any], lis
         ) from exc
     n = len(_perturbations())
     return runs[0], runs[1 : 1 + n], dict(zip(_stand_ins(), runs[1 + n :]))
+
+
+# Primitives that move, reshape, relabel or convert data and do no arithmetic: counted as no work.
+DATA_MOVEMENT = frozenset({
+    "reshape", "broadcast_in_dim", "transpose", "squeeze", "expand_dims", "slice", "dynamic_slice",
+    "dynamic_update_slice", "concatenate", "pad", "rev", "gather", "scatter", "select_and_gather_add", "copy",
+    "copy_p", "convert_element_type", "bitcast_convert_type", "iota", "device_put", "split", "reduce_precision",
+    "sharding_constraint", "optimization_barrier", "random_wrap", "random_unwrap", "random_seed", "stop_gradient",
+    "real", "imag", "empty", "mesh_cast", "pvary",
+})
+# Primitives whose work is one operation per element of their first operand (reductions, scans).
+PER_INPUT_ELEMENT = frozenset({
+    "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "reduce_xor", "argmax",
+    "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "reduce", "reduce_window_sum",
+    "reduce_window_max", "reduce_window_min", "reduce_window",
+})
+
+
+def _size(aval: Any) -> int:
+    return int(np.prod(getattr(aval, "shape", ()) or (), dtype=np.int64))
+
+
+def _eqn_ops(eqn: Any) -> float:
+    """The arithmetic of one equation that calls no sub-program."""
+    name = eqn.primitive.name
+    if name in DATA_MOVEMENT:
+        return 0.0
+    out = sum(_size(v.aval) for v in eqn.outvars)
+    first = _size(eqn.invars[0].aval) if eqn.invars else 0
+    if name == "dot_general":
+        (lhs_contract, _), _ = eqn.params["dimension_numbers"]
+        shape = eqn.invars[0].aval.shape
+        return 2.0 * out * float(np.prod([shape[d] for d in lhs_contract], dtype=np.float64))
+    if name == "conv_general_dilated":
+        rhs = eqn.invars[1].aval.shape
+        out_feature = eqn.params["dimension_numbers"].rhs_spec[0]
+        return 2.0 * out * float(np.prod(rhs, dtype=np.float64)) / max(rhs[out_feature], 1)
+    if name in PER_INPUT_ELEMENT:
+        return float(first)
+    if name == "sort":
+        n = eqn.invars[0].aval.shape[eqn.params["dimension"]] if eqn.invars[0].aval.shape else 1
+        return float(first) * max(float(np.log2(max(n, 2))), 1.0)
+    if name in {"scatter_add", "scatter-add", "scatter_mul", "scatter_min", "scatter_max"}:
+        return float(_size(eqn.invars[-1].aval))
+    return float(out)  # elementwise arithmetic (and anything unknown): one operation per output element
+
+
+def _live_eqns(body: Any) -> list[Any]:
+    """The equations whose results reach the program's outputs (dead code is not work)."""
+    live = {v for v in body.outvars if not isinstance(v, jcore.Literal)}
+    kept = []
+    for eqn in reversed(body.eqns):
+        if any(v in live for v in eqn.outvars) or eqn.effects:
+            kept.append(eqn)
+            live.update(v for v in eqn.invars if not isinstance(v, jcore.Literal))
+    return kept[::-1]
+
+
+def arithmetic(closed: Any) -> Arithmetic:
+    """The operations the program does in plain array code, its kernels' own work left out:
+    dots and convolutions by their multiply-adds, reductions by their inputs, anything else
+    by its outputs; data movement and conversions are free. Nested calls, branches (the
+    costliest) and scans (times their length) are followed; a while loop whose trip count
+    cannot be read is counted once and said."""
+    calls = 0
+    unknown = 0
+
+    def walk(j: Any) -> float:
+        nonlocal calls, unknown
+        body, _ = _open(j)
+        total = 0.0
+        for eqn in _live_eqns(body):
+            name = eqn.primitive.name
+            if name in KERNEL_PRIMITIVES:
+                calls += 1
+                continue
+            if name in HOST_CALLBACK_PRIMITIVES:
+                continue
+            sub = _call_body(eqn)
+            if sub is not None:
+                total += walk(sub)
+            elif name == "cond":
+                total += max(walk(b) for b in eqn.params["branches"])
+            elif name == "scan":
+                total += float(eqn.params["length"]) * walk(eqn.params["jaxpr"])
+            elif name == "while":
+                inner = walk(eqn.params["body_jaxpr"])
+                trips = _while_trips(eqn)
+                if trips is None and inner > 0:
+                    unknown += 1
+                total += inner * (trips if trips is not None else 1)
+            else:
+                subs = list(jcore.jaxprs_in_params(eqn.params))
+                total += sum(walk(s) for s in subs) if subs else _eqn_ops(eqn)
+        return total
+
+    try:
+        outside = walk(closed)
+    except Exception as exc:  # a construct the count does not know: said, never guessed
+        return Arithmetic(0.0, calls, unknown, f"the program could not be counted ({describe(exc, 200)})")
+    return Arithmetic(outside, calls, unknown)
+
+
+def _while_trips(eqn: Any) -> int | None:
+    """The trip count of a `fori_loop`-shaped while (counter < bound, both literals at entry),
+    or None."""
+    cond, _ = _open(eqn.params["cond_jaxpr"])
+    n_cond = eqn.params["cond_nconsts"]
+    n_body = eqn.params["body_nconsts"]
+    if len(cond.eqns) != 1 or cond.eqns[0].primitive.name != "lt":
+        return None
+    carry_in = list(eqn.invars[n_cond + n_body:])
+    cond_carry = list(cond.invars[n_cond:])
+    values = []
+    for v in cond.eqns[0].invars:
+        if isinstance(v, jcore.Literal):
+            values.append(v.val)
+        elif v in cond_carry and isinstance(carry_in[cond_carry.index(v)], jcore.Literal):
+            values.append(carry_in[cond_carry.index(v)].val)
+        else:
+            return None
+    try:
+        return max(int(values[1]) - int(values[0]), 0)
+    except (TypeError, ValueError):
+        return None

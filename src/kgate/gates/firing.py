@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kgate.backends.base import KernelSite, ProgramFacts
+from kgate.backends.base import Arithmetic, KernelSite, ProgramFacts
 from kgate.errors import KgateError, article
 from kgate.gates.common import Check, GateResult
 
@@ -230,6 +230,51 @@ def _bypass_check(bypass: Mapping[str, bool] | str | None) -> Check:
 
 _STAND_INS = {"zeros": "zeros", "passthrough": "an operand passed through"}
 
+# The kernels must do the work: arithmetic left to plain array code around them, as a share
+# of the reference's own, FAILs from here (honest bundled kernels: at most 0.27; a kernel
+# that copies, negates or shifts while jnp around it computes the answer: 1.0 and more).
+OUTSIDE_WORK_LIMIT = 0.5
+
+
+def _work_check(candidate: Arithmetic | None, reference: Arithmetic | None, spec: FiringSpec) -> Check:
+    """Whether the arithmetic is done in the kernels: the operations the candidate's program
+    does outside its kernels, against all the reference does. A kernel that does a cheap
+    step (a copy, a negation, a scale, a cast) while plain array code around it computes the
+    answer passes every stand-in; it cannot hide the work it leaves outside."""
+    name = "kernel_does_the_arithmetic"
+    if candidate is None or candidate.error:
+        why = candidate.error if candidate is not None else "the candidate's program was not counted"
+        return Check(name, "FAIL", f"could not be evaluated: {why}",
+                     "write the entry in jax primitives kgate can trace; a program that cannot be counted "
+                     "cannot pass.")
+    if reference is None or reference.error:
+        why = reference.error if reference is not None else "the reference's program was not counted"
+        return Check(name, "ADVISORY", f"not compared: {why}")
+    if reference.kernel_calls:
+        return Check(name, "ADVISORY", f"not compared: the reference itself calls {reference.kernel_calls} "
+                     "kernel(s), whose work is not counted")
+    if reference.outside <= 0:
+        return Check(name, "ADVISORY", "not compared: the reference does no arithmetic (it only moves data)")
+    share = candidate.outside / reference.outside
+    declared = spec.kernel_share is not None and spec.kernel_share < 1
+    limit = 1 - spec.kernel_share / 2 if declared and spec.kernel_share is not None else OUTSIDE_WORK_LIMIT
+    loops = (f"; {candidate.unknown_loops} loop(s) with a trip count kgate cannot read, counted once"
+             if candidate.unknown_loops else "")
+    text = (f"plain array code outside the kernels does {candidate.outside:,.0f} operations, {share:.2f}x the "
+            f"reference's {reference.outside:,.0f}" + loops)
+    if share >= limit:
+        return Check(name, "FAIL", text + f" (FAIL from {limit:.2f}x"
+                     + (f", the declared share {spec.kernel_share:.1%} allowing for the rest)" if declared else ")")
+                     + ": the kernels do a small step and the answer is computed around them.",
+                     "compute the answer inside the kernels; a kernel that copies, negates, scales or casts "
+                     "while jnp does the arithmetic proves nothing (declare --kernel-share when part of the "
+                     "output is computed elsewhere on purpose).")
+    if candidate.unknown_loops:  # a loop counted once may run many times: the count bounds nothing
+        return Check(name, "FAIL", text + ": the work of a loop run an unknown number of times outside the "
+                     "kernels cannot be bounded.",
+                     "give the loop static bounds (lax.fori_loop with Python ints) or move it into the kernel.")
+    return Check(name, "PASS", text + f" (below {limit:.2f}x): the kernels do the arithmetic")
+
 
 def _stand_in_text(name: str) -> str:
     """`passthrough-2` (the second operand tried) reads as the first does."""
@@ -279,7 +324,8 @@ def _reads_inputs(sites: Sequence[KernelSite]) -> Check:
 
 
 def _kernel_checks(facts: ProgramFacts, spec: FiringSpec, bypass: Mapping[str, bool] | str | None,
-                   transplant: bool | str | None = None) -> list[Check]:
+                   transplant: bool | str | None = None,
+                   reference_arithmetic: Arithmetic | None = None) -> list[Check]:
     checks: list[Check] = []
     sites = facts.kernel_sites
     if not sites:
@@ -366,6 +412,8 @@ def _kernel_checks(facts: ProgramFacts, spec: FiringSpec, bypass: Mapping[str, b
             )
         )
     checks.append(_bypass_check(bypass))
+    if facts.kernel_kind == "pallas_call":  # counted on jax programs; torch's transplant grades its launches
+        checks.append(_work_check(facts.arithmetic, reference_arithmetic, spec))
     checks.extend(_transplant_check(transplant, spec))
     targets = KERNEL_TARGETS.get(facts.platform)
     if targets is None:
@@ -402,11 +450,14 @@ def audit(
     bypass: Mapping[str, bool] | str | None = None,
     transplant: bool | str | None = None,
     audit_error: str = "",
+    reference_arithmetic: Arithmetic | None = None,
 ) -> GateResult:
     """Grade the candidate's programs for its intervention class.
 
     `bypass`: for each stand-in kernel that does no work, whether the output still passed
-    parity with it (graded by the caller), or why that was not evaluated."""
+    parity with it (graded by the caller), or why that was not evaluated.
+    `reference_arithmetic`: what the reference computes, counted in its own process, against
+    which the candidate's arithmetic outside its kernels is weighed."""
     if klass not in CLASSES:
         raise KgateError(f"unknown intervention class {klass!r}.", f"use one of {', '.join(CLASSES)}.")
     if facts is None:
@@ -430,6 +481,8 @@ def audit(
         "ablation": facts.ablation.to_json(),
         "custom_call_targets": sorted(set(facts.custom_call_targets)),
         "host_callbacks": [s.to_json() for s in facts.host_callbacks],
+        "arithmetic": {"candidate_outside_kernels": facts.arithmetic.to_json() if facts.arithmetic else None,
+                       "reference": reference_arithmetic.to_json() if reference_arithmetic else None},
         "bypass": bypass if not isinstance(bypass, str) else {"not_evaluated": bypass},
         "assertions": spec.to_json(),
     }
@@ -440,7 +493,7 @@ def audit(
                             "make the candidate run the same way on every call; an audit that cannot finish cannot "
                             "pass."))
     if klass == "kernel-authored":
-        checks.extend(_kernel_checks(facts, spec, bypass, transplant))
+        checks.extend(_kernel_checks(facts, spec, bypass, transplant, reference_arithmetic))
     else:
         if reference_compiled is None and reference_uncompiled:
             checks.append(

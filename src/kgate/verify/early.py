@@ -25,7 +25,7 @@ from kgate.backends.base import floating_dtypes
 from kgate.problem.module import kwargs_to_wire
 from kgate.problem.model import weights_mismatch
 from kgate.problem.oppoint import shown
-from kgate.backends.base import Ablation, LoweredProgram, count_moved
+from kgate.backends.base import Ablation, Arithmetic, LoweredProgram, count_moved
 from kgate.clock import draw_seed
 from kgate.errors import KgateError
 from kgate.gates import firing, integrity, lowering, parity
@@ -99,7 +99,8 @@ def run_probe_legs(
         folder = Path(workdir) if workdir is not None else Path(scratch)
         ref_dir, cand_dir = folder / "reference", folder / "candidate"
         ref_req = {**common, "seeds": list(seeds), "workdir": str(ref_dir), "edges": True, "odd": use_tiny,
-                   "reference_compiled": with_firing and request.klass != "kernel-authored"}
+                   "reference_compiled": with_firing and request.klass != "kernel-authored",
+                   "reference_arithmetic": with_firing and request.klass == "kernel-authored"}
         cand_req = {**common, "workdir": str(cand_dir), "with_firing": with_firing,
                     "probes_file": str(cand_dir / "probes.json"),
                     "lower_for": request.firing_spec.lower_for if _lowers(request, with_firing) else "none",
@@ -241,6 +242,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             transplant=_transplant(request.parity_spec, probes, arrays, cand,
                                    {p["key"]: p["seed"] for p in ref["probes"] if not p.get("label")}),
             audit_error=str(cand.get("experiments_error", "")),
+            reference_arithmetic=Arithmetic.from_json(ref.get("reference_arithmetic")),
         )
     if _lowers(request, with_firing):
         gates["lowering"] = _lowering(cand, request.firing_spec.lower_for)

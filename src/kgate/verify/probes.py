@@ -67,6 +67,13 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
             hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": ODD_LABEL, "seeding": how,
                        "config": odd}, inputs)
         (folder / "inputs.json").write_text(json.dumps(probes))
+        arithmetic: dict[str, Any] | None = None
+        if req.get("reference_arithmetic") and made and hasattr(backend, "arithmetic"):
+            beat("phase counting the reference's arithmetic")  # while the candidate's process runs
+            try:
+                arithmetic = backend.arithmetic(reference.entry, made[0]).to_json()
+            except Exception as exc:  # an op-by-op reference that cannot be traced whole
+                arithmetic = {"outside": 0.0, "kernel_calls": 0, "error": f"not traced ({describe(exc, 160)})"}
         beat("phase waiting")
         if not wait_for_go():
             raise KgateError("the grading process stopped the reference leg.", "re-run the command.")
@@ -109,6 +116,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
             "has_tiny": bool(vars(reference.module).get("TINY")),
             "reference_compiled": reference_compiled,
             "reference_uncompiled": uncompiled,
+            "reference_arithmetic": arithmetic,
             "odd_note": odd_note,
             "static_inputs": backend.static_inputs(made[0]) if made else [],
             "reference_self_check": self_check or "not run",
