@@ -18,7 +18,10 @@ from kgate.gates.firing import OUTSIDE_WORK_LIMIT
 from kgate.problem.module import load_pair
 
 
-def outside_share(reference: str, candidate: str) -> float:
+COUNTING = Path(__file__).parent / "work_counting"  # candidates written against the count itself
+
+
+def outside_share(reference: str, candidate: str, unknown_loops: int = 0) -> float:
     backend = get_backend("jax")
     with load_pair(EXAMPLES / reference, EXAMPLES / candidate, use_tiny=True) as pair:
         inputs, _ = backend.create_inputs(pair.reference, 42, None)
@@ -29,6 +32,7 @@ def outside_share(reference: str, candidate: str) -> float:
 
         ref, cand = count(pair.reference.entry), count(pair.candidate.entry)
     assert not ref.error and not cand.error and ref.outside > 0 and cand.kernel_calls > 0
+    assert cand.unknown_loops == unknown_loops
     return cand.outside / ref.outside
 
 
@@ -40,6 +44,12 @@ HONEST = [
     ("jax_ops/matmul_reference.py", "jax_ops/matmul_pallas.py"),
     ("jax_ops/attention_reference.py", "jax_ops/flash_attention_pallas.py"),
     ("model_jax/reference.py", "model_jax/pallas.py"),
+    # glue the count must not weigh: stack, tile, a loop of run-time length whose only glue is its counter
+    ("rmsnorm/reference.py", str(COUNTING / "rms_stack_good.py")),
+    ("rmsnorm/reference.py", str(COUNTING / "rms_tile_good.py")),
+    ("rmsnorm/reference.py", str(COUNTING / "rms_while_good.py")),
+    # a reference whose one scatter-add is weighed per update, not as its one-operation combiner
+    (str(COUNTING / "segment_sum_reference.py"), str(COUNTING / "segment_sum_good.py")),
 ]
 CHEAP_STEP = [
     ("rmsnorm/reference.py", "rmsnorm/bad_kernel_negates.py"),
@@ -48,7 +58,19 @@ CHEAP_STEP = [
     ("rmsnorm/reference.py", "rmsnorm/bad_cancels_kernel.py"),
     ("softmax/reference.py", "softmax/bad_kernel_only_exponentiates.py"),
     ("jax_ops/matmul_reference.py", "jax_ops/matmul_bad_kernel_transposes.py"),
+    # the work hidden where an earlier count under-weighed it: a reduction's or a scatter's
+    # combiner, a table read by gather, ragged_dot, a triangular solve that multiplies
+    ("rmsnorm/reference.py", str(COUNTING / "bad_rms_reduce.py")),
+    ("softmax/reference.py", str(COUNTING / "bad_sm_reduce.py")),
+    ("rmsnorm/reference.py", str(COUNTING / "bad_rms_scatter.py")),
+    ("jax_ops/matmul_reference.py", str(COUNTING / "bad_mm_ragged.py")),
+    ("jax_ops/matmul_reference.py", str(COUNTING / "bad_mm_trisolve.py")),
 ]
+
+
+def test_a_loop_that_looks_like_one_trip_but_never_counts_up_is_of_unknown_length():
+    # `while c[0] < 1` with the counter set, not incremented: counted once, it would hide the rows
+    outside_share("rmsnorm/reference.py", str(COUNTING / "bad_rms_while.py"), unknown_loops=1)
 
 
 def test_honest_kernels_leave_little_arithmetic_outside_and_cheap_steps_leave_the_answer_outside():

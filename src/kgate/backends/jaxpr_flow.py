@@ -403,9 +403,16 @@ DATA_MOVEMENT = frozenset({
     "dynamic_update_slice", "concatenate", "pad", "rev", "gather", "scatter", "select_and_gather_add", "copy",
     "copy_p", "convert_element_type", "bitcast_convert_type", "iota", "device_put", "split", "reduce_precision",
     "sharding_constraint", "optimization_barrier", "random_wrap", "random_unwrap", "random_seed", "stop_gradient",
-    "real", "imag", "empty", "mesh_cast", "pvary",
+    "real", "imag", "empty", "mesh_cast", "pvary", "stack", "tile", "unstack", "broadcast_to", "zeros_like",
+    "layout_constraint", "with_memory_space_constraint",
 })
 # Primitives whose work is one operation per element of their first operand (reductions, scans).
+# Calls whose sub-program runs once per call (or per shard, or per branch taken): walked. Any other
+# primitive carrying a sub-program (a reduction's or a scatter's combiner) runs it per element.
+_WALKED = frozenset({"cond", "scan", "while", "shard_map", "xla_pmap"})
+# Linear algebra and transforms: (operations per matrix of the last two axes, in its size n) or per element.
+_CUBIC = frozenset({"cholesky", "lu", "qr", "eigh", "eig", "svd", "schur", "householder_product", "hessenberg",
+                    "tridiagonal"})
 PER_INPUT_ELEMENT = frozenset({
     "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "reduce_xor", "argmax",
     "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "reduce", "reduce_window_sum",
@@ -417,29 +424,48 @@ def _size(aval: Any) -> int:
     return int(np.prod(getattr(aval, "shape", ()) or (), dtype=np.int64))
 
 
-def _eqn_ops(eqn: Any) -> float:
-    """The arithmetic of one equation that calls no sub-program."""
+def _eqn_ops(eqn: Any, combiner: float = 0.0) -> float:
+    """The arithmetic of one equation that calls no sub-program run once (`combiner`: the
+    operations of the sub-program it runs per element, if any)."""
     name = eqn.primitive.name
+    outs = [v.aval for v in eqn.outvars]
+    if all(getattr(a, "shape", None) == () and not jnp.issubdtype(getattr(a, "dtype", jnp.float32), jnp.inexact)
+           for a in outs):
+        return 0.0  # scalar integer bookkeeping: loop counters, indices
     if name in DATA_MOVEMENT:
         return 0.0
-    out = sum(_size(v.aval) for v in eqn.outvars)
+    out = sum(_size(a) for a in outs)
     first = _size(eqn.invars[0].aval) if eqn.invars else 0
+    per = max(1.0, combiner)
     if name == "dot_general":
         (lhs_contract, _), _ = eqn.params["dimension_numbers"]
         shape = eqn.invars[0].aval.shape
         return 2.0 * out * float(np.prod([shape[d] for d in lhs_contract], dtype=np.float64))
+    if name == "ragged_dot_general" or name == "ragged_dot":
+        return 2.0 * out * float(eqn.invars[0].aval.shape[-1])
     if name == "conv_general_dilated":
         rhs = eqn.invars[1].aval.shape
         out_feature = eqn.params["dimension_numbers"].rhs_spec[0]
         return 2.0 * out * float(np.prod(rhs, dtype=np.float64)) / max(rhs[out_feature], 1)
-    if name in PER_INPUT_ELEMENT:
-        return float(first)
+    if name == "triangular_solve":
+        return 2.0 * _size(eqn.invars[1].aval) * float(eqn.invars[0].aval.shape[-1])
+    if name in _CUBIC:
+        shape = eqn.invars[0].aval.shape
+        n = float(max(shape[-2:], default=1))
+        return first * n * 2.0
+    if name == "fft":
+        n = float(np.prod(eqn.params.get("fft_lengths", (2,)), dtype=np.float64))
+        return 5.0 * out * max(float(np.log2(max(n, 2.0))), 1.0)
+    if name == "top_k":
+        return float(first) * max(float(np.log2(max(int(eqn.params.get("k", 2)), 2))), 1.0)
+    if name in PER_INPUT_ELEMENT or name.startswith("reduce"):
+        return float(first) * per
     if name == "sort":
         n = eqn.invars[0].aval.shape[eqn.params["dimension"]] if eqn.invars[0].aval.shape else 1
         return float(first) * max(float(np.log2(max(n, 2))), 1.0)
-    if name in {"scatter_add", "scatter-add", "scatter_mul", "scatter_min", "scatter_max"}:
-        return float(_size(eqn.invars[-1].aval))
-    return float(out)  # elementwise arithmetic (and anything unknown): one operation per output element
+    if name.startswith("scatter") or name == "select_and_scatter_add" or name == "select_and_scatter":
+        return float(_size(eqn.invars[-1].aval)) * per  # per update (a table written is work done)
+    return float(out) * per  # elementwise arithmetic, gathers (a table read per element) and anything else
 
 
 def _live_eqns(body: Any) -> list[Any]:
@@ -486,9 +512,12 @@ def arithmetic(closed: Any) -> Arithmetic:
                 if trips is None and inner > 0:
                     unknown += 1
                 total += inner * (trips if trips is not None else 1)
+            elif name in ("shard_map", "xla_pmap"):  # the body runs once per shard
+                shards = eqn.params.get("axis_size") or getattr(eqn.params.get("mesh"), "size", 1) or 1
+                total += float(shards) * sum(walk(s) for s in jcore.jaxprs_in_params(eqn.params))
             else:
                 subs = list(jcore.jaxprs_in_params(eqn.params))
-                total += sum(walk(s) for s in subs) if subs else _eqn_ops(eqn)
+                total += _eqn_ops(eqn, sum(walk(s) for s in subs))  # a combiner runs per element
         return total
 
     try:
@@ -499,24 +528,39 @@ def arithmetic(closed: Any) -> Arithmetic:
 
 
 def _while_trips(eqn: Any) -> int | None:
-    """The trip count of a `fori_loop`-shaped while (counter < bound, both literals at entry),
-    or None."""
+    """The trip count of a `fori_loop`-shaped while: the condition is `counter < bound`, both
+    literals at entry (or the bound a constant of the condition), and the body's only update
+    of the counter is `counter + 1`. None for anything else."""
     cond, _ = _open(eqn.params["cond_jaxpr"])
-    n_cond = eqn.params["cond_nconsts"]
-    n_body = eqn.params["body_nconsts"]
+    body, _ = _open(eqn.params["body_jaxpr"])
+    n_cond, n_body = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
     if len(cond.eqns) != 1 or cond.eqns[0].primitive.name != "lt":
         return None
     carry_in = list(eqn.invars[n_cond + n_body:])
     cond_carry = list(cond.invars[n_cond:])
-    values = []
-    for v in cond.eqns[0].invars:
-        if isinstance(v, jcore.Literal):
-            values.append(v.val)
-        elif v in cond_carry and isinstance(carry_in[cond_carry.index(v)], jcore.Literal):
-            values.append(carry_in[cond_carry.index(v)].val)
-        else:
+    counter, bound = cond.eqns[0].invars
+    if counter not in cond_carry:
+        return None
+    k = cond_carry.index(counter)
+    start = carry_in[k]
+    if isinstance(bound, jcore.Literal):
+        end = bound.val
+    elif bound in cond_carry and isinstance(carry_in[cond_carry.index(bound)], jcore.Literal):
+        j = cond_carry.index(bound)
+        if body.outvars[j] is not body.invars[n_body + j]:  # the bound must not change
             return None
+        end = carry_in[j].val
+    else:
+        return None
+    if not isinstance(start, jcore.Literal):
+        return None
+    step = next((e for e in body.eqns if body.outvars[k] in e.outvars), None)
+    if step is None or step.primitive.name != "add" or step.invars[0] is not body.invars[n_body + k]:
+        return None
+    one = step.invars[1]
+    if not isinstance(one, jcore.Literal) or one.val != 1:
+        return None
     try:
-        return max(int(values[1]) - int(values[0]), 0)
+        return max(int(end) - int(start.val), 0)
     except (TypeError, ValueError):
         return None
