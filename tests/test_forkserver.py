@@ -133,7 +133,8 @@ def test_a_candidate_that_stops_the_fork_server_fails_and_hangs_nothing(write_mo
     with pytest.raises(KgateError, match="kgate's fork server (did not report|ended)"):
         gate(REFERENCE, str(cand))
     assert time.monotonic() - started < 120
-    assert gate(REFERENCE, str(write_module("right.py", RIGHT))).status == "PASS"
+    after = gate(REFERENCE, str(write_module("right.py", RIGHT)))
+    assert after.status == "PASS", [(name, c.name, c.detail) for name, c in after.failed_checks]  # said, if it fails
 
 
 def test_a_server_killed_from_outside_ends_its_legs_and_the_next_start_gets_a_new_one(tmp_path):
