@@ -410,7 +410,7 @@ DATA_MOVEMENT = frozenset({
 # Calls whose sub-program runs once per call (or per shard, or per branch taken): walked. Any other
 # primitive carrying a sub-program (a reduction's or a scatter's combiner) runs it per element.
 _WALKED = frozenset({"cond", "scan", "while", "shard_map", "xla_pmap"})
-# Linear algebra and transforms: (operations per matrix of the last two axes, in its size n) or per element.
+# Factorizations: 2n operations per element of a matrix whose larger side is n.
 _CUBIC = frozenset({"cholesky", "lu", "qr", "eigh", "eig", "svd", "schur", "householder_product", "hessenberg",
                     "tridiagonal"})
 PER_INPUT_ELEMENT = frozenset({
@@ -480,11 +480,11 @@ def _live_eqns(body: Any) -> list[Any]:
 
 
 def arithmetic(closed: Any) -> Arithmetic:
-    """The operations the program does in plain array code, its kernels' own work left out:
-    dots and convolutions by their multiply-adds, reductions by their inputs, anything else
-    by its outputs; data movement and conversions are free. Nested calls, branches (the
-    costliest) and scans (times their length) are followed; a while loop whose trip count
-    cannot be read is counted once and said."""
+    """The operations the program does in plain array code, its kernels' own work left out
+    (the weights per primitive: `_eqn_ops`; the rules in words: docs/commands/gate.md). Nested
+    calls, branches (the costliest), scans (times their length), `fori`-shaped whiles and
+    shard_map bodies (times the shards) are followed; a while loop whose trip count cannot be
+    read is counted once and said."""
     calls = 0
     unknown = 0
 
