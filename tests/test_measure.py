@@ -142,7 +142,7 @@ def test_time_interpreted_times_it_and_labels_the_timings_interpreted():
 def test_a_clear_win_stops_as_soon_as_the_bar_is_decided_and_records_every_look():
     cumsum = EXAMPLES / "cumsum"
     report = run_measure(MeasureRequest(reference=cumsum / "reference.py", candidate=cumsum / "xla_rewrite.py",
-                                        bar=parse_bar("speedup > 2x"), budget_s=20.0))
+                                        bar=parse_bar("speedup > 1.5x"), budget_s=20.0))  # measured 2.0-2.1x here
     method = report.gates["timing"].details["method"]
     assert report.gates["bar"].details["outcome"] == "MET", method["looks"]
     assert method["stop_reason"].startswith("the bar was decided (MET)")

@@ -204,13 +204,31 @@ def test_seed_probes_at_one_shape_share_the_largest_floor():
     assert statuses(evaluate(ParitySpec("floor", 5), [worse, typical]))["seed1.error"] == "FAIL"
 
 
-def test_edge_probes_and_other_shapes_keep_their_own_floor():
+def test_an_edge_probe_takes_the_seeds_floor_without_adding_to_it_and_other_shapes_keep_their_own():
+    # The spikes edge is placed by a drawn seed: its own reference error is one more draw, and
+    # fell to a fifth of the seeds' floor on the honest row-softmax once in ~60 draws.
     from dataclasses import replace
 
+    from kgate.verify.receipt import rederive_parity
+
     typical = synthetic(2, 1e-3, 1e-3)
-    edge = replace(synthetic(1, 1e-4, 4e-3), label="edge-zero-in0")
+    edge = replace(synthetic(1, 1e-4, 4e-3), label="edge-spikes-in0")  # 40x its own floor, 4x the seed's
     result = evaluate(ParitySpec("floor", 5), [typical, edge])
-    assert statuses(result)["edge-zero-in0.error"] == "FAIL"  # 40x its own floor: not shared with the seeds
+    assert statuses(result)["edge-spikes-in0.error"] == "PASS", result.checks
+    floor = result.details["probes"][1]["outputs"][0]["floor"]
+    assert floor["shared_with"] == ["seed2", "edge-spikes-in0"] and floor["max_abs"] == pytest.approx(1e-4, rel=1e-3)
+    assert rederive_parity(result.to_json()) == []
+    assert "shared_with" not in result.details["probes"][0]["outputs"][0]["floor"]  # one seed: nothing to share
+    worse = replace(synthetic(1, 1e-4, 6e-3), label="edge-spikes-in0")  # 6x the seed's floor
+    assert statuses(evaluate(ParitySpec("floor", 5), [typical, worse]))["edge-spikes-in0.error"] == "FAIL"
+    # an edge's extreme floor never loosens a seed's grading
+    off = synthetic(1, 1e-4, 4e-3)
+    wide = replace(synthetic(9, 5e-2, 1e-3), label="edge-big")
+    assert statuses(evaluate(ParitySpec("floor", 5), [off, typical, wide]))["seed1.error"] == "PASS"  # 4x shared
+    far = synthetic(1, 1e-4, 8e-3)  # 8x the seeds' floor, a sixth of the edge's
+    assert statuses(evaluate(ParitySpec("floor", 5), [far, typical, wide]))["seed1.error"] == "FAIL"
+    # without a seed probe at its shape, an edge keeps its own
+    assert statuses(evaluate(ParitySpec("floor", 5), [edge, synthetic(3, 1e-3, 1e-3, n=32)]))["edge-spikes-in0.error"] == "FAIL"
     other_shape = synthetic(3, 1e-4, 4e-3, n=32)
     result = evaluate(ParitySpec("floor", 5), [typical, other_shape])
     assert statuses(result)["seed3.error"] == "FAIL"
@@ -299,6 +317,10 @@ def test_a_receipt_cannot_borrow_an_edge_probes_floor_or_invent_a_mean_unit():
     borrowed = copy.deepcopy(gate)
     borrowed["probes"][0]["outputs"][0]["floor"]["shared_with"].append("edge-big")
     assert any("not a seed probe" in p for p in rederive_parity(borrowed))
+    assert gate["probes"][2]["outputs"][0]["floor"]["shared_with"] == ["seed1", "seed2", "edge-big"]
+    raised = copy.deepcopy(gate)  # an edge that claims its own floor was smaller than it was
+    raised["probes"][2]["outputs"][0]["floor"]["max_abs_used"] = 1e-3
+    assert any("not the largest of the floors" in p for p in rederive_parity(raised))
     loose = copy.deepcopy(gate)
     loose["probes"][0]["outputs"][0]["floor"]["mean_abs_used"] = 1.0
     assert any("mean-abs unit used" in p for p in rederive_parity(loose))

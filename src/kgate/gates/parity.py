@@ -196,8 +196,11 @@ class SharedFloor:
     fall well below it (4 ulps apart on the same row-softmax at 16 x 256, seed to seed), and an
     honest kernel graded against that draw alone fails. Each seed probe whose candidate ran is
     graded against the largest relative floor of its shape's seed probes, times its own scale
-    (a draw whose values are 100x larger does not loosen the others); an edge probe (made from
-    a seed's inputs on purpose) keeps its own.
+    (a draw whose values are 100x larger does not loosen the others). An edge probe receives
+    the floor of the seed probes at its shape but never adds to it: its values are extreme on
+    purpose, and its own reference error is one more draw (the spikes edge, placed by a drawn
+    seed, fell to a fifth of the seeds' floor on the honest row-softmax at 16 x 256, once in
+    ~60 draws) while the extremes it adds could loosen the seeds' grading.
 
     Only a floor beyond one rounding of the output is shared (`computes`): where the reference
     is exact but for rounding its result to the output dtype (a float32 sum written as
@@ -227,30 +230,39 @@ def computes(floor: LeafErrors, r: np.ndarray, e: np.ndarray) -> bool:
 
 
 def shared_floors(spec: ParitySpec, probes: Sequence[Probe]) -> dict[str, list[SharedFloor | None]]:
-    """For each seed probe (by name), per output: the floor it shares with the other seed
-    probes of the same output shape and dtype (None where it is the only one, or where no
-    floor there goes beyond the output's rounding)."""
+    """For each probe (by name), per output: the floor it shares with the seed probes of the
+    same output shape and dtype (None where a seed probe is the only one, where no seed probe's
+    floor there goes beyond the output's rounding, or where an edge probe's shape has none)."""
     if spec.kind != "floor":
         return {}
-    groups: dict[tuple[Any, ...], list[tuple[str, float, float, bool]]] = {}
+    seeds: dict[tuple[Any, ...], list[tuple[str, float, float, bool]]] = {}
+    edges: dict[tuple[Any, ...], list[str]] = {}
     for probe in probes:  # only probes graded on their outputs: each records the floor it shares
-        if probe.label or probe.oracle is None or probe.candidate is None or _structure_problem(probe):
+        if probe.oracle is None or probe.candidate is None or _structure_problem(probe):
             continue
         for k, (r, e) in enumerate(zip(probe.reference.leaves, probe.oracle.leaves)):
             key = (k, r.shape, str(r.dtype), probe.oracle_kind)
+            if probe.label:
+                edges.setdefault(key, []).append(probe.name)
+                continue
             err, size = leaf_errors(r, e), scale(e)
             rel = (err.max_abs / size, err.mean_abs / size) if size > 0 else (0.0, 0.0)
-            groups.setdefault(key, []).append((probe.name, *rel, computes(err, r, e)))
+            seeds.setdefault(key, []).append((probe.name, *rel, computes(err, r, e)))
     shared: dict[str, list[SharedFloor | None]] = {}
-    for (k, *_), members in groups.items():
+
+    def give(name: str, k: int, floor: SharedFloor | None) -> None:
+        row = shared.setdefault(name, [])
+        row.extend([None] * (k + 1 - len(row)))
+        row[k] = floor
+
+    for key, members in seeds.items():
         sharing = [(max_rel, mean_rel) for _, max_rel, mean_rel, counts in members if counts]
-        floor = SharedFloor(
-            max(m for m, _ in sharing), max(m for _, m in sharing), tuple(name for name, *_ in members),
-        ) if len(members) > 1 and sharing else None
-        for name, *_ in members:
-            row = shared.setdefault(name, [])
-            row.extend([None] * (k + 1 - len(row)))
-            row[k] = floor
+        names = tuple(name for name, *_ in members)
+        largest = (max(m for m, _ in sharing), max(m for _, m in sharing)) if sharing else None
+        for name in names:
+            give(name, key[0], SharedFloor(*largest, names) if largest and len(members) > 1 else None)
+        for name in edges.get(key, ()):
+            give(name, key[0], SharedFloor(*largest, (*names, name)) if largest else None)
     return shared
 
 
@@ -259,7 +271,7 @@ def _floor_used(
 ) -> tuple[float, float, str]:
     """The floor's max-abs and mean-abs as graded, and where they came from.
 
-    A seed probe's floor is the one its shape's seed probes share (`SharedFloor`). Only a floor
+    A probe's floor is the one its shape's seed probes share (`SharedFloor`). Only a floor
     that is exactly zero even against float64 (the reference is exact on these inputs) falls
     back to half an ulp of the output dtype at its magnitude."""
     half_ulp = 0.5 * _eps(r.dtype)
@@ -468,6 +480,7 @@ def _probe_checks(
             out["floor"]["resolution_mean"] = 0.5 * float(resolution.mean()) if resolution.size else 0.0
             if pooled is not None:
                 out["floor"]["shared_with"] = list(pooled.probes)
+            if expected_tree is probe.oracle:  # what an edge probe sharing this floor re-derives it from
                 out["floor"]["computes"] = computes(floor, r, e)  # False: only its output's rounding, not shared
                 out["floor"]["scale"] = scale(e)
             limit_mean = spec.multiplier * mean_unit
