@@ -321,6 +321,25 @@ def test_a_receipt_cannot_borrow_an_edge_probes_floor_or_invent_a_mean_unit():
     raised = copy.deepcopy(gate)  # an edge that claims its own floor was smaller than it was
     raised["probes"][2]["outputs"][0]["floor"]["max_abs_used"] = 1e-3
     assert any("not the largest of the floors" in p for p in rederive_parity(raised))
+    unlabelled = copy.deepcopy(borrowed)  # the edge passed off as a seed probe: its label dropped
+    del unlabelled["probes"][2]["label"]
+    assert any("neither by its label nor by its seed" in p for p in rederive_parity(unlabelled))
+    other_oracle = copy.deepcopy(gate)  # an edge graded against another oracle than the seeds it names
+    other_oracle["probes"][2]["against"] = "oracle-float64"
+    assert any("not a seed probe of this output's shape, dtype and oracle" in p for p in rederive_parity(other_oracle))
+    odd = copy.deepcopy(gate)  # the odd-shape probe never shares
+    odd["probes"][2]["name"] = odd["probes"][2]["label"] = "odd-shape"
+    odd["probes"][2]["outputs"][0]["floor"]["shared_with"][-1] = "odd-shape"
+    assert any("neither a seed probe nor an edge probe" in p for p in rederive_parity(odd))
     loose = copy.deepcopy(gate)
     loose["probes"][0]["outputs"][0]["floor"]["mean_abs_used"] = 1.0
     assert any("mean-abs unit used" in p for p in rederive_parity(loose))
+
+
+def test_the_odd_shape_probe_keeps_its_own_floor_where_an_output_has_the_seeds_shape():
+    from dataclasses import replace
+
+    odd = replace(synthetic(1, 1e-4, 3e-3), label="odd-shape")  # 30x its own floor, 3x the seed's
+    result = evaluate(ParitySpec("floor", 5), [synthetic(2, 1e-3, 1e-3), odd])
+    assert statuses(result)["odd-shape.error"] == "FAIL"
+    assert "shared_with" not in result.details["probes"][1]["outputs"][0]["floor"]

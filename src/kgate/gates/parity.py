@@ -186,6 +186,9 @@ def _vacuity(probe: Probe) -> str:
     return ""
 
 
+EDGE_PREFIX = "edge-"  # an edge probe's label: edge-KIND-inI
+
+
 @dataclass(frozen=True)
 class SharedFloor:
     """The reference's error on one output, the largest over the seed probes at one shape,
@@ -231,8 +234,9 @@ def computes(floor: LeafErrors, r: np.ndarray, e: np.ndarray) -> bool:
 
 def shared_floors(spec: ParitySpec, probes: Sequence[Probe]) -> dict[str, list[SharedFloor | None]]:
     """For each probe (by name), per output: the floor it shares with the seed probes of the
-    same output shape and dtype (None where a seed probe is the only one, where no seed probe's
-    floor there goes beyond the output's rounding, or where an edge probe's shape has none)."""
+    same output shape, dtype and oracle kind (None where a seed probe is the only one, where
+    no seed probe's floor there goes beyond the output's rounding, or where an edge probe's
+    has no seed probe; the odd-shape probe never shares)."""
     if spec.kind != "floor":
         return {}
     seeds: dict[tuple[Any, ...], list[tuple[str, float, float, bool]]] = {}
@@ -242,8 +246,9 @@ def shared_floors(spec: ParitySpec, probes: Sequence[Probe]) -> dict[str, list[S
             continue
         for k, (r, e) in enumerate(zip(probe.reference.leaves, probe.oracle.leaves)):
             key = (k, r.shape, str(r.dtype), probe.oracle_kind)
-            if probe.label:
-                edges.setdefault(key, []).append(probe.name)
+            if probe.label:  # the odd-shape probe (one fixed draw, at another shape) keeps its own
+                if probe.label.startswith(EDGE_PREFIX):
+                    edges.setdefault(key, []).append(probe.name)
                 continue
             err, size = leaf_errors(r, e), scale(e)
             rel = (err.max_abs / size, err.mean_abs / size) if size > 0 else (0.0, 0.0)

@@ -22,7 +22,7 @@ import numpy as np
 from kgate.errors import KgateError
 from kgate.gates import stats
 from kgate.gates.bar import evaluate_bar, parse_bar
-from kgate.gates.parity import ParitySpec
+from kgate.gates.parity import EDGE_PREFIX, ParitySpec
 from kgate.jsonio import check_schema, clean, write_atomic
 
 SCHEMA = "kgate.receipt"
@@ -96,9 +96,14 @@ def _floor_source_problems(
     missing = [n for n in names if (n, path) not in records]
     if missing:
         return [f"{where}: the floor is shared with probes the receipt does not hold: {missing}"]
+    own = records[(name, path)][0] if (name, path) in records else {}
+    if len(names) > 1 and own.get("label") and not str(own["label"]).startswith(EDGE_PREFIX):
+        return [f"{where}: a probe that is neither a seed probe nor an edge probe shares a floor"]
     others = [records[(n, path)] for n in names if n != name]
-    if any(p.get("label") or o.get("shape") != out.get("shape") or o.get("dtype") != out.get("dtype") for p, o in others):
-        return [f"{where}: the floor is shared with a probe that is not a seed probe of this output's shape and dtype"]
+    if any(p.get("label") or o.get("shape") != out.get("shape") or o.get("dtype") != out.get("dtype")
+           or p.get("against") != own.get("against") for p, o in others):
+        return [f"{where}: the floor is shared with a probe that is not a seed probe of this output's shape, dtype "
+                "and oracle"]
     size = float(floor.get("scale", 0.0)) if len(names) > 1 else 0.0
     largest, largest_mean = float(floor["max_abs"]), float(floor["mean_abs"])
     for _, other in [records[(n, path)] for n in names]:
@@ -133,6 +138,8 @@ def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
     for probe in gate.get("probes", []):
         seed = probe.get("seed")
         name = probe.get("name") or f"seed{seed}"
+        if name != (probe.get("label") or f"seed{seed}"):  # a seed probe is named by its seed, any other by its label
+            problems.append(f"parity {name}: a probe named neither by its label nor by its seed")
         for out in probe.get("outputs", []):
             cand = out.get("candidate")
             if cand is None:
