@@ -22,7 +22,7 @@ from pathlib import Path
 
 from kgate.backends.jax_backend import JaxBackend
 from kgate.gates.common import GateResult
-from kgate.gates.parity import ParitySpec, Probe, evaluate
+from kgate.gates.parity import EDGE_PREFIX, ParitySpec, Probe, evaluate
 from kgate.problem.module import load_pair
 
 EX = Path(__file__).resolve().parent.parent / "examples"
@@ -57,7 +57,7 @@ def edge_probes(backend: JaxBackend, candidate: str, shape: dict[str, int], seed
 
 
 def _edge_failed(result: GateResult) -> bool:
-    return any(c.status == "FAIL" and c.name.startswith("edge-") for c in result.checks)
+    return any(c.status == "FAIL" and c.name.startswith(EDGE_PREFIX) for c in result.checks)
 
 
 def main() -> None:

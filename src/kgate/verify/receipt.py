@@ -96,7 +96,7 @@ def _floor_source_problems(
     missing = [n for n in names if (n, path) not in records]
     if missing:
         return [f"{where}: the floor is shared with probes the receipt does not hold: {missing}"]
-    own = records[(name, path)][0] if (name, path) in records else {}
+    own = records[(name, path)][0]  # held: the probe is among the names, none missing
     if len(names) > 1 and own.get("label") and not str(own["label"]).startswith(EDGE_PREFIX):
         return [f"{where}: a probe that is neither a seed probe nor an edge probe shares a floor"]
     others = [records[(n, path)] for n in names if n != name]
