@@ -4,7 +4,7 @@ is caught because grading happens where candidate code never ran.
 Every candidate is a file under examples/ whose docstring says what it tries.
 """
 
-from conftest import failed, gate, parity
+from conftest import ROOT, failed, gate, parity
 
 
 def _integrity_text(report) -> str:
@@ -326,3 +326,85 @@ def test_a_setting_for_the_whole_process_changed_at_import_or_after_a_call_is_an
     assert later.status == "ANOMALY"
     assert ("the array library's setting jax_disable_jit changed from False to True (after the candidate ran on "
             "probe p0)") in _integrity_text(later)
+
+
+def _planted(folder) -> list[str]:
+    """Program files in the reference legs' shared folder whose bytes no longer hash to the
+    digest in their name (program_file names each by its digest)."""
+    import hashlib
+
+    return [p.name for p in folder.iterdir() if not p.name.startswith(".") and p.is_file() and not p.is_symlink()
+            and hashlib.sha256(p.read_bytes()).hexdigest()[:32] != p.name.rsplit(".", 1)[-1]]
+
+
+def test_a_wrong_program_planted_where_reference_legs_share_programs_is_never_loaded():
+    from kgate.verify import refcache
+
+    first = gate("rmsnorm/reference.py", "rmsnorm/xla_rewrite.py", klass="xla-rewrite")
+    assert first.status in ("PASS", "PASS_WITH_ADVISORIES"), failed(first)
+    cheat = gate("rmsnorm/reference.py", "rmsnorm/bad_poisons_reference_programs.py", klass="xla-rewrite")
+    assert _planted(refcache.SHARED.folder)  # its wrong program sits under the reference's names
+    # the expected answers came from programs compiled again, so its kernel is graded as wrong
+    assert "parity.error" in failed(cheat)
+    assert cheat.to_json()["seconds"]["reference_programs"]["compiled"] >= 1
+    after = gate("rmsnorm/reference.py", "rmsnorm/xla_rewrite.py", klass="xla-rewrite")  # nor by the next run
+    assert after.status in ("PASS", "PASS_WITH_ADVISORIES"), failed(after)
+    assert after.to_json()["seconds"]["reference_programs"]["loaded"] >= 1  # what was rewritten is reused
+
+
+def test_a_process_that_outlives_the_candidate_and_scrambles_the_shared_programs_changes_no_verdict():
+    import os
+    import signal
+
+    from kgate.verify import refcache
+
+    gate("rmsnorm/reference.py", "rmsnorm/xla_rewrite.py", klass="xla-rewrite")  # the folder exists, with programs
+    cheat = gate("rmsnorm/reference.py", "rmsnorm/bad_races_reference_programs.py", klass="xla-rewrite")
+    pid_file = refcache.SHARED.folder / ".racer-pid"
+    try:
+        assert "parity.error" in failed(cheat)
+        # while it turns programs into garbage, pipes and links, the next runs grade as from scratch
+        for _ in range(2):
+            honest = gate("rmsnorm/reference.py", "rmsnorm/xla_rewrite.py", klass="xla-rewrite", phase_budget_s=60)
+            assert honest.status in ("PASS", "PASS_WITH_ADVISORIES"), failed(honest)
+        assert pid_file.exists()  # it was running all along
+    finally:
+        if pid_file.exists():
+            try:
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+
+
+def test_no_seed_reaches_a_file_while_the_candidate_runs(tmp_path):
+    """The reference leg's request (its seeds, the drawn one included) comes on its stdin, and
+    the inputs' manifest names no seed: a candidate that reads the reference leg's folder at
+    import learns none."""
+    from kgate.verify import CheckRequest, run_gate
+
+    spy = tmp_path / "spy.py"
+    found = tmp_path / "found.txt"
+    spy.write_text(
+        "import os, pathlib, sys, time\n"
+        "sys.path.insert(0, %r)\n"
+        "from xla_rewrite import workload\n"
+        "folder = pathlib.Path(os.readlink('/proc/self/fd/2')).parent.parent\n"  # its stderr is in the probe folder
+        "deadline = time.monotonic() + 60\n"
+        "while not (folder / 'reference' / 'inputs.json').exists() and time.monotonic() < deadline:\n"
+        "    time.sleep(0.05)\n"
+        "text = []\n"
+        "for p in folder.rglob('*'):\n"
+        "    try:\n"
+        "        text.append(str(p) + ' ' + (p.read_text(errors='replace') if p.is_file() else ''))\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "pathlib.Path(%r).write_text('\\n'.join(text))\n" % (str(ROOT / "examples" / "rmsnorm"), str(found))
+    )
+    report = run_gate(CheckRequest(reference=ROOT / "examples" / "rmsnorm" / "reference.py", candidate=spy,
+                                   klass="xla-rewrite", seeds=(1234567, 7654321)))
+    assert report.status in ("PASS", "PASS_WITH_ADVISORIES"), failed(report)
+    drawn = report.to_json()["random_seed"]
+    text = found.read_text()
+    assert "reference/inputs.json" in text  # it did read where the legs keep their files
+    for seed in (1234567, 7654321, drawn):
+        assert str(seed) not in text

@@ -243,3 +243,77 @@ def test_a_leg_cannot_name_its_way_out_of_the_phase_budget(tmp_path):
     assert held.overrun(1.0) is None  # released 2 s ago by the parent: its own start answers to the floor
     held.beats.append((now - int(1.5 * s), "phase " + spawn.HELD))  # the leg claims to be held again
     assert held.overrun(1.0) is not None
+
+
+# -- compiled programs shared between reference legs (kgate.verify.refcache) ----------------
+
+
+def _programs(tmp_path, approved=None):
+    from kgate.backends.jax_programs import VerifiedPrograms
+
+    return VerifiedPrograms(tmp_path, approved or {})
+
+
+def test_a_shared_program_loads_only_with_the_digest_the_parent_holds(tmp_path):
+    import hashlib
+
+    from kgate.backends.base import program_file
+
+    writer = _programs(tmp_path)
+    writer.put("jit_f-abc", b"program bytes")
+    digest = writer.report()["written"]["jit_f-abc"]
+    assert digest == hashlib.sha256(b"program bytes").hexdigest()
+    assert _programs(tmp_path, {"jit_f-abc": digest}).get("jit_f-abc") == b"program bytes"
+    assert _programs(tmp_path).get("jit_f-abc") is None  # not approved: never read
+    program_file(tmp_path, "jit_f-abc", digest).write_bytes(b"planted program")  # same name, other bytes
+    reader = _programs(tmp_path, {"jit_f-abc": digest})
+    assert reader.get("jit_f-abc") is None and reader.report()["misses"] == 1
+
+
+def test_a_shared_program_that_is_a_pipe_or_a_link_is_a_miss_that_never_blocks(tmp_path):
+    import os
+
+    from kgate.backends.base import program_file
+
+    digest = "0" * 64
+    pipe = program_file(tmp_path, "jit_pipe-1", digest)
+    os.mkfifo(pipe)
+    (tmp_path / "elsewhere").write_bytes(b"x")
+    os.symlink(tmp_path / "elsewhere", program_file(tmp_path, "jit_link-1", digest))
+    reader = _programs(tmp_path, {"jit_pipe-1": digest, "jit_link-1": digest})
+    assert reader.get("jit_pipe-1") is None and reader.get("jit_link-1") is None
+    # a name that is not a plain file name is neither written nor read
+    reader.put("../escape", b"x")
+    reader.put(".hidden", b"x")
+    assert not (tmp_path.parent / "escape").exists() and reader.report()["written"] == {}
+
+
+def test_a_link_planted_where_a_program_will_be_written_is_replaced_not_followed(tmp_path):
+    import hashlib
+    import os
+
+    from kgate.backends.base import program_file
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    value = b"compiled"
+    os.symlink(victim, program_file(tmp_path, "jit_g-1", hashlib.sha256(value).hexdigest()))
+    _programs(tmp_path).put("jit_g-1", value)
+    assert victim.read_text() == "keep me"
+
+
+def test_the_parent_keeps_only_well_formed_digests_per_environment(monkeypatch):
+    from kgate.verify.refcache import ENV, ReferenceCache
+
+    cache = ReferenceCache()
+    offer = cache.offer({})
+    assert offer is not None and offer["approved"] == {}
+    good = "a" * 64
+    cache.accept({}, {"written": {"jit_f-1": good, "../x": good, "jit_g-1": "not a digest", 3: good}, "hits": 2,
+                      "misses": -5})
+    assert cache.offer({})["approved"] == {"jit_f-1": good}
+    assert cache.offer({"XLA_FLAGS": "--xla_foo"})["approved"] == {}  # another environment: its own programs
+    assert (cache.hits, cache.misses) == (2, 0)
+    cache.accept({}, "garbage")
+    monkeypatch.setenv(ENV, "0")
+    assert cache.offer({}) is None

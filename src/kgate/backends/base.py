@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -495,3 +496,18 @@ def fits(footprint: Footprint | None, available: tuple[int, str] | None, probes:
     if footprint is not None and available is not None:
         refuse_if_too_big(footprint, probes, available[0], available[1], values)
     return footprint is not None
+
+
+# -- compiled programs shared between reference legs (kgate.verify.refcache) -----------------
+_PROGRAM_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,200}")
+
+
+def valid_program_name(name: object) -> bool:
+    """A compilation-cache key usable as a file name (jax's are `jit_NAME-HEX`)."""
+    return isinstance(name, str) and bool(_PROGRAM_NAME.fullmatch(name)) and not name.startswith(".")
+
+
+def program_file(folder: Path, name: str, digest: str) -> Path:
+    """Where a compiled program lives: named by its digest too, so two legs that compiled one
+    name to different bytes never overwrite each other's file."""
+    return folder / f"{name}.{digest[:32]}"

@@ -10,7 +10,7 @@ import re
 import sys
 import traceback
 from pathlib import Path
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import jax
@@ -569,6 +569,14 @@ class JaxBackend:
                 changed[i] = jnp.asarray(value.astype(np.dtype(x.dtype)))
                 variants.append((f"edge-{kind}-in{i}", tuple(jax.tree_util.tree_unflatten(treedef, changed))))
         return variants
+
+    @staticmethod
+    def reuse_programs(offer: Mapping[str, Any] | None) -> Any:
+        """In a reference leg: open the compilation cache the parent offered, whose files load
+        only with the digests it holds (kgate.backends.jax_programs); None when none was offered."""
+        from kgate.backends.jax_programs import open_verified
+
+        return open_verified(offer)
 
     @staticmethod
     def settings() -> dict[str, Any]:

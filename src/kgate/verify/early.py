@@ -32,7 +32,7 @@ from kgate.gates import firing, integrity, lowering, parity
 from kgate.gates.common import Check, GateResult, error_check, skipped
 from kgate.gates.firing import FiringSpec
 from kgate.gates.parity import ParitySpec, Probe, SharedFloor
-from kgate.verify import spawn
+from kgate.verify import refcache, spawn
 from kgate.verify.spawn import no_dumps
 from kgate.verify.lock import compile_slot
 from kgate.verify.outcome import EAGER_NOTE, Report
@@ -99,6 +99,7 @@ def run_probe_legs(
         folder = Path(workdir) if workdir is not None else Path(scratch)
         ref_dir, cand_dir = folder / "reference", folder / "candidate"
         ref_req = {**common, "seeds": list(seeds), "workdir": str(ref_dir), "edges": True, "odd": use_tiny,
+                   "programs": refcache.SHARED.offer(env),
                    "reference_compiled": with_firing and request.klass != "kernel-authored",
                    "reference_arithmetic": with_firing and request.klass == "kernel-authored"}
         cand_req = {**common, "workdir": str(cand_dir), "with_firing": with_firing,
@@ -131,6 +132,7 @@ def run_probe_legs(
         reference = reference_leg.wait_phased(request.phase_budget_s)
         if reference.get("status") != "DONE":
             raise _leg_error("reference", reference)
+        refcache.SHARED.accept(env, reference.get("programs"))
         arrays.update(wire.read_trees(bytes(reference_leg.data)))
         return reference, cand_result, arrays, seeds
 
@@ -374,7 +376,11 @@ def _seconds(ref: Mapping[str, Any], cand: Mapping[str, Any], grading_s: float) 
     at once), then the grading here."""
     legs = {f"{role} leg": spawn.phase_seconds(leg["parent_clock"]) for role, leg in (("reference", ref), ("candidate", cand))
             if isinstance(leg.get("parent_clock"), Mapping)}
-    return {"legs": legs, "grading_s": round(grading_s, 3)}
+    seconds: dict[str, Any] = {"legs": legs, "grading_s": round(grading_s, 3)}
+    programs = ref.get("programs")
+    if isinstance(programs, Mapping):  # the reference leg's compiles: loaded (an earlier reference leg's) or made
+        seconds["reference_programs"] = {"loaded": programs.get("hits"), "compiled": programs.get("misses")}
+    return seconds
 
 
 def _marginal(spec: ParitySpec, gate: GateResult) -> str:

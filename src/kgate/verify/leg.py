@@ -239,8 +239,9 @@ def main(argv: list[str]) -> int:
         if not line.strip():
             return 0  # the run stopped before it needed this leg
         req = json.loads(line)
-    else:
-        req = json.loads(Path(request_path).read_text())
+    else:  # the first line on stdin (kgate.verify.spawn.REQUEST_ON_STDIN); a path in older callers
+        source = sys.stdin.buffer.readline() if request_path == "-" else Path(request_path).read_bytes()
+        req = json.loads(source)
     # Nothing the modules print may reach kgate's channels: stdout joins stderr, and the
     # result goes to the file the parent named.
     os.dup2(2, 1)

@@ -31,6 +31,9 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
     candidate's process is gone: the reference's and the oracle's outputs, sent over a pipe."""
     beat("phase importing the reference")
     backend = get_backend(req.get("backend", "jax"))
+    # programs earlier reference legs compiled, loaded only when their bytes hash to the digests
+    # the parent holds (kgate.verify.refcache); this process never runs candidate code
+    programs = backend.reuse_programs(req.get("programs")) if hasattr(backend, "reuse_programs") else None
     folder = Path(req["workdir"])
     trees: dict[str, Any] = {}
     probes: list[dict[str, Any]] = []
@@ -66,7 +69,9 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
                 inputs, how = backend.create_inputs(reference, req["seeds"][0], req["dtype"])
             hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": ODD_LABEL, "seeding": how,
                        "config": odd}, inputs)
-        (folder / "inputs.json").write_text(json.dumps(probes))
+        # what the parent needs to hand the inputs over, never a seed: the candidate's process,
+        # alive now, can read this folder (the seeds come back in the result, once it is gone)
+        (folder / "inputs.json").write_text(json.dumps([{k: v for k, v in p.items() if k != "seed"} for p in probes]))
         arithmetic: dict[str, Any] | None = None
         if req.get("reference_arithmetic") and made and hasattr(backend, "arithmetic"):
             beat("phase counting the reference's arithmetic")  # while the candidate's process runs
@@ -122,6 +127,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
             "reference_self_check": self_check or "not run",
             "device": backend.device().to_json(),
             "interpreted": backend.interpreted,
+            "programs": programs.report() if programs is not None else None,
         }
 
 

@@ -355,6 +355,8 @@ def _seconds(checks_leg: Mapping[str, Any], legs: list[tuple[str, Mapping[str, A
     checks = checks_leg.get("seconds", {})
     out: dict[str, Any] = {"legs": {f"checks: {role}": phases for role, phases in checks.get("legs", {}).items()}}
     out["grading_s"] = checks.get("grading_s", 0.0)
+    if "reference_programs" in checks:
+        out["reference_programs"] = checks["reference_programs"]
     for name, leg in legs:
         if isinstance(leg.get("parent_clock"), Mapping):
             out["legs"][f"{name} leg"] = spawn.phase_seconds(leg["parent_clock"])

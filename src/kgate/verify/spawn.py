@@ -222,18 +222,19 @@ def start(
     they never touch the disk. `held` (payload None): started ahead, it loads the array library
     and waits, running nothing of the problem's, until `release(payload)`."""
     workdir.mkdir(parents=True, exist_ok=True)
-    request_path = workdir / f"{kind}-request.json"
     result_path = workdir / f"{kind}-result.json"
     stderr_path = workdir / f"{kind}-stderr.txt"
     result_path.unlink(missing_ok=True)
-    request_path.unlink(missing_ok=True)
+    # A leg's request (its seeds, the drawn one included) comes as the first line on its stdin,
+    # never in a file: a candidate's process running beside it could read a file, or plant one first.
+    line = b""
     if held:  # its request comes on stdin at release()
         waits, env = True, {**(env or {}), HELD_ENV: "1"}
         forkable = True  # a held leg imports jax before it knows its problem, forked or fresh
     else:
         request = with_backend(payload or {})
         forkable = request.get("backend", "jax") == "jax"
-        request_path.write_text(json.dumps({**request, "result": str(result_path)}))
+        line = json.dumps({**request, "result": str(result_path)}).encode() + b"\n"
     pipes: dict[str, tuple[int, int]] = {}
     for name, wanted in (("KGATE_BEAT_FD", beats), ("KGATE_DATA_FD", data)):
         if wanted:
@@ -251,17 +252,27 @@ def start(
     channels = {name: w for name, (_, w) in pipes.items()} | ({"KGATE_TICK_FD": tick_r} if beats else {})
     started_ns = time.monotonic_ns()
     with open(stderr_path, "wb") as err:
-        forked = _forked(kind, request_path, full_env, channels, err.fileno(), waits, own_session) if forkable else None
+        forked = _forked(kind, full_env, channels, err.fileno(), own_session) if forkable else None
         proc = forked or subprocess.Popen(
-            [sys.executable, "-m", "kgate.verify.leg", kind, str(request_path)],
-            stdin=subprocess.PIPE if waits else subprocess.DEVNULL,
+            [sys.executable, "-m", "kgate.verify.leg", kind, REQUEST_ON_STDIN],
+            stdin=subprocess.PIPE,
             stdout=err,
             stderr=err,
             env=full_env,
             pass_fds=tuple(channels.values()),
             start_new_session=own_session,
         )
-    leg = LegProcess(kind, proc, result_path, stderr_path, started_ns, proc.stdin if waits else None, held=held)
+    stdin = proc.stdin
+    if line and stdin is not None:
+        try:
+            stdin.write(line)
+            stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the leg is gone; wait() reports it
+    if not waits and stdin is not None:
+        stdin.close()
+        stdin = None
+    leg = LegProcess(kind, proc, result_path, stderr_path, started_ns, stdin, held=held)
     if beats:
         os.close(tick_r)
     for name, (r, w) in pipes.items():
@@ -274,8 +285,8 @@ def start(
     return leg
 
 
-def _forked(kind: str, request_path: Path, env: Mapping[str, str], channels: Mapping[str, int], output_fd: int,
-            waits: bool, own_session: bool) -> forkserver.ForkedLeg | None:
+def _forked(kind: str, env: Mapping[str, str], channels: Mapping[str, int], output_fd: int,
+            own_session: bool) -> forkserver.ForkedLeg | None:
     """The leg forked by the warm fork server for this environment (see kgate.verify.forkserver);
     None where there is none, or it could not fork: the caller starts a fresh process. Only
     legs of jax problems are forked: the server has imported jax, which a fresh torch leg never
@@ -287,14 +298,13 @@ def _forked(kind: str, request_path: Path, env: Mapping[str, str], channels: Map
         return None
     if server is None:
         return None
-    stdin_r, stdin_w = os.pipe() if waits else (os.open(os.devnull, os.O_RDONLY), -1)
-    stdin = open(stdin_w, "wb") if waits else None  # noqa: SIM115 (closed by go() or release())
+    stdin_r, stdin_w = os.pipe()
+    stdin = open(stdin_w, "wb")  # noqa: SIM115 (closed by start(), go() or release())
     try:
-        return server.fork([kind, str(request_path)], env, cwd=os.getcwd(), stdin_fd=stdin_r, output_fd=output_fd,
+        return server.fork([kind, REQUEST_ON_STDIN], env, cwd=os.getcwd(), stdin_fd=stdin_r, output_fd=output_fd,
                            fd_env=channels, new_session=own_session, stdin=stdin)
     except (forkserver.ServerGone, OSError):
-        if stdin is not None:
-            stdin.close()
+        stdin.close()
         return None
     finally:
         os.close(stdin_r)
@@ -314,6 +324,7 @@ _CHANNELS = ("KGATE_BEAT_FD", "KGATE_TICK_FD", "KGATE_DATA_FD")
 # Every leg runs candidate code or follows one that did: a compiled program or an autotuning
 # result left on disk by one would be loaded by the next in place of its own (the reference's
 # program swapped for a wrong or a slow one). Persistent caches are off in every leg.
+REQUEST_ON_STDIN = "-"  # the request-path argument of every leg: its request is its stdin's first line
 CACHE_DIRS = ("JAX_COMPILATION_CACHE_DIR",)
 CACHES_OFF = {"JAX_ENABLE_COMPILATION_CACHE": "false"}
 
