@@ -33,7 +33,7 @@ demo: $(STAMP)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 test: $(STAMP)
-	$(call timed,test,the test suite (pytest-xdist workers: $(JOBS)),$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile -m "not timing")
+	$(call timed,test,the test suite (pytest-xdist workers: $(JOBS)),$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile --durations=15 -m "not timing")
 	$(call timed,test,the tests whose outcome is a measured speed; one at a time,$(BIN)/python -m pytest -q -m timing)
 
 clean:

@@ -321,10 +321,12 @@ def with_backend(payload: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _CHANNELS = ("KGATE_BEAT_FD", "KGATE_TICK_FD", "KGATE_DATA_FD")
+REQUEST_ON_STDIN = "-"  # the request-path argument of every leg: its request is its stdin's first line
+
 # Every leg runs candidate code or follows one that did: a compiled program or an autotuning
 # result left on disk by one would be loaded by the next in place of its own (the reference's
-# program swapped for a wrong or a slow one). Persistent caches are off in every leg.
-REQUEST_ON_STDIN = "-"  # the request-path argument of every leg: its request is its stdin's first line
+# program swapped for a wrong or a slow one). Persistent caches are off in every leg; a reference
+# leg reopens one whose files it loads only by a digest the parent holds (kgate.verify.refcache).
 CACHE_DIRS = ("JAX_COMPILATION_CACHE_DIR",)
 CACHES_OFF = {"JAX_ENABLE_COMPILATION_CACHE": "false"}
 
