@@ -62,6 +62,7 @@ CHEAP_STEP = [
     # combiner, a table read by gather, ragged_dot, a triangular solve that multiplies
     ("rmsnorm/reference.py", str(COUNTING / "bad_rms_reduce.py")),
     ("softmax/reference.py", str(COUNTING / "bad_sm_reduce.py")),
+    ("softmax/reference.py", str(COUNTING / "bad_sm_window_max.py")),
     ("rmsnorm/reference.py", str(COUNTING / "bad_rms_scatter.py")),
     ("jax_ops/matmul_reference.py", str(COUNTING / "bad_mm_ragged.py")),
     ("jax_ops/matmul_reference.py", str(COUNTING / "bad_mm_trisolve.py")),

@@ -400,7 +400,7 @@ def kernel_experiments(closed: Any, args: Sequence[Any]) -> tuple[list[Any], lis
 # Primitives that move, reshape, relabel or convert data and do no arithmetic: counted as no work.
 DATA_MOVEMENT = frozenset({
     "reshape", "broadcast_in_dim", "transpose", "squeeze", "expand_dims", "slice", "dynamic_slice",
-    "dynamic_update_slice", "concatenate", "pad", "rev", "gather", "scatter", "select_and_gather_add", "copy",
+    "dynamic_update_slice", "concatenate", "pad", "rev", "gather", "scatter", "copy",
     "copy_p", "convert_element_type", "bitcast_convert_type", "iota", "device_put", "split", "reduce_precision",
     "sharding_constraint", "optimization_barrier", "random_wrap", "random_unwrap", "random_seed", "stop_gradient",
     "real", "imag", "empty", "mesh_cast", "pvary", "stack", "tile", "unstack", "broadcast_to", "zeros_like",
@@ -416,7 +416,7 @@ _CUBIC = frozenset({"cholesky", "lu", "qr", "eigh", "eig", "svd", "schur", "hous
 PER_INPUT_ELEMENT = frozenset({
     "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "reduce_xor", "argmax",
     "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "reduce", "reduce_window_sum",
-    "reduce_window_max", "reduce_window_min", "reduce_window",
+    "reduce_window_max", "reduce_window_min", "reduce_window", "select_and_gather_add",  # a windowed max/min
 })
 
 
