@@ -408,3 +408,31 @@ def test_no_seed_reaches_a_file_while_the_candidate_runs(tmp_path):
     assert "reference/inputs.json" in text  # it did read where the legs keep their files
     for seed in (1234567, 7654321, drawn):
         assert str(seed) not in text
+
+
+def test_bytecode_forged_for_the_reference_or_a_module_it_imports_is_never_run(tmp_path):
+    """Python trusts a `__pycache__` file whose header matches its source's time and size: each
+    cheat forges one (for the reference, for a helper it imports) that drops the weight, as its
+    kernel does. Run twice, the second run's legs would import the forged code; they compile
+    from source, so both runs FAIL parity."""
+    import shutil
+
+    source = (ROOT / "examples" / "rmsnorm" / "reference.py").read_text()
+    direct = tmp_path / "direct"
+    direct.mkdir()
+    (direct / "reference.py").write_text(source)
+    helper = tmp_path / "helper"
+    helper.mkdir()
+    (helper / "rms_helpers.py").write_text("def scale(y, w):\n    return y * w\n")
+    assert "* w.astype(jnp.float32)" in source
+    (helper / "reference.py").write_text(source.replace("import jax.numpy as jnp\n", "import jax.numpy as jnp\nimport rms_helpers\n", 1)
+                                         .replace("y = x32 * jax.lax.rsqrt(ms + CONFIG[\"eps\"]) * w.astype(jnp.float32)",
+                                                  "y = rms_helpers.scale(x32 * jax.lax.rsqrt(ms + CONFIG[\"eps\"]), "
+                                                  "w.astype(jnp.float32))"))
+    assert "rms_helpers.scale" in (helper / "reference.py").read_text()
+    for folder, cheat in ((direct, "bad_forges_reference_bytecode.py"), (helper, "bad_forges_helper_bytecode.py")):
+        shutil.copy(ROOT / "examples" / "rmsnorm" / cheat, folder / cheat)
+        for run in range(2):
+            report = gate(str(folder / "reference.py"), str(folder / cheat), klass="xla-rewrite")
+            assert "parity.error" in failed(report), (cheat, run, failed(report))
+        assert list((folder / "__pycache__").glob("*.pyc"))  # the forged bytecode is there, for the taking

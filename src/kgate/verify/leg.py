@@ -227,6 +227,19 @@ LEGS = {
     "measure": _measure, "inputs": _inputs, "coverage": _coverage, "capture": _capture}
 
 
+def never_trust_bytecode() -> None:
+    """From here on (the problem's modules, whatever they import, anything imported late), this
+    process compiles every module from its source and writes no bytecode. Python trusts a
+    `__pycache__/*.pyc` whose header matches its source's time and size, so a candidate's process
+    could plant one for the reference (same file, same sha256, other code) that every later
+    process would run. A private cache prefix that never exists means no cached file is read."""
+    import secrets
+    import tempfile
+
+    sys.dont_write_bytecode = True
+    sys.pycache_prefix = str(Path(tempfile.gettempdir()) / f"kgate-no-bytecode-{secrets.token_hex(16)}")
+
+
 def main(argv: list[str]) -> int:
     kind, request_path = argv[1], argv[2]
     from kgate.verify.spawn import HELD, HELD_ENV, beat
@@ -252,6 +265,7 @@ def main(argv: list[str]) -> int:
 
     try:
         get_backend(req.get("backend", "jax"))
+        never_trust_bytecode()
         result = LEGS[kind](req)
     except KgateError as exc:
         result = {"status": "ERROR", "error": exc.to_json()}
