@@ -1,7 +1,7 @@
-"""Compiled programs reused across reference legs, from a cache no candidate can write into.
+"""Compiled programs reused across reference legs, loaded only by a digest the parent holds.
 
 Every reference leg compiles the same programs again (the reference's `create_inputs`, op by
-op, the reference itself, its float64 oracle), and on a CPU that is most of a gate's time. A
+op, the reference itself, its oracle), and on a CPU that is most of a gate's time. A
 leg may load a compiled program only when it is byte for byte one that an earlier reference
 leg of this parent compiled itself: the leg writes each program it compiles into this
 parent's private folder and reports the program's sha256 in its result; the parent, which
