@@ -9,7 +9,7 @@ import jax.numpy as jnp
 
 from xla_rewrite import workload as honest
 
-TIMED = "measure" in sys.argv  # `python -m kgate.verify.leg measure REQUEST`, or `kgate measure`
+TIMED = "measure" in sys.argv  # `python -m kgate.verify.leg measure -`, or `kgate measure`
 
 
 def workload(x, w):

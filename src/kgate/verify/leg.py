@@ -1,4 +1,5 @@
-"""One device leg of `kgate verify`, run as `python -m kgate.verify.leg KIND REQUEST.json`.
+"""One device leg of `kgate verify`, run as `python -m kgate.verify.leg KIND -`, its request
+the first line on its stdin (or `KIND REQUEST.json`, a file, when run by hand).
 
 The verifying parent never imports a framework; each leg runs here, in a fresh process,
 and writes its report as JSON to the result file the parent named. KIND is `reference-probes` and `candidate-probes`
@@ -252,7 +253,7 @@ def main(argv: list[str]) -> int:
         if not line.strip():
             return 0  # the run stopped before it needed this leg
         req = json.loads(line)
-    else:  # the first line on stdin (kgate.verify.spawn.REQUEST_ON_STDIN); a path in older callers
+    else:  # the first line on stdin (kgate.verify.spawn.REQUEST_ON_STDIN), or a file named by hand
         source = sys.stdin.buffer.readline() if request_path == "-" else Path(request_path).read_bytes()
         req = json.loads(source)
     # Nothing the modules print may reach kgate's channels: stdout joins stderr, and the

@@ -1,5 +1,5 @@
-"""Start a leg (`python -m kgate.verify.leg KIND REQUEST.json`) in a fresh process and read
-its result. No framework import here.
+"""Start a leg (`python -m kgate.verify.leg KIND -`, its request on its stdin) in a fresh
+process and read its result. No framework import here.
 
 A leg writes its result to a file the parent named, never to stdout: whatever the modules
 print (a candidate's `print()`, a library's warning) goes to the leg's stderr, which the
