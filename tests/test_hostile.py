@@ -4,6 +4,10 @@ is caught because grading happens where candidate code never ran.
 Every candidate is a file under examples/ whose docstring says what it tries.
 """
 
+import re
+
+import pytest
+
 from conftest import ROOT, failed, gate, parity
 
 
@@ -122,7 +126,10 @@ def test_correct_kernels_do_the_work():
 # -- timing: work that escapes the window, helpers that lie about time ------------------------
 
 
-def _measure(candidate):
+_RMSNORM = ("batch=1", "seq_len=16", "emb_dim=256")
+
+
+def _measure(candidate, problem="rmsnorm", op_point=_RMSNORM):
     """`kgate measure --json` in its own process: a hostile candidate's threads and patches die with it."""
     import json
     import subprocess
@@ -130,10 +137,11 @@ def _measure(candidate):
 
     from conftest import EXAMPLES
 
-    rms = EXAMPLES / "rmsnorm"
+    folder = EXAMPLES / problem
+    sets = [arg for value in op_point for arg in ("--set", value)]
     proc = subprocess.run(
-        [sys.executable, "-m", "kgate", "measure", "-r", rms / "reference.py", "-c", rms / candidate,
-         "--set", "batch=1", "--set", "seq_len=16", "--set", "emb_dim=256", "--budget", "1.5", "--sessions", "2",
+        [sys.executable, "-m", "kgate", "measure", "-r", folder / "reference.py", "-c", folder / candidate, *sets,
+         "--budget", "1.5", "--sessions", "2",
          "--time-interpreted", "--json"],  # these kernels are interpreted here: timed only when asked
         capture_output=True, text=True,
     )
@@ -156,6 +164,29 @@ def test_wrapping_kgates_timed_call_is_seen_by_the_process_watch():
     report = _measure("bad_inflates_reference_time.py")
     assert report["status"] == "ANOMALY"
     assert "kgate.backends.jax_backend.TimedCall.__call__ was rebound (at import)" in _check(report, "process_untouched")["detail"]
+
+
+@pytest.mark.parametrize("candidate", [
+    "bad_slows_reference_compile.py",  # rebinds the compiler's function on its trace; it puts itself back
+    "bad_slows_reference_compile_from_its_trace.py",  # a collector callback installs it inside the reference's trace
+    "bad_slows_reference_compile_and_hides_it.py",  # and forges what the compiled program says it is
+])
+def test_a_compiler_patch_that_puts_itself_back_is_seen_in_the_reference_s_compiled_program(candidate):
+    report = _measure(candidate, "softmax", ("rows=64", "cols=256"))
+    assert report["status"] == "ANOMALY"
+    assert _check(report, "reference_program_unchanged")["status"] == "PASS"  # the lowered program is untouched
+    compiled = _check(report, "reference_compiled_unchanged")
+    assert compiled["status"] == "FAIL" and "session(s) 1 " in compiled["detail"], compiled
+    assert "compiled to something else" in compiled["detail"]
+
+
+def test_an_honest_candidate_s_reference_compiles_to_the_program_compiled_before_its_import():
+    report = _measure("xla_rewrite.py", "softmax", ("rows=64", "cols=256"))
+    assert report["status"] == "PASS"
+    for name in ("reference_program_unchanged", "reference_compiled_unchanged", "process_untouched"):
+        assert _check(report, name)["status"] == "PASS", _check(report, name)
+    sessions = re.search(r"in all (\d+) session", _check(report, "reference_compiled_unchanged")["detail"])
+    assert sessions and int(sessions.group(1)) >= 2  # compiled again after the import, and still the same
 
 
 def test_replayed_answers_disagree_on_timed_inputs_never_seen():

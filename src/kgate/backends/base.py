@@ -147,6 +147,17 @@ class Arithmetic:
 
 
 @dataclass(frozen=True)
+class ProgramPrint:
+    """The reference's program at its op-point, taken before any candidate code exists: what
+    every program later compiled for it, in a process that ran candidate code, must still be."""
+
+    sha256: str | None  # the program as traced and lowered; None when it could not be taken
+    why: str = ""  # why there is none
+    compiled_sha256: str | None = None  # what the compiler made of it, where the backend can read that
+    compiled: Any = None  # that compiled program: session 0 times it, so it is never compiled after the import
+
+
+@dataclass(frozen=True)
 class ProgramFacts:
     """What a backend saw of a compiled workload: traced program, compiled program, kernels."""
 

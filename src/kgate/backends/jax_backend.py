@@ -16,6 +16,8 @@ from typing import Any, Literal
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax._src.interpreters import pxla
+from jax._src.lib import hlo as _hlo, xla_client
 from jax.experimental.pallas import tpu as pltpu
 
 from kgate.backends import jaxpr_flow, pallas_grid, stablehlo_flow
@@ -29,6 +31,7 @@ from kgate.backends.base import (
     LoweredProgram,
     OutputCoverage,
     ProgramFacts,
+    ProgramPrint,
     count_moved,
     cpu_cache_flusher,
     edge_values,
@@ -52,6 +55,18 @@ _CONTEXT_STATES = ("abstract_mesh_context_manager", "compute_on_context_manager"
 # a candidate that rebinds jax.block_until_ready later changes nothing kgate times.
 _SYNC = jax.block_until_ready
 _LEAVES = jax.tree_util.tree_leaves
+# What kgate reads a compiled program through, bound here for the same reason: a candidate that
+# rebinds a method of the executable or of its HLO module (they are settable) changes nothing
+# kgate reads; the exact types, so a stand-in object built to answer for a program is refused.
+_COMPILED = jax.stages.Compiled
+_MESH_EXECUTABLE = pxla.MeshExecutable
+_RUNTIME_EXECUTABLE = pxla.MeshExecutable.runtime_executable
+_LOADED_EXECUTABLE = xla_client.LoadedExecutable
+_HLO_MODULES = xla_client.LoadedExecutable.hlo_modules
+_HLO_TEXT = _hlo.HloModule.to_string
+_HLO_OPTIONS = _hlo.HloPrintOptions.short_parsable()
+_HLO_OPTIONS.print_metadata = False  # source locations: kgate's own call sites differ from one compile to the next
+_HLO_OPTIONS.print_large_constants = True
 _CUSTOM_CALL_TARGET = re.compile(r'custom_call_target="([^"]+)"')
 _DTYPES = {"float32", "float16", "bfloat16", "float64"}
 
@@ -461,40 +476,49 @@ class JaxBackend:
         *,
         keep_outputs: bool = True,
         eager: bool = False,
+        precompiled: ProgramPrint | None = None,
     ) -> TimedCall:
         """jit and compile `fn` ahead of time on these input buffers (compile never timed).
 
         `keep_outputs=False` (the reference): each output is deleted as soon as its call is
-        timed, so no answer of the reference stays reachable while candidate code runs."""
+        timed, so no answer of the reference stays reachable while candidate code runs.
+        `precompiled`: the reference's program as compiled before the candidate was imported
+        (`program_fingerprint`), timed as it is."""
         bound, arrays = bind_static(fn, inputs)
-        program = None
+        program = made = None
         if eager:  # a reference declared eager: nothing to compile: each call runs op by op, in the backend's mode
             def compiled(*args: Any) -> Any:
                 with self._mode():
                     return bound(*args)
+        elif precompiled is not None and precompiled.compiled is not None:
+            compiled, program, made = precompiled.compiled, precompiled.sha256, precompiled.compiled_sha256
         else:
             with self._mode():
                 lowered = jax.jit(_fresh(bound)).lower(*arrays)
                 program = _program_sha256(lowered)
                 compiled = lowered.compile()
+            made = compiled_sha256(compiled)
         timed = TimedCall(compiled, arrays, clock, flush, keep_outputs)
-        timed.program_sha256 = program
+        timed.program_sha256, timed.compiled_sha256 = program, made
         return timed
 
-    def program_fingerprint(self, problem: ProblemModule, dtype: str | None) -> tuple[str | None, str]:
-        """The sha256 of the program jit lowers for the problem's entry at its op-point, from
-        shapes alone (nothing allocated): taken before any candidate code exists, it is what the
-        reference's timed program must still be after (a patched operator, lowering rule or
-        helper changes it). (None, why) when it cannot be taken that way."""
+    def program_fingerprint(self, problem: ProblemModule, dtype: str | None) -> ProgramPrint:
+        """The program jit lowers for the problem's entry at its op-point and what XLA compiles it
+        to, from shapes alone (nothing allocated). Taken before any candidate code exists, they are
+        what the reference's timed programs must still be after: a patched operator, lowering rule
+        or helper changes the first; a patch of the compiler's path that puts itself back, the
+        second. The compiled program is kept for session 0 to time."""
         if problem.eager:
-            return None, "the reference runs op by op (declared eager): there is no program to compare"
+            return ProgramPrint(None, "the reference runs op by op (declared eager): there is no program to compare")
         try:
             shapes = self._traced_inputs(problem, dtype)[1]
             bound, arrays = bind_static(problem.entry, shapes)
             with self._mode():
-                return _program_sha256(jax.jit(_fresh(bound)).lower(*arrays)), ""
+                lowered = jax.jit(_fresh(bound)).lower(*arrays)
+                compiled = lowered.compile()
         except Exception as exc:
-            return None, f"the reference could not be lowered from shapes alone ({describe(exc)})"
+            return ProgramPrint(None, f"the reference could not be compiled from shapes alone ({describe(exc)})")
+        return ProgramPrint(_program_sha256(lowered), "", compiled_sha256(compiled), compiled)
 
     def warm_up(self) -> None:
         """Run one trivial jitted op: the framework starts its own thread pools now, so that a
@@ -608,7 +632,8 @@ class JaxBackend:
     @staticmethod
     def watched_modules(depth: str = "public") -> list[str]:
         """The array library's surface a candidate could patch, by depth: `hot`, what a timed
-        call goes through (jit, the compiled call, synchronization, the clocks); `public`, the
+        call and a compile go through (jit, the compiler's path, the compiled call,
+        synchronization, the clocks); `public`, the
         public modules and the lax primitives the public ops delegate to; `deep`, every loaded
         jax, jaxlib, numpy and ml_dtypes module."""
         if depth == "deep":
@@ -617,11 +642,12 @@ class JaxBackend:
                 for name, module in list(sys.modules.items())
                 if module is not None and name.split(".")[0] in ("jax", "jaxlib", "numpy", "ml_dtypes")
             ]
-        hot = ("jax", "jax._src.api", "jax._src.stages", "jax._src.pjit", "time")
+        hot = ("jax", "jax._src.api", "jax._src.stages", "jax._src.pjit", "jax._src.dispatch", "jax._src.compiler",
+               "jax._src.interpreters.pxla", "jax._src.xla_bridge", "jax._src.compilation_cache", "time")
         public = (
             *hot, "os", "random", "secrets", "threading", "hashlib", "pickle", "jax.numpy", "jax.lax", "jax.random", "jax.nn", "jax.tree_util", "jax.scipy.special",
             "jax.experimental.pallas", "jax.experimental.pallas.tpu", "jax._src.lax.lax",
-            "jax._src.numpy.lax_numpy", "jax._src.numpy.reductions", "jax._src.numpy.ufuncs", "jax._src.dispatch",
+            "jax._src.numpy.lax_numpy", "jax._src.numpy.reductions", "jax._src.numpy.ufuncs",
             "numpy", "numpy.random", "numpy.linalg",
         )
         return [name for name in (hot if depth == "hot" else public) if name in sys.modules]
@@ -916,6 +942,21 @@ def _program_sha256(lowered: Any) -> str:
     return hashlib.sha256(lowered.as_text().encode()).hexdigest()
 
 
+def compiled_sha256(compiled: Any) -> str:
+    """The sha256 of the HLO modules XLA compiled, read through what kgate bound at import (source
+    locations left out). An object that is not jax's own compiled program answers with what it is
+    instead, which no digest equals."""
+    if type(compiled) is not _COMPILED or type(compiled._executable) is not _MESH_EXECUTABLE:
+        return f"not jax's compiled program (a {type(compiled).__name__})"
+    executable = _RUNTIME_EXECUTABLE(compiled._executable)
+    if type(executable) is not _LOADED_EXECUTABLE:
+        return f"not an XLA executable (a {type(executable).__name__})"
+    digest = hashlib.sha256()
+    for module in _HLO_MODULES(executable):
+        digest.update(_HLO_TEXT(module, _HLO_OPTIONS).encode())
+    return digest.hexdigest()
+
+
 class TimedCall:
     """One leg, compiled ahead of time on fixed input buffers; each call is synchronized.
 
@@ -940,6 +981,7 @@ class TimedCall:
         self._keep = keep_outputs
         self._alive: list[Any] = []
         self.program_sha256: str | None = None  # the lowered program's digest (compile_timed sets it)
+        self.compiled_sha256: str | None = None  # the compiled program's (`compiled_sha256`)
 
     def __call__(self) -> int:
         """Flush the caches (untimed), run once, return the elapsed wall-clock nanoseconds

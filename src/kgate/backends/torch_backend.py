@@ -27,6 +27,7 @@ from kgate.backends.base import (
     KernelFailure,
     KernelSite,
     ProgramFacts,
+    ProgramPrint,
     count_moved,
     cpu_cache_flusher,
     edge_values,
@@ -612,15 +613,16 @@ class TorchBackend:
 
     def compile_timed(self, fn: Callable[..., Any], inputs: Sequence[Any], clock: Callable[[], int],
                       flush: Callable[[], None] | None = None, *, keep_outputs: bool = True,
-                      eager: bool = False) -> TorchTimedCall:
+                      eager: bool = False, precompiled: ProgramPrint | None = None) -> TorchTimedCall:
         """`fn` on these input buffers, called once untimed (torch's first call loads kernels and
-        plans): that call's torch functions, in order, are its program (`program_sha256`)."""
+        plans): that call's torch functions, in order, are its program (`program_sha256`). Torch
+        compiles nothing ahead, so there is no `precompiled` program to take."""
         text = self._graph_text(fn, inputs)
         timed = TorchTimedCall(fn, inputs, clock, flush, keep_outputs)
         timed.program_sha256 = hashlib.sha256(text.encode()).hexdigest() if text else None
         return timed
 
-    def program_fingerprint(self, problem: ProblemModule, dtype: str | None) -> tuple[str | None, str]:
+    def program_fingerprint(self, problem: ProblemModule, dtype: str | None) -> ProgramPrint:
         """The torch functions the reference calls at its op-point, in order, with their shapes
         (one call on inputs of seed 0, before any candidate code exists): what its timed
         program must still be."""
@@ -628,10 +630,10 @@ class TorchBackend:
             inputs, _ = self.create_inputs(problem, 0, dtype)
             text = self._graph_text(problem.entry, inputs)
         except Exception as exc:
-            return None, f"the reference could not be run before the candidate was imported ({describe(exc)})"
+            return ProgramPrint(None, f"the reference could not be run before the candidate was imported ({describe(exc)})")
         if not text:
-            return None, "the reference's torch calls could not be recorded"
-        return hashlib.sha256(text.encode()).hexdigest(), ""
+            return ProgramPrint(None, "the reference's torch calls could not be recorded")
+        return ProgramPrint(hashlib.sha256(text.encode()).hexdigest())
 
     def cache_flusher(self) -> tuple[Callable[[], None], str]:
         """On a GPU, a 256 MiB device buffer rewritten before every timed call (beyond any L2);
@@ -920,6 +922,7 @@ class TorchTimedCall:
         self._fn, self._inputs, self._clock, self._flush, self._keep = fn, tuple(inputs), clock, flush, keep_outputs
         self._alive: list[Any] = []
         self.program_sha256: str | None = None
+        self.compiled_sha256: str | None = None  # torch compiles nothing ahead: the program is its calls
 
     def __call__(self) -> int:
         if self._flush is not None:

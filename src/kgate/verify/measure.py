@@ -15,7 +15,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ import numpy as np
 
 from kgate import clock as kclock
 from kgate.backends import HostTree, detect, get_backend
-from kgate.backends.base import floating_dtypes
+from kgate.backends.base import ProgramPrint, floating_dtypes
 from kgate.errors import KgateError, describe
 from kgate.gates import roofline, stats
 from kgate.gates.bar import Bar, bar_gate, interval_decision
@@ -372,11 +372,11 @@ def _measure(
     beat("phase importing the reference and the candidate")
     clock = kclock.perf_counter_ns  # bound before the candidate is imported below
     threads_before_import = census.census()
-    expected: dict[str, Any] = {}  # the reference's program, lowered before the candidate exists
+    expected: dict[str, ProgramPrint] = {}  # the reference's program, compiled before the candidate exists
 
     def fingerprint(reference: Any) -> None:
-        beat("phase lowering the reference before the candidate is imported")
-        expected["sha256"], expected["why"] = backend.program_fingerprint(reference, request.dtype)
+        beat("phase compiling the reference before the candidate is imported")
+        expected["print"] = backend.program_fingerprint(reference, request.dtype)
 
     with load_pair(
         request.reference, request.candidate, entry=request.entry, overrides=request.overrides, watch=[stats, kclock],
@@ -405,10 +405,11 @@ def _measure(
         threads = python_threads()
         flush, flush_text = backend.cache_flusher()
         integrity: list[Check] = []
+        before = expected.get("print") or ProgramPrint(None, "the reference was not lowered before the candidate's import")
         if request.reference_first:
             with compile_slot():
                 ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush, keep_outputs=False,
-                                             eager=pair.reference.eager)
+                                             eager=pair.reference.eager, precompiled=before)
             ref.output()
         beat("phase tracing the programs for kernels")
         try:
@@ -433,7 +434,7 @@ def _measure(
             beat("phase compiling the reference")
             with compile_slot():
                 ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush, keep_outputs=False,
-                                             eager=pair.reference.eager)
+                                             eager=pair.reference.eager, precompiled=before)
             ref.output()
         watch.track("reference timed call", ref)
         cpu = backend.interpreted  # the CPU stand-in (shared, few cores): timing is capped, compiled or not
@@ -444,7 +445,7 @@ def _measure(
         legs = {"candidate": cand, "reference": ref}
         timed_seeds = [request.seed]
         agreement: list[dict[str, Any]] = []
-        reference_programs: list[str | None] = []  # each later session's reference, as compiled
+        reference_programs: list[Any] = []  # each later session's reference timed call, as compiled
 
         def make_legs(session: int) -> tuple[Any, Any]:
             if session == 0:
@@ -463,12 +464,14 @@ def _measure(
             buffers.append((fresh, backend.digest(fresh)))
             with compile_slot():
                 new_cand = backend.compile_timed(pair.candidate.entry, fresh, clock, flush)  # candidate first
-            watch.check_settings(f"before the reference was compiled for session {session}")  # a setting changed
-            with compile_slot():  # while the candidate was traced, and put back while it runs, applies here
+            # What tracing the candidate changed (a setting, a function of the compiler's path) and put
+            # back while it runs would apply to the reference's compile: seen here, before it.
+            watch.check(f"before the reference was compiled for session {session}", "hot")
+            with compile_slot():
                 new_ref = backend.compile_timed(pair.reference.entry, fresh, clock, flush, keep_outputs=False,
                                                 eager=pair.reference.eager)
             legs.update(candidate=new_cand, reference=new_ref)
-            reference_programs.append(new_ref.program_sha256)
+            reference_programs.append(new_ref)
             watch.track(f"session {session} candidate timed call", new_cand, volatile=("_alive",))
             watch.track(f"session {session} reference timed call", new_ref)
             return new_ref, new_cand
@@ -500,7 +503,7 @@ def _measure(
         integrity = [
             _process_check(watch.changes),
             _tamper_check(pair.reference_changes),
-            _program_check(expected, [ref.program_sha256, *reference_programs]),
+            *_program_checks(before, [ref, *reference_programs]),
             _timer_check(timer_changes),
             Check(
                 "inputs_unchanged",
@@ -778,21 +781,34 @@ def _process_check(changes: list[str]) -> Check:
     return Check("process_untouched", "PASS", "kgate's modules and the array library's surface unchanged through the run")
 
 
-def _program_check(expected: Mapping[str, Any], seen: list[str | None]) -> Check:
-    """Every program compiled for the reference is the one lowered before the candidate was
-    imported: a patched operator, lowering rule or helper that would slow the reference (or
-    change what it computes) changes it, whatever route the patch took."""
-    name = "reference_program_unchanged"
-    if not expected.get("sha256"):
-        return Check(name, "SKIPPED", f"not compared: {expected.get('why') or 'no program was lowered'}")
-    differ = [i for i, sha in enumerate(seen) if sha is not None and sha != expected["sha256"]]
+def _program_checks(expected: ProgramPrint, seen: Sequence[Any]) -> tuple[Check, ...]:
+    """Every program compiled for the reference is the one lowered and compiled before the candidate
+    was imported. A patched operator, lowering rule or helper that would slow the reference (or change
+    what it computes) changes the lowered program, whatever route the patch took; a patch of the
+    compiler's own path that puts itself back once used changes what was compiled from it."""
+    lowered = [t.program_sha256 for t in seen]
+    compiled = [t.compiled_sha256 for t in seen]
+    checks = [_same_program("reference_program_unchanged", "lowered", expected.sha256, expected.why, lowered,
+                            "something the candidate ran changed how the reference traces or lowers (an operator, "
+                            "a lowering rule, a helper's code)")]
+    if expected.sha256 and expected.compiled_sha256:  # a backend that compiles ahead of time
+        checks.append(_same_program("reference_compiled_unchanged", "compiled", expected.compiled_sha256, "", compiled,
+                                    "the same lowered program compiled to something else: something the candidate "
+                                    "ran changed the compiler's path (a function it calls, what it returns)"))
+    return tuple(checks)
+
+
+def _same_program(name: str, stage: str, expected: str | None, why: str, seen: list[str | None], cause: str) -> Check:
+    if not expected:
+        return Check(name, "SKIPPED", f"not compared: {why or 'no program was lowered'}")
+    differ = [f"{i} ({sha[:12] if len(sha) == 64 else sha})" for i, sha in enumerate(seen)
+              if sha is not None and sha != expected]
     if differ:
-        return Check(name, "FAIL", f"the program compiled for the reference in session(s) {differ} is not the one "
-                     f"lowered before the candidate was imported (sha256 {expected['sha256'][:12]}): something the "
-                     "candidate ran changed how the reference traces or lowers (an operator, a lowering rule, a "
-                     "helper's code)", "the candidate must not patch the array library or the reference.")
-    return Check(name, "PASS", f"the reference's program in all {len(seen)} session(s) is the one lowered before the "
-                 f"candidate was imported (sha256 {expected['sha256'][:12]})")
+        return Check(name, "FAIL", f"the program {stage} for the reference in session(s) {', '.join(differ)} is not "
+                     f"the one {stage} before the candidate was imported (sha256 {expected[:12]}): {cause}",
+                     "the candidate must not patch the array library, its compiler or the reference.")
+    return Check(name, "PASS", f"the reference's program in all {len(seen)} session(s) is the one {stage} before the "
+                 f"candidate was imported (sha256 {expected[:12]})")
 
 
 def _tamper_check(changes: tuple[str, ...]) -> Check:

@@ -7,6 +7,7 @@ candidate is imported and re-checked after each candidate call.
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 from typing import Any
@@ -15,14 +16,23 @@ from kgate.problem.snapshot import ModuleSnapshot, loaded_modules, snapshot_modu
 
 
 def _interpreter_state() -> dict[str, Any]:
-    """Interpreter settings that change how threads are scheduled or what runs between calls."""
-    return {
+    """Interpreter settings that change how threads are scheduled or what runs between calls: a
+    hook set here runs code of the candidate's later, inside kgate's own work (the garbage
+    collector's callbacks run wherever a collection happens to start)."""
+    state = {
         "sys.getswitchinterval()": sys.getswitchinterval(),
         "sys.getprofile()": sys.getprofile(),
         "sys.gettrace()": sys.gettrace(),
         "threading profile hook": getattr(threading, "_profile_hook", None),
         "threading trace hook": getattr(threading, "_trace_hook", None),
+        "gc.callbacks": tuple(gc.callbacks),
+        "gc.get_threshold()": gc.get_threshold(),
+        "gc.isenabled()": gc.isenabled(),
     }
+    monitoring = getattr(sys, "monitoring", None)  # Python 3.12 on: a tool registered runs on the events it asks for
+    if monitoring is not None:
+        state["sys.monitoring tools"] = tuple(monitoring.get_tool(i) for i in range(6))
+    return state
 
 
 def _op_point_state(config: Any) -> dict[str, tuple[type, str]]:
@@ -77,6 +87,9 @@ class Watch:
         for snapshot in self.snapshots.values():
             snapshot.restore()
         self.backend.restore_settings(self.settings)
+        gc.callbacks[:] = self.interpreter["gc.callbacks"]
+        gc.set_threshold(*self.interpreter["gc.get_threshold()"])
+        (gc.enable if self.interpreter["gc.isenabled()"] else gc.disable)()
 
     def settings_changed(self) -> list[str]:
         """The array library's settings that are not the very objects they were (identity: a
