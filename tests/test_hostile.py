@@ -287,11 +287,35 @@ def test_softmax_without_max_subtraction_fails_on_the_offset():
     assert "edge-offset-in0.finite" in _edge_failures(report)
 
 
+@pytest.mark.parametrize("candidate", [
+    "bad_range_tuned_rsqrt.py",  # a polynomial rsqrt for mean squares in (0.25, 4), exact outside
+    "bad_eps_too_large.py",  # an epsilon a thousand times the reference's: felt only by small rows
+])
+def test_what_is_right_only_in_the_range_random_draws_have_fails_on_rows_scaled_for_the_run(candidate):
+    report = gate("rmsnorm/reference.py", f"rmsnorm/{candidate}")
+    assert _edge_failures(report) == {"edge-scales-in0.error"}, report.gates["parity"].failures
+
+
+def test_the_rows_of_the_scales_edge_span_the_drawn_powers_of_two_and_differ_from_run_to_run():
+    import numpy as np
+
+    from kgate.backends.base import edge_values
+
+    x = np.random.default_rng(0).normal(size=(16, 64)).astype(np.float32)
+    first, second = (dict(edge_values(x, 3.4e38, seed))["scales"] for seed in (7, 8))
+    exponents = np.log2(first[:, 0] / x[:, 0])
+    assert np.all((exponents >= -4) & (exponents < 4))
+    assert sorted(np.floor((exponents + 4) * 2).astype(int)) == list(range(16))  # one row in every band
+    assert not np.allclose(first, second)
+    tiny = dict(edge_values(np.full(4, 100.0, np.float32), 65504.0, 7))["scales"]  # float16: no factor past the extreme's
+    assert tiny.max() <= 4 * np.sqrt(65504.0) * (1 + 1e-6)  # the extreme slice's magnitude
+
+
 def test_correct_kernels_pass_every_edge_and_the_edges_are_recorded():
     report = gate("rmsnorm/reference.py", "rmsnorm/pallas.py")
     assert report.status == "PASS"
-    assert report.context["edge_probes"] == ["edge-slices-in0", "edge-offset-in0", "edge-spikes-in0", "edge-slices-in1",
-                                             "edge-offset-in1", "edge-spikes-in1"]
+    assert report.context["edge_probes"] == ["edge-slices-in0", "edge-offset-in0", "edge-spikes-in0", "edge-scales-in0",
+                                             "edge-slices-in1", "edge-offset-in1", "edge-spikes-in1", "edge-scales-in1"]
     names = {p["name"] for p in report.gates["parity"].details["probes"]}
     assert set(report.context["edge_probes"]) <= names
 

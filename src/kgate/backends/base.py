@@ -397,7 +397,11 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None) -> l
     so it stays all zero); `offset` is the whole input plus a large common offset, with a
     constant slice (the middle index). With `seed` (drawn for the run, never sent to the
     candidate's process), `spikes`: one extreme value in every row (along the last axis) at a position
-    drawn from it, so no fixed place (first, last, middle) is where extremes always are."""
+    drawn from it, so no fixed place (first, last, middle) is where extremes always are; and
+    `scales`: every row times its own power of two between 1/16 and 16, one drawn from each of as
+    many equal bands of the exponent as there are rows, in a drawn order, so that the rows span
+    magnitudes random draws of one distribution never leave (an approximation tuned to the range
+    the seeds' values have, exact outside it, is wrong on the rows between)."""
     scale = float(np.max(np.abs(x32))) or 1.0
     typical = float(np.median(np.abs(x32))) or 1.0
     # 64x the input's largest magnitude: squares overflow float16 (past 256), sums lose
@@ -421,7 +425,19 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None) -> l
         signs = np.where(rng.random(rows.shape[0]) < 0.5, -1.0, 1.0).astype(np.float32)
         rows[np.arange(rows.shape[0]), where] = signs * np.float32(huge)
         variants.append(("spikes", spikes))
+        variants.append(("scales", row_scaled(x32, np.random.default_rng([seed, 1]), huge / scale)))
     return variants
+
+
+def row_scaled(x32: np.ndarray, rng: np.random.Generator, most: float) -> np.ndarray:
+    """`x32` with every row (along the last axis) times 2**e, the exponents stratified over
+    [-4, 4) (one uniform draw in each of n equal bands for n rows, shuffled), and no factor past
+    `most` (the extreme edge's: nothing overflows that the extreme slice would not)."""
+    n = int(np.prod(x32.shape[:-1], dtype=np.int64)) if x32.ndim > 1 else 1
+    exponents = (np.arange(n) + rng.random(n)) / n * 8.0 - 4.0
+    rng.shuffle(exponents)
+    factors = np.minimum(np.exp2(exponents), max(most, 1.0)).astype(np.float32)
+    return (x32.reshape(n, -1) * factors[:, None]).reshape(x32.shape)
 
 
 def _isnan(a: np.ndarray) -> np.ndarray:

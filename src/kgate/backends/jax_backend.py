@@ -582,7 +582,8 @@ class JaxBackend:
         one: `edge-slices-inI` has an extreme slice (the last index) and a zero slice (index 0,
         applied last so it stays all zero); `edge-offset-inI` is the whole input plus a large
         common offset, with a constant slice (the middle index); with `seed` (the run's drawn
-        one), `edge-spikes-inI`: one extreme value per row at a drawn position. Built on the host."""
+        one), `edge-spikes-inI`: one extreme value per row at a drawn position, and `edge-scales-inI`:
+        every row times its own drawn power of two from 1/16 to 16. Built on the host."""
         leaves, treedef = jax.tree_util.tree_flatten(tuple(inputs))
         variants: list[tuple[str, tuple[Any, ...]]] = []
         for i, x in enumerate(leaves):
