@@ -98,10 +98,6 @@ class Watch:
         return [f"the array library's setting {k} changed from {self.settings.get(k)!r} to {now.get(k)!r}"
                 for k in sorted(set(now) | set(self.settings)) if now.get(k) is not self.settings.get(k)]
 
-    def check_settings(self, when: str) -> None:
-        """Only the settings (cheap): before kgate compiles the reference in a process that ran candidate code."""
-        self._record(self.settings_changed(), when)
-
     def check(self, when: str, depth: str = "public") -> None:
         found = self.snapshots[depth].diff(content=depth == "deep")
         if depth == "deep":  # the end: code objects hashed again, for bytes written into one in place
