@@ -246,6 +246,8 @@ def start(
     for name in CACHE_DIRS:  # no process reads what another (one that ran candidate code) could have written
         full_env.pop(name, None)
     full_env.update({**(env or {}), "PYTHONUNBUFFERED": "1", **CACHES_OFF})
+    for name, value in SHARED_DEVICE.items():  # the user's own setting wins
+        full_env.setdefault(name, value)
     full_env.update({name: str(w) for name, (_, w) in pipes.items()})
     if beats:
         full_env["KGATE_TICK_FD"] = str(tick_r)
@@ -329,6 +331,9 @@ REQUEST_ON_STDIN = "-"  # the request-path argument of every leg: its request is
 # leg reopens one whose files it loads only by a digest the parent holds (kgate.verify.refcache).
 CACHE_DIRS = ("JAX_COMPILATION_CACHE_DIR",)
 CACHES_OFF = {"JAX_ENABLE_COMPILATION_CACHE": "false"}
+# Legs run side by side on one GPU (a gate's reference and candidate legs, a held timing leg):
+# JAX's default of taking 75% of the GPU's memory at start would leave the second leg none.
+SHARED_DEVICE = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
 
 # What usually keeps a leg in a phase (by the phase name's first words), said when it overruns.
 PHASE_CAUSES = {
