@@ -48,6 +48,8 @@ _CUDA = torch.cuda.is_available()
 # What a timed call goes through, bound when kgate is imported (before any candidate code).
 _SYNC = torch.cuda.synchronize if _CUDA else (lambda: None)
 _INFERENCE = torch.inference_mode
+_EVENT = torch.cuda.Event
+_EVENT_RECORD, _EVENT_SYNC, _EVENT_ELAPSED = _EVENT.record, _EVENT.synchronize, _EVENT.elapsed_time
 if not _CUDA:  # before triton is imported anywhere in this process: its kernels are interpreted
     os.environ["TRITON_INTERPRET"] = "1"
 
@@ -122,17 +124,22 @@ def _changed(before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
 
 
 def _wrap_launcher() -> bool:
-    """Wrap the Triton interpreter's launcher (once, when kgate loads, before any candidate
-    code). Everything the wrapper calls is bound here, as locals of this closure: a candidate
-    that rebinds a module global (kgate's, hashlib's) mid-call changes nothing it uses."""
-    if _CUDA:
-        return False
+    """Wrap Triton's launcher (once, when kgate loads, before any candidate code): on a GPU the
+    compiled kernels' (`JITFunction.run`), elsewhere the interpreter's. Everything the wrapper
+    calls is bound here, as locals of this closure: a candidate that rebinds a module global
+    (kgate's, hashlib's) mid-call changes nothing it uses. Both take the same arguments, and a
+    launch is stream-ordered with the copies and comparisons around it, so what a launch wrote
+    is found the same way on either."""
     try:
-        from triton.runtime.interpreter import InterpretedFunction
+        if _CUDA:
+            from triton.runtime.jit import JITFunction as Launcher
+        else:
+            from triton.runtime.interpreter import InterpretedFunction as Launcher
     except Exception:
         return False
-    original, recording, sha256, kept, authored = (InterpretedFunction.run, _RECORDING, hashlib.sha256, _language_kept,
-                                                   _authored)
+    # the interpreter rebinds triton.language while a kernel runs; compiled launches touch none of it
+    kept = contextlib.nullcontext if _CUDA else _language_kept
+    original, recording, sha256, authored = Launcher.run, _RECORDING, hashlib.sha256, _authored
     tensors_of, changed, no_grad = _tensors, _changed, torch.no_grad
 
     def run(self: Any, *args: Any, grid: Any, warmup: Any, **kwargs: Any) -> Any:
@@ -161,7 +168,7 @@ def _wrap_launcher() -> bool:
                 recorder.act(launch, tensors, len(recorder.launches) - 1)
         return result
 
-    InterpretedFunction.run = run  # type: ignore[method-assign]
+    Launcher.run = run  # type: ignore[method-assign]
     return True
 
 
@@ -607,9 +614,22 @@ class TorchBackend:
     # -- timing -------------------------------------------------------------------------
     def warm_up(self) -> None:
         """One small op: torch starts its thread pools now, so a thread census taken after this
-        sees only threads later code started."""
+        sees only threads later code started. On a GPU also the CUDA context, the state torch
+        fills in lazily once it exists (its cached device count, read by Triton's import among
+        others) and Triton's driver: a snapshot taken after this sees only what later code
+        changed, not the library finishing its own start."""
         with torch.inference_mode():
             (torch.ones(64, 64) @ torch.ones(64, 64)).sum().item()
+        if not _CUDA:
+            return
+        torch.cuda.init()
+        torch.cuda.device_count(), torch.cuda.current_device(), torch.cuda.get_device_properties(0)
+        with torch.inference_mode():
+            (torch.ones(64, 64, device="cuda") @ torch.ones(64, 64, device="cuda")).sum().item()
+        with contextlib.suppress(Exception):
+            from triton.runtime import driver
+
+            driver.active.get_current_stream(driver.active.get_current_device())
 
     def compile_timed(self, fn: Callable[..., Any], inputs: Sequence[Any], clock: Callable[[], int],
                       flush: Callable[[], None] | None = None, *, keep_outputs: bool = True,
@@ -701,9 +721,6 @@ class TorchBackend:
         """The authored Triton launches of one call, each kernel's reach (perturbing what its
         launches wrote moves an output) and whether it reads the inputs (its operands change
         when the inputs do)."""
-        if _CUDA:
-            raise RuntimeError("the firing audit of Triton launches is not built for a GPU yet (kgate records launches "
-                               "through the Triton interpreter, on a machine without one)")
         base, launches = self._launches(fn, inputs)
         base_host = self.to_host(base)
         base_leaves = base_host.leaves
@@ -909,18 +926,27 @@ def _stand_in(kind: str, k: int = 0, used: list[bool] | None = None) -> Act:
 
 
 class TorchTimedCall:
-    """One leg on fixed input buffers; each call synchronized (a device-wide synchronize on a
-    GPU; torch on the CPU returns when the work is done).
+    """One leg on fixed input buffers, each call synchronized. On the CPU torch returns when the
+    work is done, and a call is timed by the host clock. On a GPU a call is timed by a CUDA event
+    pair on the current stream (the device's own time from the call's first launch to its last);
+    the host clock then reads when that stream finished and when a device-wide synchronize
+    returned, and the difference, kept per call in `escaped_ns`, is work the call left running on
+    another stream, outside the events' window (`stream_quiet` grades it).
 
-    `clock` is the perf_counter_ns kgate bound before any candidate code was imported. The
-    candidate's last two outputs are kept alive so a new output cannot reuse their storage (an
-    answer cached by pointer would otherwise look fresh); the reference's are dropped at once,
-    so none of its answers is reachable while the candidate runs."""
+    `clock` is the perf_counter_ns kgate bound before any candidate code was imported, like the
+    event methods. The candidate's last two outputs are kept alive so a new output cannot reuse
+    their storage (an answer cached by pointer would otherwise look fresh); the reference's are
+    dropped at once, so none of its answers is reachable while the candidate runs."""
+
+    method = ("a CUDA event pair on the current stream per call (device time), then a device-wide synchronize; "
+              "host time to the device going idle after the stream finished checked (stream_quiet)"
+              if _CUDA else "each call timed by the host clock (torch on the CPU returns when its work is done)")
 
     def __init__(self, fn: Callable[..., Any], inputs: Sequence[Any], clock: Callable[[], int],
                  flush: Callable[[], None] | None, keep_outputs: bool) -> None:
         self._fn, self._inputs, self._clock, self._flush, self._keep = fn, tuple(inputs), clock, flush, keep_outputs
         self._alive: list[Any] = []
+        self.escaped_ns: list[int] = []  # per timed call on a GPU (the list itself is never rebound)
         self.program_sha256: str | None = None
         self.compiled_sha256: str | None = None  # torch compiles nothing ahead: the program is its calls
 
@@ -928,6 +954,22 @@ class TorchTimedCall:
         if self._flush is not None:
             self._flush()
         clock = self._clock
+        if _CUDA:
+            start, end = _EVENT(enable_timing=True), _EVENT(enable_timing=True)
+            with _INFERENCE():
+                t0 = clock()
+                _EVENT_RECORD(start)
+                out = self._fn(*self._inputs)
+                _EVENT_RECORD(end)
+                _EVENT_SYNC(end)
+                t1 = clock()
+                _SYNC()
+                t2 = clock()
+            self.escaped_ns.append(t2 - t1)
+            elapsed = int(_EVENT_ELAPSED(start, end) * 1e6)
+            if self._keep:
+                self._alive = [out, *self._alive[:1]]
+            return min(elapsed, t1 - t0)  # the device's time can only be shorter than the host's around it
         with _INFERENCE():
             t0 = clock()
             out = self._fn(*self._inputs)

@@ -131,7 +131,7 @@ def normalize_hlo(text: str) -> str:
 
 def _kernel_count(facts: ProgramFacts) -> int:
     targets = KERNEL_TARGETS.get(facts.platform)
-    if targets is None:
+    if targets is None or facts.kernel_kind == "Triton launch":
         return len(facts.kernel_sites)
     return sum(1 for t in facts.custom_call_targets if t in targets)
 
@@ -160,7 +160,8 @@ def _assertions(spec: FiringSpec, facts: ProgramFacts) -> list[Check]:
         )
     if spec.kernel_calls is not None:
         n = _kernel_count(facts)
-        where = "custom calls in the compiled program" if facts.platform in KERNEL_TARGETS else "kernel calls in the traced program"
+        where = ("custom calls in the compiled program" if facts.platform in KERNEL_TARGETS
+                 and facts.kernel_kind != "Triton launch" else "kernel calls in the traced program")
         checks.append(
             Check(
                 "kernel_calls",
@@ -416,7 +417,18 @@ def _kernel_checks(facts: ProgramFacts, spec: FiringSpec, bypass: Mapping[str, b
         checks.append(_work_check(facts.arithmetic, reference_arithmetic, spec))
     checks.extend(_transplant_check(transplant, spec))
     targets = KERNEL_TARGETS.get(facts.platform)
-    if targets is None:
+    if targets is not None and facts.kernel_kind == "Triton launch":  # no XLA program: the launches are the evidence
+        n = len(facts.kernel_sites)
+        checks.append(
+            Check(
+                "compiled_custom_call",
+                "PASS" if n else "FAIL",
+                f"{n} Triton kernel(s) launched through Triton's compiled launcher on the {facts.platform}: they ran "
+                "as device code",
+                "" if n else "no authored Triton kernel was launched on the device.",
+            )
+        )
+    elif targets is None:
         checks.append(
             Check(
                 "compiled_custom_call",

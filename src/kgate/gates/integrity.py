@@ -7,6 +7,7 @@ so the run's overall status is ANOMALY rather than a plain FAIL.
 from __future__ import annotations
 
 import re
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -181,3 +182,30 @@ def clock_bound(
         f"all {len(reported_ms)} rounds fit the parent's clock ({sum(reported_ms):.1f} ms reported within "
         f"{total_window:.1f} ms of windows)",
     )
+
+
+# Work a call may leave on another stream, past its timed stream, before stream_quiet FAILs: the
+# candidate's median beyond the reference's (the synchronize's own cost, common to both legs and
+# the same whatever the kernel: measured on an H200, 5.7-7.5 us for either leg, within 0.5 us of
+# each other in one run) by more than this many microseconds plus this share of its median call.
+ESCAPED_US, ESCAPED_SHARE = 3.0, 0.02
+
+
+def stream_check(candidate_ns: Sequence[int], reference_ns: Sequence[int], candidate_p50_ms: float) -> list[Check]:
+    """Where a timed call measures one stream (CUDA events), the device must go idle when that
+    stream does: work the candidate leaves on a side stream runs outside its events' window and
+    would read as speed. `*_ns`: per timed call, how long the device stayed busy after the timed
+    stream finished. Nothing where the calls are timed to the device going idle already."""
+    if not candidate_ns or not reference_ns:
+        return []
+    cand_us, ref_us = statistics.median(candidate_ns) / 1e3, statistics.median(reference_ns) / 1e3
+    excess_us, allowed_us = cand_us - ref_us, ESCAPED_US + ESCAPED_SHARE * candidate_p50_ms * 1e3
+    text = (f"after the timed stream finished, the device stayed busy a median {cand_us:.1f} us per candidate call "
+            f"and {ref_us:.1f} us per reference call")
+    if excess_us > allowed_us:
+        return [Check("stream_quiet", "FAIL",
+                      f"{text}: {excess_us:.1f} us more than the reference (allowed {allowed_us:.1f} us): the "
+                      "candidate leaves work on another stream, outside the window its events time",
+                      "launch on the current stream (torch.cuda.current_stream()), or wait for your side streams "
+                      "before returning.")]
+    return [Check("stream_quiet", "PASS", f"{text}: no work escapes the timed stream")]

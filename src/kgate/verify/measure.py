@@ -26,7 +26,7 @@ from kgate import clock as kclock
 from kgate.backends import HostTree, detect, get_backend
 from kgate.backends.base import ProgramPrint, floating_dtypes
 from kgate.errors import KgateError, describe
-from kgate.gates import roofline, stats
+from kgate.gates import integrity as integrity_gate, roofline, stats
 from kgate.gates.bar import Bar, bar_gate, interval_decision
 from kgate.gates.common import Check, GateResult, error_check
 from kgate.gates.parity import timed_agreement
@@ -250,6 +250,7 @@ def timing_gate(
     min_rounds: int,
     budget_s: float,
     max_rounds: int,
+    clock_text: str = "",
 ) -> tuple[GateResult, dict[str, Any]]:
     ref, cand, first = samples.arrays()
     ref_stats, cand_stats = stats.summarize(ref), stats.summarize(cand)
@@ -293,7 +294,8 @@ def timing_gate(
     details = {
         "legs": [names.reference_name, names.candidate_name],
         "method": {
-            "clock": "time.perf_counter_ns bound at kgate import; each call synchronized (block_until_ready)",
+            "clock": "time.perf_counter_ns bound at kgate import; " + (
+                clock_text or "each call synchronized (block_until_ready)"),
             "order": "coin-flip per interleaved pair, same input buffers for both legs",
             "cache": flush_text,
             "rounds": int(ref.shape[0]),
@@ -443,6 +445,7 @@ def _measure(
         buffers = [(inputs, created)]  # session 0's, and the running session's
         changed: list[int] = []  # sessions whose inputs changed while they were timed
         legs = {"candidate": cand, "reference": ref}
+        every_leg = {"candidate": [cand], "reference": [ref]}  # every session's timed calls, for stream_quiet
         timed_seeds = [request.seed]
         agreement: list[dict[str, Any]] = []
         reference_programs: list[Any] = []  # each later session's reference timed call, as compiled
@@ -471,6 +474,8 @@ def _measure(
                 new_ref = backend.compile_timed(pair.reference.entry, fresh, clock, flush, keep_outputs=False,
                                                 eager=pair.reference.eager)
             legs.update(candidate=new_cand, reference=new_ref)
+            every_leg["candidate"].append(new_cand)
+            every_leg["reference"].append(new_ref)
             reference_programs.append(new_ref)
             watch.track(f"session {session} candidate timed call", new_cand, volatile=("_alive",))
             watch.track(f"session {session} reference timed call", new_ref)
@@ -518,12 +523,15 @@ def _measure(
             _agreement_check(agreement),
             _threads_check(samples.extra_threads),
             rounds.os_threads_check(),
+            *integrity_gate.stream_check(*([g for call in every_leg[leg] for g in getattr(call, "escaped_ns", ())]
+                            for leg in ("candidate", "reference")), float(np.median(samples.arrays()[1]))),
             _ordering_check(ordered),
         ]
         k = request.bar.sigma_k if request.bar and request.bar.sigma_k else 3.0
         timing, numbers = timing_gate(
             samples, stop_reason, interpreted, k, LegPair("reference", "candidate"), per_call_s, flush_text, looks,
             request.sessions, min(request.min_rounds, max_rounds), budget, max_rounds,
+            getattr(cand, "method", ""),
         )
         physical, roofline_numbers = _roofline(pair, backend, timing) if not interpreted else (Check(
             "physically_possible", "SKIPPED", "timed in an interpreter: a device's physical floor says nothing about "

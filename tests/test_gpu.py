@@ -1,0 +1,78 @@
+"""What kgate does on a GPU that it cannot do on the CPU: Triton kernels compiled and launched for
+real (recorded through Triton's compiled launcher), CUDA-event timing, and work a candidate leaves on
+a side stream. The pure parts run everywhere; the rest is marked `accelerator` and skipped without
+a CUDA GPU (it was run on an H200: see the issue notes)."""
+
+import pytest
+
+from conftest import EXAMPLES, failed, gate
+from kgate.backends.base import Ablation, KernelSite, ProgramFacts
+from kgate.gates.firing import audit
+from kgate.gates.integrity import stream_check
+
+SOFTMAX = "model_torch/softmax_reference.py"
+BIG = {"batch_size": 8192, "dim": 16384}  # 512 MiB in, 512 MiB out: a softmax longer than its launch on an H200
+
+
+def test_stream_quiet_passes_a_call_whose_device_goes_idle_with_its_stream():
+    # an H200's numbers for the honest Triton softmax: 6.2 us vs the reference's 5.7 us
+    (check,) = stream_check([6200, 6100, 6300], [5700, 5800, 5600], candidate_p50_ms=0.068)
+    assert check.status == "PASS" and "no work escapes" in check.detail
+
+
+@pytest.mark.parametrize("candidate_us, p50_ms", [(15.2, 0.0697), (120.4, 0.088), (12.0, 0.010)])
+def test_stream_quiet_fails_work_left_on_a_side_stream(candidate_us, p50_ms):
+    # the H200's numbers for a kernel launched on a side stream, and for the tail of the work moved there
+    (check,) = stream_check([int(candidate_us * 1e3)] * 3, [6900, 7000, 6800], candidate_p50_ms=p50_ms)
+    assert check.status == "FAIL" and "another stream" in check.detail and check.fix
+
+
+def test_stream_quiet_is_not_said_where_calls_are_timed_to_the_device_going_idle():
+    assert stream_check([], [5000], 0.1) == [] and stream_check([5000], [], 0.1) == []
+
+
+def test_a_triton_launch_on_a_gpu_is_the_compiled_kernel_evidence():
+    site = KernelSite("triton:softmax_kernel", "softmax_kernel", True, True)
+    launched = ProgramFacts("gpu", (site,), "launch 0", "", (), Ablation(True, "", 8, 8), kernel_kind="Triton launch")
+    check = next(c for c in audit("kernel-authored", launched).checks if c.name == "compiled_custom_call")
+    assert check.status == "PASS" and "compiled launcher" in check.detail
+    none = ProgramFacts("gpu", (), "", "", (), Ablation(False, "no kernel in program"), kernel_kind="Triton launch")
+    assert [c.status for c in audit("kernel-authored", none).checks if c.name == "kernel_present"] == ["FAIL"]
+
+
+def _cuda() -> bool:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    return torch.cuda.is_available()
+
+
+@pytest.mark.accelerator
+def test_a_triton_kernel_passes_the_gate_compiled_on_a_gpu_and_a_ghost_launch_fails():
+    if not _cuda():
+        pytest.skip("needs a CUDA GPU")
+    report = gate(SOFTMAX, "model_torch/softmax_triton.py")
+    assert report.status == "PASS", failed(report)
+    assert report.context["device"]["interpreted"] is False
+    checks = {c.name: c for c in report.gates["firing"].checks}
+    assert checks["compiled_custom_call"].status == "PASS" and checks["kernel_carries_the_answer"].status == "PASS"
+    bad = gate(SOFTMAX, "model_torch/softmax_bad_ghost_launch.py")
+    assert "firing.kernel_reaches_output" in failed(bad)
+
+
+@pytest.mark.accelerator
+@pytest.mark.parametrize("candidate, escapes", [
+    ("softmax_triton.py", False),
+    ("softmax_bad_side_stream.py", True),
+    ("softmax_bad_side_stream_tail.py", True),
+])
+def test_work_left_on_a_side_stream_is_an_anomaly_on_a_gpu(candidate, escapes):
+    if not _cuda():
+        pytest.skip("needs a CUDA GPU")
+    from kgate.verify.measure import MeasureRequest, run_measure
+
+    report = run_measure(MeasureRequest(reference=EXAMPLES / SOFTMAX, candidate=EXAMPLES / "model_torch" / candidate,
+                                        overrides=BIG, budget_s=6.0))
+    check = next(c for c in report.gates["integrity"].checks if c.name == "stream_quiet")
+    assert check.status == ("FAIL" if escapes else "PASS"), check.detail
+    assert (report.status == "ANOMALY") == escapes
+    assert "CUDA event pair" in report.gates["timing"].details["method"]["clock"]
