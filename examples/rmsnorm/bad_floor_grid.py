@@ -1,7 +1,7 @@
 """KNOWN-BAD (partial work at shapes that are not tile multiples): the grid is
 rows // block_rows, not its ceiling. At TINY (16 rows, blocks of 8) every row is computed
-and the gate's seeds all pass; at 17 rows the last row is never written. Only a probe at an
-odd shape sees it: the gate's odd-shape probe FAILs it."""
+and the gate's seeds all pass; at the gate's odd shape (2 x 23 = 46 rows) the last 6 rows are
+never written. Only a probe at an odd shape sees it: the gate's odd-shape probe FAILs it."""
 
 import functools
 

@@ -1,7 +1,7 @@
 """KNOWN-BAD (shape overfitting): the kernel normalizes over the columns that fill whole
 128-lane tiles and leaves the remainder to a cheap, wrong path (the exp of the remainder,
-unnormalized). At TINY (256 columns) there is no remainder and every probe passes; at 257
-columns the rows no longer sum to one. The gate's odd-shape probe FAILs it."""
+unnormalized). At TINY (256 columns) there is no remainder and every probe passes; at the gate's
+odd shape (383 columns) the rows no longer sum to one. The gate's odd-shape probe FAILs it."""
 
 import jax
 import jax.numpy as jnp

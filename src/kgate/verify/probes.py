@@ -63,7 +63,8 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
         if req.get("odd") and not odd:
             odd_note = ("no odd-shape probe: " + ("create_inputs cannot be sized by shapes alone (it needs concrete "
                         "values)" if not sized else "the reference accepts no integer size "
-                        "plus one, or its shapes do not follow its op-point (CONFIG or shape globals)"))
+                        "made odd (3 x 2^a - 1, or plus one), or its shapes do not follow its op-point (CONFIG or "
+                        "shape globals)"))
         if odd:
             with config_set(odd, reference.config):
                 inputs, how = backend.create_inputs(reference, req["seeds"][0], req["dtype"])
@@ -185,14 +186,30 @@ def _oracle(backend: Any, reference: Any, inputs: Any, ref_out: Any, probe: dict
     return oracle
 
 
+def tile_unfriendly(n: int) -> int:
+    """The smallest size above `n` of the form 3 * 2**a - 1 (2, 5, 11, 23, 47, 95, 191, 383, ...):
+    its remainder against every power-of-two tile up to 2**a is the largest there is (all low bits
+    set), and against 2**(a+1) it is half a tile. `n + 1` leaves one element past a tile of 2**k
+    when n is a multiple of it: a kernel that drops that element's share of a reduction stays
+    within rounding, where it cannot here."""
+    m = 2
+    while m <= n:
+        m = 2 * m + 1
+    return m
+
+
 def odd_op_point(backend: Any, reference: Any, dtype: str | None, values: Mapping[str, Any]) -> dict[str, int] | None:
-    """Sizes that are not multiples of any tile: every integer op-point key plus one, or, when
-    the reference cannot make that, the first single key plus one it can (checked by shapes
-    alone, nothing allocated), and that builds another program (a hard-coded shape would not).
-    None when it accepts none."""
+    """Sizes that are not multiples of any tile, with large remainders: every integer op-point
+    key taken to `tile_unfriendly` size (or, where the reference cannot make that, to size plus
+    one), else the first single key so taken that it can (checked by shapes alone, nothing
+    allocated), and that builds another program (a hard-coded shape would not). None when it
+    accepts none."""
     keys = [k for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
     base = backend.program_signature(reference, dtype)
-    for updates in ([{k: values[k] + 1 for k in keys}] if len(keys) > 1 else []) + [{k: values[k] + 1} for k in keys]:
+    steps = (lambda v: tile_unfriendly(v), lambda v: v + 1)
+    tries = [{k: step(values[k]) for k in keys} for step in steps] if len(keys) > 1 else []
+    tries += [{k: step(values[k])} for k in keys for step in steps]
+    for updates in tries:
         try:
             with config_set(updates, reference.config):  # a Model's __init__ may refuse the sizes: next
                 if backend.footprint(reference, dtype) is not None and (
