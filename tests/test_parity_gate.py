@@ -1,11 +1,14 @@
 """The parity gate as a pure function of host arrays (no framework involved)."""
 
+import json
+
 import numpy as np
 import pytest
 
 from kgate.backends.base import HostTree
 from kgate.errors import KgateError
 from kgate.gates.parity import ParitySpec, Probe, compare_prefill, evaluate, floor_is_degenerate, leaf_errors
+from kgate.jsonio import clean
 
 
 def tree(*leaves):
@@ -343,3 +346,25 @@ def test_the_odd_shape_probe_keeps_its_own_floor_where_an_output_has_the_seeds_s
     result = evaluate(ParitySpec("floor", 5), [synthetic(2, 1e-3, 1e-3), odd])
     assert statuses(result)["odd-shape.error"] == "FAIL"
     assert "shared_with" not in result.details["probes"][1]["outputs"][0]["floor"]
+
+
+def test_the_relative_grade_fails_an_absolute_error_on_small_values_and_the_receipt_re_derives_it():
+    from kgate.verify.receipt import rederive_parity
+
+    rng = np.random.default_rng(7)
+    oracle = rng.standard_normal(256).astype(np.float32) * np.float32(4)
+    ref = oracle * (1 + np.float32(2e-3) * rng.choice([-1.0, 1.0], 256).astype(np.float32))  # relative error
+    honest = oracle * (1 + np.float32(3e-3) * rng.choice([-1.0, 1.0], 256).astype(np.float32))
+    flushed = np.where(np.abs(oracle) < 0.1, np.float32(0), oracle)  # small values zeroed: an absolute error
+    assert evaluate(ParitySpec("floor", 5), [probe(1, ref, oracle, honest)]).status == "PASS"
+    result = evaluate(ParitySpec("floor", 5), [probe(1, ref, oracle, flushed)])
+    assert statuses(result)["seed1.error"] == "PASS"  # under 5x the floor taken at the largest output
+    assert statuses(result)["seed1.relative_error"] == "FAIL"
+    gate = json.loads(json.dumps(clean(result.to_json())))
+    assert rederive_parity(gate) == []
+    gate["checks"] = [c for c in gate["checks"] if not c["name"].endswith("relative_error")]
+    gate["status"] = "PASS"
+    assert any("relative error" in p for p in rederive_parity(gate))
+    out = json.loads(json.dumps(clean(result.to_json())))
+    out["probes"][0]["outputs"][0]["relative"]["at"]["unit"] *= 100  # a looser unit than the scaled floor's
+    assert any("allowance unit" in p for p in rederive_parity(out))

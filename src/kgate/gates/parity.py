@@ -307,6 +307,49 @@ def half_ulp(expected: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return 0.5 * eps * np.exp2(exponent)
 
 
+# The fewest elements whose reference error sets a small element's allowance (see `magnitude_units`).
+LIKE_MAGNITUDE_MIN = 64
+# The finest a small element's unit gets, as a share of the floor at the largest output: an error
+# far below the reference's own worst is no evidence against a candidate. jax's flash attention
+# (float32) is off by 3e-9 on an output of 1e-5 where the reference's error there is 1e-10: its
+# error is 1e-4 of the floor, honest rounding in another order. Small outputs zeroed in bfloat16
+# are off by about twice the floor.
+SMALLEST_SHARE = 1 / 32
+
+
+def magnitude_units(r: np.ndarray, e: np.ndarray, floor_max: float) -> np.ndarray:
+    """Per element, the allowance unit of the `relative_error` check: the floor at the largest
+    output (`floor_max`) scaled to the element's magnitude (`floor_max * min(1, 2|e| / scale)`,
+    never below `SMALLEST_SHARE` of it),
+    never finer than the reference's own largest error among the nonzero elements of at most twice
+    its magnitude (at least the `LIKE_MAGNITUDE_MIN` smallest: an error that is absolute, as in a
+    long sum that cancels, is the reference's at small elements too; exact zeros, a ReLU's, say
+    nothing of it), loosened as the shared floor loosens this draw's own, nor than half an ulp of
+    the output there. Never coarser than the `error` check's unit (the floor, or half an ulp)."""
+    mag = np.abs(_f64(e))
+    mag = np.where(np.isfinite(mag), mag, np.inf)
+    size = scale(e)
+    resolution = half_ulp(e, r.dtype)
+    if mag.size == 0:
+        return resolution
+    proportional = (floor_max * np.clip(2.0 * mag / size, SMALLEST_SHARE, 1.0) if size > 0
+                    else np.full(mag.shape, floor_max))
+    own = np.abs(_f64(r) - _f64(e)).ravel()
+    own = np.where(np.isfinite(own), own, 0.0)
+    flat = mag.ravel()
+    nonzero = np.flatnonzero(flat > 0)
+    like = np.zeros(mag.shape)
+    if nonzero.size:
+        order = nonzero[np.argsort(flat[nonzero], kind="stable")]
+        below = np.maximum.accumulate(own[order])  # the largest reference error among the k smallest
+        reach = np.searchsorted(flat[order], 2.0 * flat, side="right") - 1
+        like = below[np.maximum(reach, min(LIKE_MAGNITUDE_MIN, order.size) - 1)].reshape(mag.shape)
+        drawn = float(own.max())
+        if 0 < drawn < floor_max:  # a lucky draw's reference, graded against its seeds' shared floor
+            like = like * (floor_max / drawn)
+    return np.maximum(resolution, np.maximum(proportional, like))
+
+
 def _worst_ratio(got: np.ndarray, expected: np.ndarray, unit: np.ndarray) -> tuple[float, dict[str, Any]]:
     """The largest |got - expected| / unit over the elements, and where it is."""
     if got.size == 0:
@@ -493,6 +536,29 @@ def _probe_checks(
             out["limit"] = {"max_abs": spec.multiplier * floor_max, "mean_abs": limit_mean, "unit_max": unit_max}
             out["max_abs_over_floor"] = ratio
             out["worst_ratio_at"] = at
+            # The same floor, scaled to each element's magnitude: where the reference's error is
+            # relative (a bfloat16 output, no cancellation), an error that is absolute instead
+            # (small values flushed to zero, arithmetic in a narrower type) is far above it. Not
+            # where the reference has no error at all here: then nothing tells a relative error
+            # from an absolute one.
+            small_ratio, small_at = 0.0, {}
+            if floor.max_abs > 0:
+                small_ratio, small_at = _worst_ratio(_f64(c), _f64(e), magnitude_units(r, e, floor_max))
+                if small_at:
+                    small_at["expected"] = float(_f64(e)[tuple(small_at["index"])])
+                out["relative"] = {"ratio": small_ratio, "at": small_at}
+            if small_ratio > spec.multiplier and not count:
+                checks.append(Check(
+                    f"{name}.relative_error",
+                    "FAIL",
+                    f"{path}: at {small_at['index']} (expected {small_at['expected']:.6g}) the error "
+                    f"{small_at['diff']:.3g} is {_times(small_ratio)} its allowance unit {small_at['unit']:.3g} vs "
+                    f"{spec.multiplier:g}x allowed: the floor {floor_max:.3g} at the largest output, scaled to this "
+                    "element's magnitude (never finer than the reference's own error at like magnitudes, or half an "
+                    "ulp): the candidate is wrong on small values where the reference's error is relative",
+                    "look for values flushed to zero, a narrower accumulation or an approximation with an absolute "
+                    "error: the small outputs must be as right, relative to their size, as the large ones.",
+                ))
             ok = ratio <= spec.multiplier and cand_err.mean_abs <= limit_mean and not count
             detail = (
                 f"{path}: max-abs {cand_err.max_abs:.3g}, {_times(ratio)} the floor {floor_max:.3g} (or half an "

@@ -22,7 +22,7 @@ import numpy as np
 from kgate.errors import KgateError
 from kgate.gates import stats
 from kgate.gates.bar import evaluate_bar, parse_bar
-from kgate.gates.parity import EDGE_PREFIX, ParitySpec
+from kgate.gates.parity import EDGE_PREFIX, SMALLEST_SHARE, ParitySpec, half_ulp
 from kgate.jsonio import check_schema, clean, write_atomic
 
 SCHEMA = "kgate.receipt"
@@ -170,6 +170,7 @@ def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
                 if at and float(at["unit"]) < float(floor["max_abs_used"]) * (1 - REL_TOL):
                     problems.append(f"{where}: an allowance unit finer than the recorded floor")
                 passes = ratio <= mult and float(cand["mean_abs"]) <= float(limit["mean_abs"])
+                problems.extend(_relative_problems(where, name, out, checks, mult))
             elif spec.kind == "tolerance":
                 violations = int(out.get("violations", -1))
                 passes = violations == 0
@@ -187,6 +188,44 @@ def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
                 )
     problems.extend(_gate_status_problems("parity", gate))
     return problems
+
+
+def _relative_problems(where: str, name: str, out: Mapping[str, Any], checks: Mapping[str, Any],
+                       mult: float) -> list[str]:
+    """The `relative_error` check from its recorded worst element: its ratio is that element's
+    error over its unit; the unit lies between the floor scaled to the element's magnitude (or
+    half an ulp there) and the `error` check's unit; the check is there, FAILed, exactly when the
+    ratio is over the multiplier. A receipt of a kgate before the check has no `relative`."""
+    relative = out.get("relative")
+    if relative is None:
+        return []
+    problems = []
+    ratio, at, floor = float(relative["ratio"]), relative.get("at") or {}, out["floor"]
+    if at:
+        unit, diff, expected = float(at["unit"]), float(at["diff"]), float(at["expected"])
+        implied = diff / unit if unit > 0 else (math.inf if diff > 0 else 0.0)
+        if not (_close(ratio, implied) if math.isfinite(implied) else not math.isfinite(ratio)):
+            problems.append(f"{where}: the relative error's ratio does not follow from its worst element")
+        resolution = float(half_ulp(np.asarray(expected), np.dtype(_dtype(out.get("dtype")))))
+        size = float(floor.get("scale", 0.0))
+        used = float(floor["max_abs_used"])
+        finest = max(resolution, used * min(1.0, max(SMALLEST_SHARE, 2 * abs(expected) / size)) if size > 0 else used)
+        if unit < finest * (1 - REL_TOL) or unit > max(used, resolution) * (1 + REL_TOL):
+            problems.append(f"{where}: the relative error's allowance unit is not the floor scaled to its element")
+    failed = checks.get(f"{name}.relative_error", {}).get("status") == "FAIL"
+    if failed != (ratio > mult) and not checks.get(f"{name}.finite"):
+        problems.append(f"{where}: relative error {ratio:.6g}x its unit recorded as {'FAIL' if failed else 'PASS'}")
+    return problems
+
+
+def _dtype(name: Any) -> str:
+    """A recorded output dtype as numpy names it (bfloat16 through ml_dtypes)."""
+    text = str(name or "float32")
+    if text == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16  # type: ignore[return-value]
+    return text
 
 
 def _gate_status_problems(name: str, gate: Mapping[str, Any]) -> list[str]:
