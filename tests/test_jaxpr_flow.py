@@ -2,6 +2,7 @@
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from jax.experimental import pallas as pl
 
@@ -161,3 +162,22 @@ def test_a_loop_of_unknown_trip_count_outside_the_kernels_is_counted_once_and_sa
 
     counted = work(rows_one_by_one, X)
     assert counted.unknown_loops == 1
+
+
+def test_operations_that_hand_back_an_operand_unchanged_are_left_out_of_the_essential_program():
+    from kgate.backends.jaxpr_flow import without_identities
+
+    x = jnp.linspace(0.5, 2.0, 16, dtype=jnp.float32).reshape(2, 8)
+
+    def dressed(v):
+        v = jax.lax.reduce_precision(v + 0.0, exponent_bits=8, mantissa_bits=23)
+        y = jax.jit(lambda u: jax.lax.optimization_barrier(u))(jnp.exp(v))  # inside a nested jit
+        return jnp.maximum(y, 0.0) * 2.0  # a ReLU on positive values does nothing here
+
+    run, dropped = without_identities(jax.make_jaxpr(dressed)(x), [x])
+    assert sorted(dropped) == ["add", "max", "optimization_barrier", "reduce_precision"]
+    assert "mul" not in dropped and "exp" not in dropped  # what computes stays
+    (out,) = run(x)
+    assert np.array_equal(np.asarray(out), np.asarray(dressed(x)))
+    program = jax.jit(run).lower(x).as_text()
+    assert "reduce_precision" not in program and "optimization_barrier" not in program and "exponential" in program

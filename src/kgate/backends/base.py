@@ -175,6 +175,11 @@ class ProgramFacts:
     graded_consistency: str | None = None
     # The arithmetic the program does outside its kernels (JAX); None where the backend does not count it.
     arithmetic: Arithmetic | None = None
+    # A program without kernels compiled with the operations that computed nothing on the probe
+    # left out (JAX; what a rewrite is compared with the reference by), and those operations;
+    # "" where none was left out (or the backend's `compiled_text` already leaves them out).
+    essential_text: str = ""
+    identities: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -188,6 +193,8 @@ class ProgramFacts:
             "custom_call_targets": list(self.custom_call_targets),
             "ablation": self.ablation.to_json(),
             "host_callbacks": [s.to_json() for s in self.host_callbacks],
+            "essential_text": self.essential_text,
+            "identities": list(self.identities),
         }
 
     @staticmethod
@@ -215,6 +222,8 @@ class ProgramFacts:
             kernel_kind=str(data.get("kernel_kind", "pallas_call")),
             graded_consistency=None if data.get("graded_consistency") is None else str(data["graded_consistency"]),
             arithmetic=Arithmetic.from_json(data.get("arithmetic")),
+            essential_text=str(data.get("essential_text", "")),
+            identities=tuple(str(n) for n in data.get("identities", [])),
         )
 
 

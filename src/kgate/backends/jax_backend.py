@@ -726,12 +726,13 @@ class JaxBackend:
         element counts as moved by the ablation only when it moves by more than `moved_above`."""
         fn, inputs = bind_static(fn, inputs)
         with self._mode():
-            closed = jax.make_jaxpr(fn)(*inputs)
+            closed, shapes = jax.make_jaxpr(fn, return_shape=True)(*inputs)
             compiled = jax.jit(fn).lower(*inputs).compile().as_text() or ""
             sites, callbacks = jaxpr_flow.program_sites(closed)
             ablation = (
                 self._ablate(closed, inputs, moved_above) if ablate and sites else Ablation(False, "no kernel in program")
             )
+            essential, identities = ("", []) if sites else self._essential(closed, inputs, shapes)
         return ProgramFacts(
             platform=self.platform,
             kernel_sites=tuple(sites),
@@ -741,7 +742,22 @@ class JaxBackend:
             ablation=ablation,
             host_callbacks=tuple(callbacks),
             arithmetic=jaxpr_flow.arithmetic(closed),
+            essential_text=essential,
+            identities=tuple(identities),
         )
+
+    @staticmethod
+    def _essential(closed: Any, inputs: Sequence[Any], shapes: Any) -> tuple[str, list[str]]:
+        """The compiled program with the operations that handed back an operand unchanged on
+        these inputs left out (`jaxpr_flow.without_identities`), and what was left out; ("", [])
+        when nothing was."""
+        leaves = jax.tree_util.tree_leaves(inputs)
+        run, identities = jaxpr_flow.without_identities(closed, leaves)
+        if not identities:
+            return "", []
+        tree = jax.tree_util.tree_structure(shapes)
+        essential = jax.jit(lambda *a: jax.tree_util.tree_unflatten(tree, run(*a)))
+        return essential.lower(*leaves).compile().as_text() or "", identities
 
     def arithmetic(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> Arithmetic:
         """The arithmetic `fn` does on `inputs` in plain array code (its kernels' own left out)."""

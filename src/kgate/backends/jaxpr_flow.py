@@ -564,3 +564,61 @@ def _while_trips(eqn: Any) -> int | None:
         return max(int(end) - int(start.val), 0)
     except (TypeError, ValueError):
         return None
+
+
+# -- the program without the operations that compute nothing -----------------------------------
+
+
+def without_identities(closed: Any, args: Sequence[Any]) -> tuple[Callable[..., list[Any]], list[str]]:
+    """`closed` as a function with every operation that handed back one of its operands
+    unchanged, bit for bit, on `args` left out (its operand used in its place), calls inlined;
+    and the operations left out. What a rewrite that wraps the reference in operations that
+    compute nothing (`x + 0.0`, a `reduce_precision` to the type's own precision, a round trip
+    through another type) really changes: nothing, however different its program text. Each
+    operation is judged on the values it met, so one that is the identity on other values (a
+    ReLU on positive inputs) is still left out when it did nothing here."""
+    passthrough: dict[tuple[int, int], int] = {}  # (id of the body, equation) -> the operand it returned
+    dropped: list[str] = []
+
+    def run(program: Any, values: Sequence[Any], judge: bool) -> list[Any]:
+        body, consts = _open(program)
+        env: dict[Any, Any] = dict(zip(body.constvars, consts)) | dict(zip(body.invars, values))
+
+        def read(v: Any) -> Any:
+            return v.val if isinstance(v, jcore.Literal) else env[v]
+
+        for i, eqn in enumerate(body.eqns):
+            ins = [read(v) for v in eqn.invars]
+            key = (id(body), i)
+            if not judge and key in passthrough:
+                outs = [ins[passthrough[key]]]
+            else:
+                sub = _call_body(eqn) if eqn.primitive.name not in KERNEL_PRIMITIVES else None
+                if sub is not None:
+                    outs = run(sub, ins, judge)
+                else:
+                    result = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(eqn.params))
+                    outs = list(result) if eqn.primitive.multiple_results else [result]
+                if judge and sub is None and len(outs) == 1:
+                    same = _returned_operand(outs[0], ins)
+                    if same is not None:
+                        passthrough[key] = same
+                        dropped.append(eqn.primitive.name)
+            for var, val in zip(eqn.outvars, outs):
+                env[var] = val
+        return [read(v) for v in body.outvars]
+
+    run(closed, args, judge=True)
+    return (lambda *a: run(closed, a, judge=False)), dropped
+
+
+def _returned_operand(out: Any, operands: Sequence[Any]) -> int | None:
+    """The position of an operand `out` is, bit for bit (same shape and dtype), if any."""
+    if not hasattr(out, "shape") or not getattr(out, "size", 0):
+        return None
+    mine = np.asarray(out)
+    for j, x in enumerate(operands):
+        if getattr(x, "shape", None) == mine.shape and getattr(x, "dtype", None) == mine.dtype:
+            if np.array_equal(np.asarray(x).reshape(-1).view(np.uint8), mine.reshape(-1).view(np.uint8)):
+                return j
+    return None

@@ -526,14 +526,24 @@ def audit(
                 )
             )
         else:
-            same = normalize_hlo(reference_compiled) == normalize_hlo(facts.compiled_text)
+            reference_program = normalize_hlo(reference_compiled)
+            same = reference_program == normalize_hlo(facts.compiled_text)
+            # what the candidate computes: its program with the operations that did nothing left out
+            bare = not same and bool(facts.essential_text) and reference_program == normalize_hlo(facts.essential_text)
             details["programs_identical"] = same
+            details["identities_left_out"] = list(facts.identities)
+            what = ("mechanism absent: the candidate's optimized program is identical to the reference's "
+                    "(modulo names and metadata)") if same else (
+                    f"mechanism absent: with the {len(facts.identities)} operation(s) that handed back an operand "
+                    f"unchanged on the probe left out ({', '.join(sorted(set(facts.identities)))}), the candidate's "
+                    "optimized program is identical to the reference's (modulo names and metadata): they compute "
+                    "nothing")
+            same = same or bare
             checks.append(
                 Check(
                     "program_differs",
                     "FAIL" if same else "PASS",
-                    "mechanism absent: the candidate's optimized program is identical to the reference's "
-                    "(modulo names and metadata)"
+                    what
                     if same
                     else "the candidate's optimized program differs from the reference's",
                     f"{article(klass)} {klass} candidate must change the compiled program; this one is a no-op."
