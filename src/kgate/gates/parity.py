@@ -513,6 +513,7 @@ def _probe_checks(
             )
         cand_err = leaf_errors(c, e)
         out["candidate"] = cand_err.to_json()
+        after: list[Check] = []  # said after this output's error check
         if spec.kind == "floor":
             floor = leaf_errors(r, e)
             pooled = _at(shared, k) if expected_tree is probe.oracle else None
@@ -548,7 +549,7 @@ def _probe_checks(
                     small_at["expected"] = float(_f64(e)[tuple(small_at["index"])])
                 out["relative"] = {"ratio": small_ratio, "at": small_at}
             if small_ratio > spec.multiplier and not count:
-                checks.append(Check(
+                after.append(Check(
                     f"{name}.relative_error",
                     "FAIL",
                     f"{path}: at {small_at['index']} (expected {small_at['expected']:.6g}) the error "
@@ -594,6 +595,7 @@ def _probe_checks(
                 "accumulation dtype, and the masking of boundary blocks.",
             )
         )
+        checks.extend(after)
     return checks, record
 
 
