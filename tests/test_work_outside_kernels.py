@@ -81,7 +81,29 @@ def test_honest_kernels_leave_little_arithmetic_outside_and_cheap_steps_leave_th
     assert min(cheats.values()) >= OUTSIDE_WORK_LIMIT, cheats
 
 
+def own_share(reference: str, candidate: str) -> float:
+    """The share of the candidate's own arithmetic done outside its kernels."""
+    backend = get_backend("jax")
+    with load_pair(EXAMPLES / reference, EXAMPLES / candidate, use_tiny=True) as pair:
+        inputs, _ = backend.create_inputs(pair.reference, 42, None)
+        bound, args = bind_static(pair.candidate.entry, inputs)
+        counted = arithmetic(jax.make_jaxpr(bound)(*args))
+    assert counted.inside is not None and counted.inside > 0
+    return counted.outside / (counted.outside + counted.inside)
+
+
+def test_against_the_candidate_s_own_work_a_scan_around_a_negating_kernel_is_most_of_it():
+    # cumsum's reference is an O(n^2) triangular matmul: next to it an O(n) scan outside is nothing
+    cheats = {c: (outside_share("cumsum/reference.py", c), own_share("cumsum/reference.py", c))
+              for c in ("cumsum/bad_kernel_negates.py", "cumsum/bad_kernel_doubles.py")}
+    assert all(against_reference < 0.01 and own >= OUTSIDE_WORK_LIMIT for against_reference, own in cheats.values()), cheats
+    honest = {c: own_share(r, c) for r, c in HONEST}
+    assert max(honest.values()) < OUTSIDE_WORK_LIMIT / 1.5, honest
+
+
 @pytest.mark.parametrize("reference, candidate", [
+    ("cumsum/reference.py", "cumsum/bad_kernel_negates.py"),
+    ("cumsum/reference.py", "cumsum/bad_kernel_doubles.py"),
     ("rmsnorm/reference.py", "rmsnorm/bad_kernel_negates.py"),
     ("softmax/reference.py", "softmax/bad_kernel_only_exponentiates.py"),
     ("jax_ops/matmul_reference.py", "jax_ops/matmul_bad_kernel_transposes.py"),

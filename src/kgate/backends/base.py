@@ -130,20 +130,22 @@ class Arithmetic:
     """A count of the arithmetic a traced program does outside its kernels (or why it has none)."""
 
     outside: float  # operations done by plain array code (a dot's multiply-adds count two)
-    kernel_calls: int  # kernel call sites whose own work is not counted
+    kernel_calls: int  # kernel call sites
     unknown_loops: int = 0  # while loops with arithmetic and a trip count kgate cannot read (counted once)
     error: str = ""  # why the program could not be counted ("" when it was)
+    inside: float | None = None  # the kernels' own: each body's operations times its grid; None: not counted
 
     def to_json(self) -> dict[str, Any]:
         return {"outside": self.outside, "kernel_calls": self.kernel_calls, "unknown_loops": self.unknown_loops,
-                "error": self.error}
+                "error": self.error, "inside": self.inside}
 
     @staticmethod
     def from_json(data: Any) -> Arithmetic | None:
         if not isinstance(data, dict):
             return None
+        inside = data.get("inside")
         return Arithmetic(float(data["outside"]), int(data["kernel_calls"]), int(data.get("unknown_loops", 0)),
-                          str(data.get("error", "")))
+                          str(data.get("error", "")), None if inside is None else float(inside))
 
 
 @dataclass(frozen=True)

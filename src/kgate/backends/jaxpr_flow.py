@@ -487,44 +487,89 @@ def arithmetic(closed: Any) -> Arithmetic:
     read is counted once and said."""
     calls = 0
     unknown = 0
+    inside = 0.0
 
-    def walk(j: Any) -> float:
-        nonlocal calls, unknown
+    def walk(j: Any, times: float = 1.0) -> float:
+        nonlocal calls, unknown, inside
         body, _ = _open(j)
         total = 0.0
         for eqn in _live_eqns(body):
             name = eqn.primitive.name
             if name in KERNEL_PRIMITIVES:
                 calls += 1
+                inside += times * _kernel_ops(eqn)
                 continue
             if name in HOST_CALLBACK_PRIMITIVES:
                 continue
             sub = _call_body(eqn)
             if sub is not None:
-                total += walk(sub)
+                total += walk(sub, times)
             elif name == "cond":
-                total += max(walk(b) for b in eqn.params["branches"])
+                total += max(walk(b, times) for b in eqn.params["branches"])
             elif name == "scan":
-                total += float(eqn.params["length"]) * walk(eqn.params["jaxpr"])
+                length = float(eqn.params["length"])
+                total += length * walk(eqn.params["jaxpr"], times * length)
             elif name == "while":
-                inner = walk(eqn.params["body_jaxpr"])
                 trips = _while_trips(eqn)
+                inner = walk(eqn.params["body_jaxpr"], times * (trips if trips is not None else 1))
                 if trips is None and inner > 0:
                     unknown += 1
                 total += inner * (trips if trips is not None else 1)
             elif name in ("shard_map", "xla_pmap"):  # the body runs once per shard
                 shards = eqn.params.get("axis_size") or getattr(eqn.params.get("mesh"), "size", 1) or 1
-                total += float(shards) * sum(walk(s) for s in jcore.jaxprs_in_params(eqn.params))
+                total += float(shards) * sum(walk(s, times * float(shards)) for s in jcore.jaxprs_in_params(eqn.params))
             else:
                 subs = list(jcore.jaxprs_in_params(eqn.params))
-                total += _eqn_ops(eqn, sum(walk(s) for s in subs))  # a combiner runs per element
+                total += _eqn_ops(eqn, sum(walk(s, times) for s in subs))  # a combiner runs per element
         return total
 
     try:
         outside = walk(closed)
     except Exception as exc:  # a construct the count does not know: said, never guessed
         return Arithmetic(0.0, calls, unknown, f"the program could not be counted ({describe(exc, 200)})")
-    return Arithmetic(outside, calls, unknown)
+    return Arithmetic(outside, calls, unknown, inside=inside)
+
+
+# Inside a kernel body: reading and writing its blocks, its grid position, and scheduling hints
+# are no arithmetic.
+_KERNEL_MOVEMENT = frozenset({"get", "swap", "load", "store", "masked_load", "masked_swap", "program_id",
+                              "num_programs", "multiple_of", "max_contiguous", "run_scoped"})
+
+
+def _kernel_ops(eqn: Any) -> float:
+    """The operations one kernel call does: its body's (block reads and writes free) times the
+    number of grid steps."""
+    body = eqn.params.get("jaxpr")
+    grid = getattr(eqn.params.get("grid_mapping"), "grid", ()) or ()
+    steps = float(np.prod([g if isinstance(g, int) else 1 for g in grid], dtype=np.float64))
+    if body is None:
+        return 0.0
+    return steps * _body_ops(body)
+
+
+def _body_ops(body: Any) -> float:
+    inner, _ = _open(body)
+    total = 0.0
+    for eqn in inner.eqns:  # a kernel's writes are its effects: every equation of the body counts
+        name = eqn.primitive.name
+        if name in _KERNEL_MOVEMENT or name in DATA_MOVEMENT:
+            continue
+        sub = _call_body(eqn)
+        subs = list(jcore.jaxprs_in_params(eqn.params))
+        if sub is not None:
+            total += _body_ops(sub)
+        elif name == "scan":
+            total += float(eqn.params["length"]) * _body_ops(eqn.params["jaxpr"])
+        elif name == "while":
+            trips = _while_trips(eqn)
+            total += (trips if trips is not None else 1) * _body_ops(eqn.params["body_jaxpr"])
+        elif name == "cond":
+            total += max(_body_ops(b) for b in eqn.params["branches"])
+        elif subs:
+            total += _eqn_ops(eqn, sum(_body_ops(s) for s in subs))
+        else:
+            total += _eqn_ops(eqn)
+    return total
 
 
 def _while_trips(eqn: Any) -> int | None:

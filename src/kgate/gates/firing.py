@@ -270,6 +270,17 @@ def _work_check(candidate: Arithmetic | None, reference: Arithmetic | None, spec
                      "compute the answer inside the kernels; a kernel that copies, negates, scales or casts "
                      "while jnp does the arithmetic proves nothing (declare --kernel-share when part of the "
                      "output is computed elsewhere on purpose).")
+    own = candidate.outside + (candidate.inside or 0.0)
+    if candidate.inside is not None and own > 0 and candidate.outside / own >= limit:
+        # Against the reference's work alone, an O(n) answer around a kernel is nothing next to an
+        # O(n^2) reference (a triangular-matmul scan); against the candidate's own work it is all.
+        return Check(name, "FAIL", text + f"; the kernels themselves do {candidate.inside:,.0f} (their bodies times "
+                     f"their grids): {candidate.outside / own:.0%} of the candidate's own arithmetic is outside "
+                     f"them (FAIL from {limit:.0%}): the kernels do a small step and the answer is computed around "
+                     "them.",
+                     "compute the answer inside the kernels; a kernel that copies, negates, scales or casts while "
+                     "jnp does the arithmetic proves nothing (declare --kernel-share when part of the output is "
+                     "computed elsewhere on purpose).")
     if candidate.unknown_loops:  # a loop counted once may run many times: the count bounds nothing
         return Check(name, "FAIL", text + ": the work of a loop run an unknown number of times outside the "
                      "kernels cannot be bounded.",
