@@ -88,6 +88,31 @@ def test_a_rewrite_dressed_in_operations_that_compute_nothing_is_mechanism_absen
     assert "handed back an operand unchanged" in detail and report.gates["firing"].details["identities_left_out"]
 
 
+CLIPPED_SOFTMAX = (
+    "import jax, jax.numpy as jnp\n"
+    "CONFIG = {'rows': 16, 'cols': 128}\n"
+    "def create_inputs(seed=0):\n"
+    "    return (jax.random.t(jax.random.key(seed), 3.0, (CONFIG['rows'], CONFIG['cols'])) * 2.0,)\n"
+    "def softmax(x):\n"
+    "    x = jnp.clip(x, -1e4, 1e4)  # an overflow guard: the identity on any probe's values\n"
+    "    e = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))\n"
+    "    return e / jnp.sum(e, axis=-1, keepdims=True)\n"
+    "def workload(x):\n"
+    "    return softmax(x)\n"
+)
+
+
+def test_a_dressed_rewrite_is_compared_with_the_reference_s_own_no_ops_left_out_too(write_module):
+    ref = write_module("reference.py", CLIPPED_SOFTMAX)
+    dressed = write_module("dressed.py", "import jax\nimport reference\n"
+                           "def workload(x):\n    return reference.softmax(jax.lax.optimization_barrier(x))\n")
+    report = gate(str(ref), str(dressed), klass="xla-rewrite")
+    assert failed(report) == {"firing.program_differs"}
+    # dropping the reference's own guard, adding nothing, is a change to the program
+    unguarded = write_module("unguarded.py", CLIPPED_SOFTMAX.replace("    x = jnp.clip(x, -1e4, 1e4)", "    pass"))
+    assert gate(str(ref), str(unguarded), klass="xla-rewrite").status == "PASS"
+
+
 def test_flash_attention_with_wrong_softmax_scale_fails_parity():
     report = gate("jax_ops/attention_reference.py", "jax_ops/flash_attention_bad_scale.py")
     assert "parity.error" in failed(report) and failed(report) <= {"parity.error", "parity.relative_error"}

@@ -368,3 +368,52 @@ def test_the_relative_grade_fails_an_absolute_error_on_small_values_and_the_rece
     out = json.loads(json.dumps(clean(result.to_json())))
     out["probes"][0]["outputs"][0]["relative"]["at"]["unit"] *= 100  # a looser unit than the scaled floor's
     assert any("allowance unit" in p for p in rederive_parity(out))
+
+
+def test_a_candidate_as_far_off_as_the_reference_never_fails_the_relative_grade():
+    # A layer norm on rows with a large common offset, one row constant: the oracle's outputs
+    # there are exactly zero and the reference is off by its cancellation (what the offset edge
+    # probe makes). The reference itself, as the candidate, is within every unit.
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        x = (np.float32(300) + rng.standard_normal((16, 256))).astype(np.float32)
+        x[3] = np.float32(300 + rng.uniform())
+        m = x.sum(-1, keepdims=True, dtype=np.float32) / np.float32(256)
+        d = x - m
+        ref = (d / np.sqrt((d * d).sum(-1, keepdims=True, dtype=np.float32) / np.float32(256) + np.float32(1e-5)))
+        x64 = x.astype(np.float64)
+        d64 = x64 - x64.mean(-1, keepdims=True)
+        oracle = d64 / np.sqrt((d64 * d64).mean(-1, keepdims=True) + 1e-5)
+        result = evaluate(ParitySpec("floor", 5), [probe(seed, ref.astype(np.float32), oracle, ref.astype(np.float32), inputs=x)])
+        assert result.status == "PASS", result.checks
+        assert result.details["probes"][0]["outputs"][0]["relative"]["ratio"] <= 1.0
+
+
+def test_the_relative_grade_leaves_integer_and_complex_outputs_alone():
+    counts = np.arange(64, dtype=np.int32)
+    assert "relative" not in evaluate(ParitySpec("floor", 5), [probe(1, counts, counts + 1, counts)]).details["probes"][0]["outputs"][0]
+
+
+def test_a_receipt_that_hides_a_relative_error_fail_is_caught():
+    from kgate.verify.receipt import rederive_parity
+
+    rng = np.random.default_rng(3)
+    oracle = rng.standard_normal(256).astype(np.float32) * np.float32(4)
+    ref = oracle * (1 + np.float32(2e-3) * rng.choice([-1.0, 1.0], 256).astype(np.float32))
+    flushed = np.where(np.abs(oracle) < 0.1, np.float32(0), oracle)
+    gate = json.loads(json.dumps(clean(evaluate(ParitySpec("floor", 5), [probe(1, ref, oracle, flushed)]).to_json())))
+    assert rederive_parity(gate, "0.3.1") == []
+    # the record and the FAIL deleted, the gate said PASS: a receipt of this kgate must carry it
+    hidden = json.loads(json.dumps(gate))
+    del hidden["probes"][0]["outputs"][0]["relative"]
+    hidden["checks"] = [c for c in hidden["checks"] if not c["name"].endswith("relative_error")]
+    hidden["status"] = "PASS"
+    assert any("record is missing" in p for p in rederive_parity(hidden, "0.3.1"))
+    assert any("record is missing" in p for p in rederive_parity(hidden, ""))  # the gate says it graded it
+    # the worst element rewritten within its unit's bounds, the ratio with it
+    shrunk = json.loads(json.dumps(gate))
+    rel = shrunk["probes"][0]["outputs"][0]["relative"]
+    rel["at"]["diff"], rel["ratio"] = 0.5 * rel["at"]["unit"], 0.5
+    shrunk["checks"] = [c for c in shrunk["checks"] if not c["name"].endswith("relative_error")]
+    shrunk["status"] = "PASS"
+    assert rederive_parity(shrunk, "0.3.1") != []

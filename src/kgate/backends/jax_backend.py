@@ -752,12 +752,23 @@ class JaxBackend:
         these inputs left out (`jaxpr_flow.without_identities`), and what was left out; ("", [])
         when nothing was."""
         leaves = jax.tree_util.tree_leaves(inputs)
-        run, identities = jaxpr_flow.without_identities(closed, leaves)
-        if not identities:
+        try:
+            run, identities = jaxpr_flow.without_identities(closed, leaves)
+            if not identities:
+                return "", []
+            tree = jax.tree_util.tree_structure(shapes)
+            essential = jax.jit(lambda *a: jax.tree_util.tree_unflatten(tree, run(*a)))
+            return essential.lower(*leaves).compile().as_text() or "", identities
+        except Exception:  # a program it cannot rebuild: compared as compiled, as before
             return "", []
-        tree = jax.tree_util.tree_structure(shapes)
-        essential = jax.jit(lambda *a: jax.tree_util.tree_unflatten(tree, run(*a)))
-        return essential.lower(*leaves).compile().as_text() or "", identities
+
+    def essential_text(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str:
+        """`fn`'s compiled program with the operations that did nothing on `inputs` left out;
+        "" when none did (the compiled program is the essential one)."""
+        fn, inputs = bind_static(fn, inputs)
+        with self._mode():
+            closed, shapes = jax.make_jaxpr(fn, return_shape=True)(*inputs)
+            return self._essential(closed, inputs, shapes)[0]
 
     def arithmetic(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> Arithmetic:
         """The arithmetic `fn` does on `inputs` in plain array code (its kernels' own left out)."""

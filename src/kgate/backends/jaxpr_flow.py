@@ -615,54 +615,64 @@ def _while_trips(eqn: Any) -> int | None:
 
 
 def without_identities(closed: Any, args: Sequence[Any]) -> tuple[Callable[..., list[Any]], list[str]]:
-    """`closed` as a function with every operation that handed back one of its operands
-    unchanged, bit for bit, on `args` left out (its operand used in its place), calls inlined;
-    and the operations left out. What a rewrite that wraps the reference in operations that
-    compute nothing (`x + 0.0`, a `reduce_precision` to the type's own precision, a round trip
-    through another type) really changes: nothing, however different its program text. Each
-    operation is judged on the values it met, so one that is the identity on other values (a
-    ReLU on positive inputs) is still left out when it did nothing here."""
-    passthrough: dict[tuple[int, int], int] = {}  # (id of the body, equation) -> the operand it returned
+    """`closed` as a function with every operation that handed back its operands unchanged, bit
+    for bit, on `args` left out (each result replaced by the operand it was), calls inlined; and
+    the operations left out. What a rewrite that wraps the reference in operations that compute
+    nothing (a `reduce_precision` to the type's own precision, an optimization barrier, a NaN
+    guard on finite values) really changes: nothing, however different its program text. Each
+    operation is judged on the values it met, at its place in the call tree (a helper called
+    twice is judged per call), against the values computed in the program, never a literal or a
+    constant it holds (`max(s, 0.0)` is the reduction `s`, not the zero it sometimes is), so one
+    that is the identity on other values (a ReLU on positive inputs) is still left out when it
+    did nothing here. Loop and branch bodies are not looked into."""
+    passthrough: dict[tuple[int, ...], list[int]] = {}  # an operation's place -> the operand each result was
     dropped: list[str] = []
 
-    def run(program: Any, values: Sequence[Any], judge: bool) -> list[Any]:
+    def run(program: Any, values: Sequence[Any], judge: bool, place: tuple[int, ...]) -> list[Any]:
         body, consts = _open(program)
         env: dict[Any, Any] = dict(zip(body.constvars, consts)) | dict(zip(body.invars, values))
+        fixed = set(body.constvars)
 
         def read(v: Any) -> Any:
             return v.val if isinstance(v, jcore.Literal) else env[v]
 
         for i, eqn in enumerate(body.eqns):
             ins = [read(v) for v in eqn.invars]
-            key = (id(body), i)
+            key = (*place, i)
             if not judge and key in passthrough:
-                outs = [ins[passthrough[key]]]
+                outs = [ins[j] for j in passthrough[key]]
             else:
                 sub = _call_body(eqn) if eqn.primitive.name not in KERNEL_PRIMITIVES else None
                 if sub is not None:
-                    outs = run(sub, ins, judge)
+                    outs = run(sub, ins, judge, key)
                 else:
                     result = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(eqn.params))
                     outs = list(result) if eqn.primitive.multiple_results else [result]
-                if judge and sub is None and len(outs) == 1:
-                    same = _returned_operand(outs[0], ins)
-                    if same is not None:
-                        passthrough[key] = same
+                if judge and sub is None and not eqn.effects:
+                    computed = [j for j, v in enumerate(eqn.invars)
+                                if not isinstance(v, jcore.Literal) and v not in fixed]
+                    sources = [_returned_operand(out, ins, computed) for out in outs]
+                    if sources and all(j is not None for j in sources):
+                        passthrough[key] = [j for j in sources if j is not None]
                         dropped.append(eqn.primitive.name)
             for var, val in zip(eqn.outvars, outs):
                 env[var] = val
         return [read(v) for v in body.outvars]
 
-    run(closed, args, judge=True)
-    return (lambda *a: run(closed, a, judge=False)), dropped
+    run(closed, args, True, ())
+    return (lambda *a: run(closed, a, False, ())), dropped
 
 
-def _returned_operand(out: Any, operands: Sequence[Any]) -> int | None:
-    """The position of an operand `out` is, bit for bit (same shape and dtype), if any."""
-    if not hasattr(out, "shape") or not getattr(out, "size", 0):
+def _returned_operand(out: Any, operands: Sequence[Any], candidates: Sequence[int]) -> int | None:
+    """The position, among `candidates`, of an operand `out` is bit for bit (same shape and
+    dtype), if any; None for values without plain bits (typed PRNG keys)."""
+    dtype = getattr(out, "dtype", None)
+    if not hasattr(out, "shape") or not getattr(out, "size", 0) or dtype is None or jax.dtypes.issubdtype(
+            dtype, jax.dtypes.extended):
         return None
     mine = np.asarray(out)
-    for j, x in enumerate(operands):
+    for j in candidates:
+        x = operands[j]
         if getattr(x, "shape", None) == mine.shape and getattr(x, "dtype", None) == mine.dtype:
             if np.array_equal(np.asarray(x).reshape(-1).view(np.uint8), mine.reshape(-1).view(np.uint8)):
                 return j

@@ -938,6 +938,7 @@ class TorchTimedCall:
     their storage (an answer cached by pointer would otherwise look fresh); the reference's are
     dropped at once, so none of its answers is reachable while the candidate runs."""
 
+    stream_timed = _CUDA  # each call's `escaped_ns` is recorded, and stream_quiet must grade them
     method = ("a CUDA event pair on the current stream per call (device time), then a device-wide synchronize; "
               "host time to the device going idle after the stream finished checked (stream_quiet)"
               if _CUDA else "each call timed by the host clock (torch on the CPU returns when its work is done)")

@@ -468,6 +468,7 @@ def audit(
     *,
     spec: FiringSpec = FiringSpec(),
     reference_compiled: str | None = None,
+    reference_essential: str = "",
     reference_uncompiled: str = "",
     trace_error: str = "",
     bypass: Mapping[str, bool] | str | None = None,
@@ -539,8 +540,12 @@ def audit(
         else:
             reference_program = normalize_hlo(reference_compiled)
             same = reference_program == normalize_hlo(facts.compiled_text)
-            # what the candidate computes: its program with the operations that did nothing left out
-            bare = not same and bool(facts.essential_text) and reference_program == normalize_hlo(facts.essential_text)
+            # What each computes: its program with the operations that did nothing on the probe
+            # left out. A candidate that added such operations and whose program is then the
+            # reference's, so treated, changed nothing. (One that only dropped the reference's
+            # own no-ops, adding none, changed its program for real.)
+            bare = not same and bool(facts.essential_text) and normalize_hlo(
+                reference_essential or reference_compiled) == normalize_hlo(facts.essential_text)
             details["programs_identical"] = same
             details["identities_left_out"] = list(facts.identities)
             what = ("mechanism absent: the candidate's optimized program is identical to the reference's "

@@ -7,9 +7,10 @@ so the run's overall status is ANOMALY rather than a plain FAIL.
 from __future__ import annotations
 
 import re
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from kgate.gates.common import Check, GateResult
 
@@ -191,21 +192,33 @@ def clock_bound(
 ESCAPED_US, ESCAPED_SHARE = 3.0, 0.02
 
 
-def stream_check(candidate_ns: Sequence[int], reference_ns: Sequence[int], candidate_p50_ms: float) -> list[Check]:
+def stream_check(candidate_ns: Sequence[int], reference_ns: Sequence[int], candidate_p50_ms: float,
+                 timed_calls: int) -> list[Check]:
     """Where a timed call measures one stream (CUDA events), the device must go idle when that
     stream does: work the candidate leaves on a side stream runs outside its events' window and
-    would read as speed. `*_ns`: per timed call, how long the device stayed busy after the timed
-    stream finished. Nothing where the calls are timed to the device going idle already."""
-    if not candidate_ns or not reference_ns:
-        return []
-    cand_us, ref_us = statistics.median(candidate_ns) / 1e3, statistics.median(reference_ns) / 1e3
-    excess_us, allowed_us = cand_us - ref_us, ESCAPED_US + ESCAPED_SHARE * candidate_p50_ms * 1e3
-    text = (f"after the timed stream finished, the device stayed busy a median {cand_us:.1f} us per candidate call "
+    would read as speed. `*_ns`: per call, how long the device stayed busy after the timed stream
+    finished; `timed_calls`: how many calls each leg had timed (each must have its gap: fewer is a
+    check that cannot be evaluated, and FAILs). The candidate's median and upper quartile are each
+    held to the reference's: work left behind on a quarter of the calls shows as well."""
+    name = "stream_quiet"
+    if min(len(candidate_ns), len(reference_ns)) < timed_calls:
+        return [Check(name, "FAIL", f"could not be evaluated: {len(candidate_ns)} candidate and {len(reference_ns)} "
+                      f"reference gaps recorded for {timed_calls} timed calls each",
+                      "re-run; a run whose timed calls were not all checked cannot pass.")]
+    allowed_us = ESCAPED_US + ESCAPED_SHARE * candidate_p50_ms * 1e3
+    worst = (0.0, 0.0, 0.0, "")
+    for q, label in ((0.5, "median"), (0.75, "upper quartile")):
+        cand_us = float(np.quantile(candidate_ns, q)) / 1e3
+        ref_us = float(np.quantile(reference_ns, q)) / 1e3
+        if cand_us - ref_us >= worst[0] or not worst[3]:
+            worst = (cand_us - ref_us, cand_us, ref_us, label)
+    excess_us, cand_us, ref_us, label = worst
+    text = (f"after the timed stream finished, the device stayed busy a {label} {cand_us:.1f} us per candidate call "
             f"and {ref_us:.1f} us per reference call")
     if excess_us > allowed_us:
-        return [Check("stream_quiet", "FAIL",
+        return [Check(name, "FAIL",
                       f"{text}: {excess_us:.1f} us more than the reference (allowed {allowed_us:.1f} us): the "
                       "candidate leaves work on another stream, outside the window its events time",
                       "launch on the current stream (torch.cuda.current_stream()), or wait for your side streams "
                       "before returning.")]
-    return [Check("stream_quiet", "PASS", f"{text}: no work escapes the timed stream")]
+    return [Check(name, "PASS", f"{text}: no work escapes the timed stream")]

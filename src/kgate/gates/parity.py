@@ -307,6 +307,13 @@ def half_ulp(expected: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return 0.5 * eps * np.exp2(exponent)
 
 
+def graded_relative(dtype: Any) -> bool:
+    """Whether `relative_error` grades an output of this dtype: real floating ones only (an
+    index or a count has no magnitude to scale by; a complex one's is not its real part's)."""
+    name = str(dtype)
+    return "float" in name and "complex" not in name
+
+
 # The fewest elements whose reference error sets a small element's allowance (see `magnitude_units`).
 LIKE_MAGNITUDE_MIN = 64
 # The finest a small element's unit gets, as a share of the floor at the largest output: an error
@@ -320,12 +327,13 @@ SMALLEST_SHARE = 1 / 32
 def magnitude_units(r: np.ndarray, e: np.ndarray, floor_max: float) -> np.ndarray:
     """Per element, the allowance unit of the `relative_error` check: the floor at the largest
     output (`floor_max`) scaled to the element's magnitude (`floor_max * min(1, 2|e| / scale)`,
-    never below `SMALLEST_SHARE` of it),
-    never finer than the reference's own largest error among the nonzero elements of at most twice
-    its magnitude (at least the `LIKE_MAGNITUDE_MIN` smallest: an error that is absolute, as in a
-    long sum that cancels, is the reference's at small elements too; exact zeros, a ReLU's, say
-    nothing of it), loosened as the shared floor loosens this draw's own, nor than half an ulp of
-    the output there. Never coarser than the `error` check's unit (the floor, or half an ulp)."""
+    never below `SMALLEST_SHARE` of it), never finer than the reference's own error there, nor
+    than its largest error among the elements of at most twice the magnitude (exact zeros among
+    them, and at least the `LIKE_MAGNITUDE_MIN` smallest nonzero ones: an error that is absolute,
+    as in a long sum that cancels, is the reference's at small elements too; a ReLU's exact zeros
+    do not make that window any narrower), loosened as the shared floor loosens this draw's own,
+    nor than half an ulp of the output there. Never coarser than the `error` check's unit (the
+    floor, or half an ulp)."""
     mag = np.abs(_f64(e))
     mag = np.where(np.isfinite(mag), mag, np.inf)
     size = scale(e)
@@ -337,16 +345,16 @@ def magnitude_units(r: np.ndarray, e: np.ndarray, floor_max: float) -> np.ndarra
     own = np.abs(_f64(r) - _f64(e)).ravel()
     own = np.where(np.isfinite(own), own, 0.0)
     flat = mag.ravel()
-    nonzero = np.flatnonzero(flat > 0)
-    like = np.zeros(mag.shape)
-    if nonzero.size:
-        order = nonzero[np.argsort(flat[nonzero], kind="stable")]
-        below = np.maximum.accumulate(own[order])  # the largest reference error among the k smallest
-        reach = np.searchsorted(flat[order], 2.0 * flat, side="right") - 1
-        like = below[np.maximum(reach, min(LIKE_MAGNITUDE_MIN, order.size) - 1)].reshape(mag.shape)
-        drawn = float(own.max())
-        if 0 < drawn < floor_max:  # a lucky draw's reference, graded against its seeds' shared floor
-            like = like * (floor_max / drawn)
+    order = np.argsort(flat, kind="stable")  # exact zeros first
+    below = np.maximum.accumulate(own[order])  # the largest reference error among the k smallest
+    zeros = int(np.count_nonzero(flat == 0))
+    reach = np.searchsorted(flat[order], 2.0 * flat, side="right") - 1
+    least = zeros + min(LIKE_MAGNITUDE_MIN, flat.size - zeros) - 1
+    like = below[np.maximum(reach, max(least, 0))]
+    drawn = float(own.max())
+    if 0 < drawn < floor_max:  # a lucky draw's reference, graded against its seeds' shared floor
+        like = like * (floor_max / drawn)
+    like = np.maximum(like, own).reshape(mag.shape)  # a candidate as far off as the reference is never over
     return np.maximum(resolution, np.maximum(proportional, like))
 
 
@@ -543,7 +551,7 @@ def _probe_checks(
             # where the reference has no error at all here: then nothing tells a relative error
             # from an absolute one.
             small_ratio, small_at = 0.0, {}
-            if floor.max_abs > 0:
+            if floor.max_abs > 0 and graded_relative(r.dtype):
                 small_ratio, small_at = _worst_ratio(_f64(c), _f64(e), magnitude_units(r, e, floor_max))
                 if small_at:
                     small_at["expected"] = float(_f64(e)[tuple(small_at["index"])])
@@ -676,7 +684,8 @@ def evaluate(
                 else "",
             )
         )
-    details = {"spec": spec.describe(), "seeds": [p.seed for p in seeded], "probes": records}
+    details = {"spec": spec.describe(), "seeds": [p.seed for p in seeded], "probes": records,
+               "relative_graded": spec.kind == "floor"}  # every graded floating output records `relative`
     return GateResult("parity", tuple(checks), details)
 
 

@@ -238,6 +238,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         facts = _facts(request.parity_spec, probes[0], shared, arrays, cand)
         gates["firing"] = firing.audit(
             request.klass, facts, spec=request.firing_spec, reference_compiled=ref.get("reference_compiled"),
+            reference_essential=ref.get("reference_essential") or "",
             reference_uncompiled=ref.get("reference_uncompiled", ""),
             trace_error=cand.get("trace_error", "the candidate leg ran no probe"),
             bypass=_bypass(request.parity_spec, probes[0], shared, arrays, cand),

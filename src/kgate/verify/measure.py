@@ -445,7 +445,9 @@ def _measure(
         buffers = [(inputs, created)]  # session 0's, and the running session's
         changed: list[int] = []  # sessions whose inputs changed while they were timed
         legs = {"candidate": cand, "reference": ref}
-        every_leg = {"candidate": [cand], "reference": [ref]}  # every session's timed calls, for stream_quiet
+        # every session's per-call gaps after the timed stream (torch on a GPU), for stream_quiet
+        escaped: dict[str, list[list[int]]] = {"candidate": [getattr(cand, "escaped_ns", [])],
+                                               "reference": [getattr(ref, "escaped_ns", [])]}
         timed_seeds = [request.seed]
         agreement: list[dict[str, Any]] = []
         reference_programs: list[Any] = []  # each later session's reference timed call, as compiled
@@ -474,8 +476,8 @@ def _measure(
                 new_ref = backend.compile_timed(pair.reference.entry, fresh, clock, flush, keep_outputs=False,
                                                 eager=pair.reference.eager)
             legs.update(candidate=new_cand, reference=new_ref)
-            every_leg["candidate"].append(new_cand)
-            every_leg["reference"].append(new_ref)
+            escaped["candidate"].append(getattr(new_cand, "escaped_ns", []))
+            escaped["reference"].append(getattr(new_ref, "escaped_ns", []))
             reference_programs.append(new_ref)
             watch.track(f"session {session} candidate timed call", new_cand, volatile=("_alive",))
             watch.track(f"session {session} reference timed call", new_ref)
@@ -523,8 +525,9 @@ def _measure(
             _agreement_check(agreement),
             _threads_check(samples.extra_threads),
             rounds.os_threads_check(),
-            *integrity_gate.stream_check(*([g for call in every_leg[leg] for g in getattr(call, "escaped_ns", ())]
-                            for leg in ("candidate", "reference")), float(np.median(samples.arrays()[1]))),
+            *(integrity_gate.stream_check(*([g for gaps in escaped[leg] for g in gaps] for leg in ("candidate", "reference")),
+                                          float(np.median(samples.arrays()[1])), int(samples.arrays()[1].size))
+              if getattr(cand, "stream_timed", False) else ()),
             _ordering_check(ordered),
         ]
         k = request.bar.sigma_k if request.bar and request.bar.sigma_k else 3.0

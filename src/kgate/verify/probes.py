@@ -105,10 +105,13 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
             trees[f"{key}-reference"] = ref_out
             trees[f"{key}-oracle"] = oracle
         reference_compiled = None
+        reference_essential = ""
         uncompiled = ""
         if req.get("reference_compiled") and made:
             try:
                 reference_compiled = backend.compiled_text(reference.entry, made[0])
+                if hasattr(backend, "essential_text"):  # its own operations that did nothing, left out
+                    reference_essential = backend.essential_text(reference.entry, made[0])
             except Exception as exc:
                 if not reference.eager:
                     raise
@@ -121,6 +124,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
             "op_point": op_point.to_json(),
             "has_tiny": bool(vars(reference.module).get("TINY")),
             "reference_compiled": reference_compiled,
+            "reference_essential": reference_essential,
             "reference_uncompiled": uncompiled,
             "reference_arithmetic": arithmetic,
             "odd_note": odd_note,

@@ -17,12 +17,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes  # noqa: F401  (numpy knows bfloat16 and the float8 types by name once it is loaded)
 import numpy as np
 
 from kgate.errors import KgateError
 from kgate.gates import stats
 from kgate.gates.bar import evaluate_bar, parse_bar
-from kgate.gates.parity import EDGE_PREFIX, SMALLEST_SHARE, ParitySpec, half_ulp
+from kgate.gates.parity import EDGE_PREFIX, SMALLEST_SHARE, ParitySpec, graded_relative, half_ulp
 from kgate.jsonio import check_schema, clean, write_atomic
 
 SCHEMA = "kgate.receipt"
@@ -123,9 +124,13 @@ def _floor_source_problems(
     return []
 
 
-def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
-    """Inconsistencies between the parity gate's numbers and its statuses, for every spec kind."""
+def rederive_parity(gate: Mapping[str, Any], made_by: str = "") -> list[str]:
+    """Inconsistencies between the parity gate's numbers and its statuses, for every spec kind.
+    `made_by`: the version of the kgate that wrote it, where it says (a receipt of `RELATIVE_SINCE`
+    on, or one whose parity says it graded `relative_error`, must carry the check's record on
+    every output it applies to)."""
     problems: list[str] = []
+    relative_required = _version(made_by) >= RELATIVE_SINCE or bool(gate.get("relative_graded"))
     try:
         spec = ParitySpec.parse(str(gate.get("spec", "")))
     except KgateError:
@@ -170,7 +175,7 @@ def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
                 if at and float(at["unit"]) < float(floor["max_abs_used"]) * (1 - REL_TOL):
                     problems.append(f"{where}: an allowance unit finer than the recorded floor")
                 passes = ratio <= mult and float(cand["mean_abs"]) <= float(limit["mean_abs"])
-                problems.extend(_relative_problems(where, name, out, checks, mult))
+                problems.extend(_relative_problems(where, name, out, checks, mult, relative_required))
             elif spec.kind == "tolerance":
                 violations = int(out.get("violations", -1))
                 passes = violations == 0
@@ -191,22 +196,30 @@ def rederive_parity(gate: Mapping[str, Any]) -> list[str]:
 
 
 def _relative_problems(where: str, name: str, out: Mapping[str, Any], checks: Mapping[str, Any],
-                       mult: float) -> list[str]:
+                       mult: float, required: bool) -> list[str]:
     """The `relative_error` check from its recorded worst element: its ratio is that element's
-    error over its unit; the unit lies between the floor scaled to the element's magnitude (or
-    half an ulp there) and the `error` check's unit; the check is there, FAILed, exactly when the
-    ratio is over the multiplier. A receipt of a kgate before the check has no `relative`."""
+    error over its unit, and no less than the largest error over the coarsest unit; the unit lies
+    between the floor scaled to the element's magnitude (or half an ulp there) and the `error`
+    check's unit; the check is there, FAILed, exactly when the ratio is over the multiplier. A
+    receipt of a kgate before the check has no `relative`; one after it has it on every floating
+    output whose reference has an error (`required`)."""
     relative = out.get("relative")
     if relative is None:
+        graded = float(out["floor"].get("max_abs", 0.0)) > 0 and graded_relative(out.get("dtype", ""))
+        if required and graded:
+            return [f"{where}: the relative error's record is missing"]
         return []
     problems = []
+    unit_max = float((out.get("limit") or {}).get("unit_max", 0.0))
+    if unit_max > 0 and float(relative["ratio"]) * (1 + REL_TOL) < float(out["candidate"]["max_abs"]) / unit_max:
+        problems.append(f"{where}: the relative error's ratio is below what the largest error allows")
     ratio, at, floor = float(relative["ratio"]), relative.get("at") or {}, out["floor"]
     if at:
         unit, diff, expected = float(at["unit"]), float(at["diff"]), float(at["expected"])
         implied = diff / unit if unit > 0 else (math.inf if diff > 0 else 0.0)
         if not (_close(ratio, implied) if math.isfinite(implied) else not math.isfinite(ratio)):
             problems.append(f"{where}: the relative error's ratio does not follow from its worst element")
-        resolution = float(half_ulp(np.asarray(expected), np.dtype(_dtype(out.get("dtype")))))
+        resolution = float(half_ulp(np.asarray(expected), np.dtype(str(out.get("dtype") or "float32"))))
         size = float(floor.get("scale", 0.0))
         used = float(floor["max_abs_used"])
         finest = max(resolution, used * min(1.0, max(SMALLEST_SHARE, 2 * abs(expected) / size)) if size > 0 else used)
@@ -216,16 +229,6 @@ def _relative_problems(where: str, name: str, out: Mapping[str, Any], checks: Ma
     if failed != (ratio > mult) and not checks.get(f"{name}.finite"):
         problems.append(f"{where}: relative error {ratio:.6g}x its unit recorded as {'FAIL' if failed else 'PASS'}")
     return problems
-
-
-def _dtype(name: Any) -> str:
-    """A recorded output dtype as numpy names it (bfloat16 through ml_dtypes)."""
-    text = str(name or "float32")
-    if text == "bfloat16":
-        import ml_dtypes
-
-        return ml_dtypes.bfloat16  # type: ignore[return-value]
-    return text
 
 
 def _gate_status_problems(name: str, gate: Mapping[str, Any]) -> list[str]:
@@ -252,6 +255,7 @@ def environment() -> dict[str, str | None]:
     return {"python": platform.python_version(), **{d: version(d) for d in ("numpy", "scipy", "jax", "jaxlib")}}
 
 
+RELATIVE_SINCE = (0, 3, 1)  # the first kgate version whose parity grades and records relative_error
 SEQUENTIAL_SINCE = (0, 2, 0)  # the first kgate version whose runs stop sequentially and record the method
 ORDERING_SINCE = (0, 3, 0)  # the first whose timings record the ordering intervals and their bootstrap's id
 
@@ -473,7 +477,7 @@ def rederive(receipt: Mapping[str, Any]) -> list[str]:
     problems: list[str] = []
     unknown: list[str] = []  # methods this kgate does not know: UNVERIFIABLE, unless something else is TAMPERED
     if "parity" in gates:
-        problems += rederive_parity(gates["parity"])
+        problems += rederive_parity(gates["parity"], str((receipt.get("kgate") or {}).get("version", "")))
     if gates.get("timing", {}).get("status") == "SKIPPED":
         problems += _not_timed_problems(receipt)
     elif "timing" in gates and gates["timing"].get("status") != "FAIL":
