@@ -41,6 +41,7 @@ DOWNGRADED = [
     # an absolute error under the floor at the largest outputs: only the relative grade sees it
     ("rmsnorm/reference.py", "rmsnorm/bad_flush_small.py", ["batch=1", "seq_len=64", "emb_dim=1024"]),
     ("rmsnorm/reference.py", "rmsnorm/bad_quantized_output.py", ["batch=1", "seq_len=64", "emb_dim=1024"]),
+    ("rmsnorm/reference.py", "rmsnorm/bad_fixed_grid_output.py", ["batch=1", "seq_len=64", "emb_dim=1024"]),
 ]
 
 

@@ -293,7 +293,9 @@ def test_softmax_without_max_subtraction_fails_on_the_offset():
 ])
 def test_what_is_right_only_in_the_range_random_draws_have_fails_on_rows_scaled_for_the_run(candidate):
     report = gate("rmsnorm/reference.py", f"rmsnorm/{candidate}")
-    assert _edge_failures(report) == {"edge-scales-in0.error"}, report.gates["parity"].failures
+    found = _edge_failures(report)  # the scales edge only (relative_error may see the same rows)
+    assert "edge-scales-in0.error" in found and found <= {"edge-scales-in0.error", "edge-scales-in0.relative_error"}, (
+        report.gates["parity"].failures)
 
 
 def test_the_rows_of_the_scales_edge_span_the_drawn_powers_of_two_and_differ_from_run_to_run():

@@ -11,8 +11,9 @@ every kernel replaced by a stand-in that does no work.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -615,23 +616,32 @@ def _while_trips(eqn: Any) -> int | None:
 
 
 def without_identities(closed: Any, args: Sequence[Any]) -> tuple[Callable[..., list[Any]], list[str]]:
-    """`closed` as a function with every operation that handed back its operands unchanged, bit
-    for bit, on `args` left out (each result replaced by the operand it was), calls inlined; and
-    the operations left out. What a rewrite that wraps the reference in operations that compute
-    nothing (a `reduce_precision` to the type's own precision, an optimization barrier, a NaN
-    guard on finite values) really changes: nothing, however different its program text. Each
-    operation is judged on the values it met, at its place in the call tree (a helper called
-    twice is judged per call), against the values computed in the program, never a literal or a
-    constant it holds (`max(s, 0.0)` is the reduction `s`, not the zero it sometimes is), so one
-    that is the identity on other values (a ReLU on positive inputs) is still left out when it
-    did nothing here. Loop and branch bodies are not looked into."""
-    passthrough: dict[tuple[int, ...], list[int]] = {}  # an operation's place -> the operand each result was
+    """`closed` as a function without the operations that computed nothing on `args`, calls
+    inlined; and the operations left out. An operation computed nothing when each of its results
+    is, bit for bit, one of its operands or a value its program already held (an input, or an
+    earlier result: a round trip through another type, a transpose undone, a pad sliced off); a
+    branch computed nothing but its choice, so the branch taken on `args` is inlined in its place.
+    What a rewrite that wraps the reference in operations that compute nothing (a
+    `reduce_precision` to the type's own precision, an optimization barrier, a NaN guard on finite
+    values, a branch always taken) really changes: nothing, however different its program text.
+    Each operation is judged on the values it met, at its place in the call tree (a helper called
+    twice is judged per call), never against a literal or a constant it holds (`max(s, 0.0)` is
+    the reduction `s`, not the zero it sometimes is), so one that is the identity on other values
+    (a ReLU on positive inputs) is still left out when it did nothing here. Loop bodies are not
+    looked into."""
+    # an operation's place -> per result, the operand position (int) or the earlier variable it was
+    passthrough: dict[tuple[int, ...], list[Any]] = {}
+    taken: dict[tuple[int, ...], int] = {}  # a branch's place -> the branch taken on `args`
     dropped: list[str] = []
 
     def run(program: Any, values: Sequence[Any], judge: bool, place: tuple[int, ...]) -> list[Any]:
         body, consts = _open(program)
         env: dict[Any, Any] = dict(zip(body.constvars, consts)) | dict(zip(body.invars, values))
         fixed = set(body.constvars)
+        held: dict[tuple[Any, ...], Any] = {}  # a value's bits -> the variable first holding it
+        if judge:
+            for var, val in zip(body.invars, values):
+                held.setdefault(_bits(val), var)
 
         def read(v: Any) -> Any:
             return v.val if isinstance(v, jcore.Literal) else env[v]
@@ -640,27 +650,52 @@ def without_identities(closed: Any, args: Sequence[Any]) -> tuple[Callable[..., 
             ins = [read(v) for v in eqn.invars]
             key = (*place, i)
             if not judge and key in passthrough:
-                outs = [ins[j] for j in passthrough[key]]
+                outs = [ins[j] if isinstance(j, int) else env[j] for j in passthrough[key]]
+            elif not judge and key in taken:
+                outs = run(eqn.params["branches"][taken[key]], ins[1:], judge, key)
             else:
                 sub = _call_body(eqn) if eqn.primitive.name not in KERNEL_PRIMITIVES else None
-                if sub is not None:
+                if judge and eqn.primitive.name == "cond" and not eqn.effects and np.ndim(ins[0]) == 0:
+                    taken[key] = int(np.clip(int(ins[0]), 0, len(eqn.params["branches"]) - 1))
+                    outs = run(eqn.params["branches"][taken[key]], ins[1:], judge, key)
+                    dropped.append("cond")
+                elif sub is not None:
                     outs = run(sub, ins, judge, key)
                 else:
                     result = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(eqn.params))
                     outs = list(result) if eqn.primitive.multiple_results else [result]
-                if judge and sub is None and not eqn.effects:
+                if judge and key not in taken and not eqn.effects:  # a call judged whole too, once inlined
                     computed = [j for j, v in enumerate(eqn.invars)
                                 if not isinstance(v, jcore.Literal) and v not in fixed]
                     sources = [_returned_operand(out, ins, computed) for out in outs]
+                    sources = [j if j is not None else _held(out, held) for j, out in zip(sources, outs)]
                     if sources and all(j is not None for j in sources):
-                        passthrough[key] = [j for j in sources if j is not None]
+                        passthrough[key] = sources
                         dropped.append(eqn.primitive.name)
             for var, val in zip(eqn.outvars, outs):
                 env[var] = val
+                if judge:
+                    held.setdefault(_bits(val), var)
         return [read(v) for v in body.outvars]
 
     run(closed, args, True, ())
     return (lambda *a: run(closed, a, False, ())), dropped
+
+
+def _bits(value: Any) -> tuple[Any, ...]:
+    """A value's shape, dtype and bytes' digest: equal for values equal bit for bit. Scalars and
+    values without plain bits (typed PRNG keys) get a key of their own (never matched: two
+    scalars agree by chance)."""
+    dtype = getattr(value, "dtype", None)
+    if getattr(value, "size", 0) < 2 or dtype is None or jax.dtypes.issubdtype(dtype, jax.dtypes.extended):
+        return ("unmatched", id(value))
+    a = np.asarray(value)
+    return (a.shape, str(a.dtype), hashlib.sha256(np.ascontiguousarray(a).reshape(-1).view(np.uint8)).hexdigest())
+
+
+def _held(out: Any, held: Mapping[tuple[Any, ...], Any]) -> Any | None:
+    """The earlier variable holding `out`'s exact value, if any."""
+    return held.get(_bits(out))
 
 
 def _returned_operand(out: Any, operands: Sequence[Any], candidates: Sequence[int]) -> int | None:

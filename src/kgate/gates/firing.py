@@ -550,10 +550,10 @@ def audit(
             details["identities_left_out"] = list(facts.identities)
             what = ("mechanism absent: the candidate's optimized program is identical to the reference's "
                     "(modulo names and metadata)") if same else (
-                    f"mechanism absent: with the {len(facts.identities)} operation(s) that handed back an operand "
-                    f"unchanged on the probe left out ({', '.join(sorted(set(facts.identities)))}), the candidate's "
-                    "optimized program is identical to the reference's (modulo names and metadata): they compute "
-                    "nothing")
+                    f"mechanism absent: with the {len(facts.identities)} operation(s) that computed nothing on the "
+                    f"probe left out ({', '.join(sorted(set(facts.identities)))}: each gave back an operand or a value "
+                    "the program already held, or was a branch always taken, inlined), the candidate's optimized "
+                    "program is identical to the reference's (modulo names and metadata)")
             same = same or bare
             checks.append(
                 Check(
