@@ -136,7 +136,7 @@ def test_an_absolute_error_on_small_outputs_fails_the_relative_grade_where_the_f
     assert all(checks[f"{s}.relative_error"] == "FAIL" for s in seeds), checks
     assert failed(report) <= {"parity.relative_error", "parity.error"} and report.gates["firing"].status == "PASS"
     worst = report.gates["parity"].details["probes"][0]["outputs"][0]["relative"]
-    assert worst["ratio"] > 10 and abs(worst["at"]["expected"]) < 0.25  # a small output, far off
+    assert worst["ratio"] > 5 and abs(worst["at"]["expected"]) < 0.25  # a small output, over the multiplier
 
 
 # -- shapes that are not tile multiples, and kernels tuned to the shapes they were shown ----
