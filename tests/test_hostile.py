@@ -340,6 +340,19 @@ def test_bfloat16_accumulation_fails_the_default_floor():
     assert "parity.error" in failed(scan)
 
 
+@pytest.mark.parametrize("problem", ["cumsum", "rmsnorm"])
+def test_in_float32_a_reference_that_casts_to_float32_itself_is_graded_against_a_widened_oracle(problem):
+    # Both references compute in float32 whatever they are given: fed float64 they are their own oracle, and
+    # before the widened one an honest float32 rewrite FAILed (jnp.cumsum 21x "the floor" on the offset edge).
+    report = gate(f"{problem}/reference.py", f"{problem}/xla_rewrite.py", klass="xla-rewrite", dtype="float32")
+    assert report.status == "PASS", failed(report)
+    against = {p["against"] for p in report.gates["parity"].details["probes"] if p.get("outputs")}
+    assert against == {"oracle-float64"}
+    if problem == "rmsnorm":  # and a float32 kernel that squares and sums in bfloat16 still FAILs against it
+        bad = gate("rmsnorm/reference.py", "rmsnorm/bad_bf16_sum_of_squares.py", dtype="float32")
+        assert "parity.error" in failed(bad)
+
+
 def test_the_floor_is_never_finer_than_the_outputs_resolution():
     import numpy as np
 

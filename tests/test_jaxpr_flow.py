@@ -183,6 +183,24 @@ def test_operations_that_hand_back_an_operand_unchanged_are_left_out_of_the_esse
     assert "reduce_precision" not in program and "optimization_barrier" not in program and "exponential" in program
 
 
+def test_a_loop_whose_used_results_are_its_operands_is_left_out_and_one_that_computes_stays():
+    from kgate.backends.jaxpr_flow import without_identities
+
+    x = jnp.linspace(0.5, 2.0, 16, dtype=jnp.float32).reshape(2, 8)
+
+    def dressed(v):
+        v = jax.lax.fori_loop(0, 3, lambda i, u: jnp.clip(u, -1e30, 1e30), v)  # a counter, and v handed back
+        count, rows = jax.lax.scan(lambda n, row: (n + 1, jnp.where(jnp.isnan(row), 0.0, row)), 0, v)
+        doubled = jax.lax.fori_loop(0, 2, lambda i, u: u * 2.0, rows)  # real work in a loop
+        return doubled + count  # the scan's count is used: a value of its own
+
+    run, dropped = without_identities(jax.make_jaxpr(dressed)(x), [x])
+    assert dropped.count("scan") == 1  # the clamping loop; the counting scan's count is used, the doubling computes
+    (out,) = run(x)
+    assert np.array_equal(np.asarray(out), np.asarray(dressed(x)))
+    assert "clamp" not in jax.jit(run).lower(x).as_text()
+
+
 def test_a_branch_always_taken_and_a_round_trip_back_to_a_value_already_held_are_left_out():
     from kgate.backends.jaxpr_flow import without_identities
 

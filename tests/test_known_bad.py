@@ -6,6 +6,7 @@ Each bad candidate is a file under examples/ whose docstring says what it gets w
 import pytest
 
 from conftest import failed, gate
+from kgate.verify import early
 
 
 def test_partial_work_grid_covering_half_the_rows_fails_parity():
@@ -81,7 +82,8 @@ def test_rewrite_identical_to_what_xla_already_does_is_mechanism_absent():
 
 
 @pytest.mark.parametrize("candidate", ["bad_reduce_precision_noop.py", "bad_identity_dressing.py",
-                                       "bad_branch_always_taken.py"])
+                                       "bad_branch_always_taken.py", "bad_loop_dressing.py",
+                                       "bad_scan_passthrough.py"])
 def test_a_rewrite_dressed_in_operations_that_compute_nothing_is_mechanism_absent(candidate):
     report = gate("softmax/reference.py", f"softmax/{candidate}", klass="xla-rewrite")
     assert failed(report) == {"firing.program_differs"}
@@ -153,9 +155,26 @@ def test_an_absolute_error_on_small_outputs_fails_the_relative_grade_where_the_f
 def test_a_kernel_right_only_at_the_shapes_it_was_shown_fails_at_the_odd_shape(problem, candidate):
     report = gate(f"{problem}/reference.py", f"{problem}/{candidate}")
     assert report.status == "FAIL"
-    fails = [c.name for c in report.gates["parity"].failures]
-    assert fails and all(name.startswith("odd-shape.") for name in fails)  # every seed and edge at TINY passed
+    at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
+    assert "odd-shape" in at and at <= {"odd-shape", "drawn-shape1", "drawn-shape2"}  # every probe at TINY passed
     assert report.context["odd_op_point"] and report.gates["firing"].status == "PASS"
+
+
+@pytest.mark.parametrize("problem,candidate", [
+    ("softmax", "bad_tile_columns_rows_aligned.py"),  # wrong only where the rows are whole blocks and the columns not
+    ("rmsnorm", "bad_short_remainder_raw.py"),  # wrong only where the remainder is under half a tile
+    ("cumsum", "bad_kernel_at_power_of_two_lengths.py"),  # right at powers of two and at 3 x 2^a - 1 only
+])
+def test_a_kernel_right_at_the_fixed_odd_shape_and_wrong_elsewhere_fails_at_a_drawn_one(problem, candidate,
+                                                                                        monkeypatch):
+    # the run's drawn seed pinned to 7, whose drawn shapes move the columns alone (softmax 291, cumsum 291) or
+    # the embedding alone (rmsnorm 258, a remainder of 2): a run draws them afresh, unknown to the candidate
+    monkeypatch.setattr(early, "draw_seed", lambda taken=(): 7)
+    report = gate(f"{problem}/reference.py", f"{problem}/{candidate}")
+    assert report.status == "FAIL" and report.context["random_seed"] == 7
+    at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
+    assert at and at <= {"drawn-shape1", "drawn-shape2"}  # TINY, its edges and the fixed odd shape all passed
+    assert len(report.context["drawn_op_points"]) == 2 and report.gates["firing"].status == "PASS"
 
 
 def test_a_kernel_may_refuse_an_odd_shape_it_does_not_support():

@@ -150,3 +150,41 @@ def test_a_method_set_on_a_library_class_over_an_inherited_one_is_a_patch(monkey
     assert snap.diff() == ["fake_array_lib.Tensor.softmax was added, overriding the method its class inherits"]
     snap.restore()
     assert Tensor().softmax() == "library" and snap.diff() == []
+
+
+# -- the gate's shapes beyond TINY: a fixed odd one, and two drawn per run ------------------
+
+
+def test_the_fixed_odd_size_leaves_the_largest_remainder_against_every_smaller_tile():
+    from kgate.verify.probes import tile_unfriendly
+
+    assert [tile_unfriendly(n) for n in (1, 2, 16, 256, 383)] == [2, 5, 23, 383, 767]
+    assert all(383 % tile == tile - 1 for tile in (2, 4, 8, 16, 32, 64, 128))
+
+
+def test_the_drawn_shapes_move_every_size_in_one_of_them_and_keep_the_others():
+    from kgate.verify.probes import shape_draws
+
+    values = {"batch": 1, "seq_len": 16, "emb_dim": 256, "eps": 1e-6}
+    sizes = ("batch", "seq_len", "emb_dim")
+    seen: set[tuple[str, ...]] = set()
+    remainders: set[int] = set()
+    for seed in range(200):
+        first, second = (tries[0] for tries in shape_draws(values, seed))
+        assert shape_draws(values, seed) == shape_draws(values, seed)  # the seed alone decides (recorded, re-drawn)
+        assert set(first).isdisjoint(second) and set(first) | set(second) == set(sizes)  # each size moved once
+        for moved in (first, second):
+            seen.add(tuple(sorted(moved)))
+            assert all(values[k] < v <= 2 * values[k] for k, v in moved.items())
+        remainders.update(v % 128 for d in (first, second) for k, v in d.items() if k == "emb_dim")
+    assert len(seen) == 6  # every proper part of the sizes is moved alone in some run
+    assert {1, 2} <= remainders and max(remainders) >= 64 and 0 in remainders  # short, long, whole tiles
+    assert shape_draws(values, 1) != shape_draws(values, 2)
+
+
+def test_a_single_size_is_drawn_twice_and_a_problem_without_sizes_draws_nothing():
+    from kgate.verify.probes import shape_draws
+
+    first, second = (tries[0] for tries in shape_draws({"n": 256, "scale": 0.5}, 3))
+    assert set(first) == set(second) == {"n"}
+    assert shape_draws({"scale": 0.5, "causal": True}, 3) == []

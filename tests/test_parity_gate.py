@@ -339,13 +339,18 @@ def test_a_receipt_cannot_borrow_an_edge_probes_floor_or_invent_a_mean_unit():
     assert any("mean-abs unit used" in p for p in rederive_parity(loose))
 
 
-def test_the_odd_shape_probe_keeps_its_own_floor_where_an_output_has_the_seeds_shape():
+def test_a_probe_at_another_shape_receives_the_seeds_floor_and_keeps_its_own_where_larger():
     from dataclasses import replace
 
-    odd = replace(synthetic(1, 1e-4, 3e-3), label="odd-shape")  # 30x its own floor, 3x the seed's
-    result = evaluate(ParitySpec("floor", 5), [synthetic(2, 1e-3, 1e-3), odd])
-    assert statuses(result)["odd-shape.error"] == "FAIL"
-    assert "shared_with" not in result.details["probes"][1]["outputs"][0]["floor"]
+    def graded(own, err, label="drawn-shape1"):
+        shaped = replace(synthetic(7, own, err, n=96), label=label)  # another shape, the same rank
+        result = evaluate(ParitySpec("floor", 5), [synthetic(1, 1e-3, 1e-3), synthetic(2, 1e-3, 1e-3), shaped])
+        return statuses(result)[f"{label}.error"], result.details["probes"][2]["outputs"][0]["floor"]
+
+    status, floor = graded(1e-4, 3e-3)  # 30x its own floor (one lucky draw), 3x the seeds'
+    assert status == "PASS" and floor["shared_with"] == ["seed1", "seed2", "drawn-shape1"]
+    assert graded(1e-4, 6e-3, "odd-shape")[0] == "FAIL"  # 6x the seeds' floor
+    assert graded(1e-2, 3e-2)[0] == "PASS" and graded(1e-2, 6e-2)[0] == "FAIL"  # its own, larger floor holds
 
 
 def test_the_relative_grade_fails_an_absolute_error_on_small_values_and_the_receipt_re_derives_it():

@@ -20,7 +20,7 @@ from jax._src.interpreters import pxla
 from jax._src.lib import hlo as _hlo, xla_client
 from jax.experimental.pallas import tpu as pltpu
 
-from kgate.backends import jaxpr_flow, pallas_grid, stablehlo_flow
+from kgate.backends import jaxpr_flow, pallas_grid, stablehlo_flow, widen
 from kgate.backends.base import (
     Ablation,
     Arithmetic,
@@ -425,14 +425,25 @@ class JaxBackend:
         return self.to_host(out)
 
     def run_oracle(self, fn: Callable[..., Any], inputs: Sequence[Any], precision: str, eager: bool = False) -> HostTree:
-        """The reference recomputed with floating inputs upcast to float32 or float64 (host)."""
+        """The reference recomputed with floating inputs upcast to float32 or float64 (host). The
+        float64 one is the reference's program with float32 widened to float64 throughout
+        (`kgate.backends.widen`: a reference that casts its inputs to float32 would otherwise be
+        its own oracle); where the program cannot be widened, or runs op by op, the reference
+        itself on float64 inputs."""
         if precision == "float32":
             return self.run(fn, self.cast_floating(inputs, jnp.float32), eager=eager)
         with jax.enable_x64(True):
             with jax.default_device(jax.devices("cpu")[0]):
                 bound, cast = bind_static(fn, self.cast_floating(inputs, jnp.float64))
                 with self._cpu_mode():
-                    out = _jit(bound, eager)(*cast)
+                    out = None
+                    if not eager:
+                        try:
+                            out = widen.widened(bound, cast)
+                        except Exception:  # Unwidenable, or a widened parameter an operation refuses
+                            out = None
+                    if out is None:
+                        out = _jit(bound, eager)(*cast)
                     jax.block_until_ready(out)
                 return self.to_host(out)
 

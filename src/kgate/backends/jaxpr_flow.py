@@ -627,8 +627,10 @@ def without_identities(closed: Any, args: Sequence[Any]) -> tuple[Callable[..., 
     Each operation is judged on the values it met, at its place in the call tree (a helper called
     twice is judged per call), never against a literal or a constant it holds (`max(s, 0.0)` is
     the reduction `s`, not the zero it sometimes is), so one that is the identity on other values
-    (a ReLU on positive inputs) is still left out when it did nothing here. Loop bodies are not
-    looked into."""
+    (a ReLU on positive inputs) is still left out when it did nothing here. Only the results the
+    program goes on to use are judged: a loop whose used results are its operands (a clamp of
+    values already in range repeated in a `fori_loop`, a `scan` that hands its rows back) computed
+    nothing but its unused counter. Loop bodies are judged whole, never looked into."""
     # an operation's place -> per result, the operand position (int) or the earlier variable it was
     passthrough: dict[tuple[int, ...], list[Any]] = {}
     taken: dict[tuple[int, ...], int] = {}  # a branch's place -> the branch taken on `args`
@@ -643,14 +645,16 @@ def without_identities(closed: Any, args: Sequence[Any]) -> tuple[Callable[..., 
             for var, val in zip(body.invars, values):
                 held.setdefault(_bits(val), var)
 
+        used = {v for v in (*(w for e in body.eqns for w in e.invars), *body.outvars) if not isinstance(v, jcore.Literal)}
+
         def read(v: Any) -> Any:
             return v.val if isinstance(v, jcore.Literal) else env[v]
 
         for i, eqn in enumerate(body.eqns):
             ins = [read(v) for v in eqn.invars]
             key = (*place, i)
-            if not judge and key in passthrough:
-                outs = [ins[j] if isinstance(j, int) else env[j] for j in passthrough[key]]
+            if not judge and key in passthrough:  # a result never used is never read: None
+                outs = [ins[j] if isinstance(j, int) else None if j is None else env[j] for j in passthrough[key]]
             elif not judge and key in taken:
                 outs = run(eqn.params["branches"][taken[key]], ins[1:], judge, key)
             else:
@@ -667,9 +671,11 @@ def without_identities(closed: Any, args: Sequence[Any]) -> tuple[Callable[..., 
                 if judge and key not in taken and not eqn.effects:  # a call judged whole too, once inlined
                     computed = [j for j, v in enumerate(eqn.invars)
                                 if not isinstance(v, jcore.Literal) and v not in fixed]
-                    sources = [_returned_operand(out, ins, computed) for out in outs]
-                    sources = [j if j is not None else _held(out, held) for j, out in zip(sources, outs)]
-                    if sources and all(j is not None for j in sources):
+                    live = [var in used for var in eqn.outvars]
+                    sources = [(_returned_operand(out, ins, computed) if keep else None) for out, keep in zip(outs, live)]
+                    sources = [j if j is not None or not keep else _held(out, held)
+                               for j, out, keep in zip(sources, outs, live)]
+                    if any(live) and all(j is not None for j, keep in zip(sources, live) if keep):
                         passthrough[key] = sources
                         dropped.append(eqn.primitive.name)
             for var, val in zip(eqn.outvars, outs):

@@ -187,6 +187,8 @@ def _vacuity(probe: Probe) -> str:
 
 
 EDGE_PREFIX = "edge-"  # an edge probe's label: edge-KIND-inI
+ODD_LABEL = "odd-shape"  # the gate's probe with every size made tile-unfriendly
+DRAWN_LABEL = "drawn-shape"  # and its probes at shapes drawn per run: drawn-shape1, drawn-shape2
 
 
 @dataclass(frozen=True)
@@ -203,7 +205,11 @@ class SharedFloor:
     the floor of the seed probes at its shape but never adds to it: its values are extreme on
     purpose, and its own reference error is one more draw (the spikes edge, placed by a drawn
     seed, fell to a fifth of the seeds' floor on the honest row-softmax at 16 x 256, once in
-    ~60 draws) while the extremes it adds could loosen the seeds' grading.
+    ~60 draws) while the extremes it adds could loosen the seeds' grading. A probe at another
+    shape (the gate's odd and drawn shapes) is one draw too, at sizes up to twice the seeds':
+    it receives the seeds' floor of the same output, rank, dtype and oracle kind (the honest
+    row-softmax rewrite fell to 5.12x its own floor at a drawn 20 x 256, once in 10 draws) and
+    keeps its own where that is larger (a longer reduction, a larger error).
 
     Only a floor beyond one rounding of the output is shared (`computes`): where the reference
     is exact but for rounding its result to the output dtype (a float32 sum written as
@@ -236,19 +242,22 @@ def shared_floors(spec: ParitySpec, probes: Sequence[Probe]) -> dict[str, list[S
     """For each probe (by name), per output: the floor it shares with the seed probes of the
     same output shape, dtype and oracle kind (None where a seed probe is the only one, where
     no seed probe's floor there goes beyond the output's rounding, or where an edge probe's
-    has no seed probe; the odd-shape probe never shares)."""
+    has no seed probe; a probe at another shape never shares)."""
     if spec.kind != "floor":
         return {}
     seeds: dict[tuple[Any, ...], list[tuple[str, float, float, bool]]] = {}
     edges: dict[tuple[Any, ...], list[str]] = {}
+    shaped: dict[tuple[Any, ...], list[str]] = {}
     for probe in probes:  # only probes graded on their outputs: each records the floor it shares
         if probe.oracle is None or probe.candidate is None or _structure_problem(probe):
             continue
         for k, (r, e) in enumerate(zip(probe.reference.leaves, probe.oracle.leaves)):
             key = (k, r.shape, str(r.dtype), probe.oracle_kind)
-            if probe.label:  # the odd-shape probe (one fixed draw, at another shape) keeps its own
+            if probe.label:  # an edge or a probe at another shape: receives, never adds
                 if probe.label.startswith(EDGE_PREFIX):
                     edges.setdefault(key, []).append(probe.name)
+                else:
+                    shaped.setdefault((k, r.ndim, str(r.dtype), probe.oracle_kind), []).append(probe.name)
                 continue
             err, size = leaf_errors(r, e), scale(e)
             rel = (err.max_abs / size, err.mean_abs / size) if size > 0 else (0.0, 0.0)
@@ -268,6 +277,11 @@ def shared_floors(spec: ParitySpec, probes: Sequence[Probe]) -> dict[str, list[S
             give(name, key[0], SharedFloor(*largest, names) if largest and len(members) > 1 else None)
         for name in edges.get(key, ()):
             give(name, key[0], SharedFloor(*largest, (*names, name)) if largest else None)
+        for name in shaped.get((key[0], len(key[1]), key[2], key[3]), ()) if largest else ():
+            held = shared.get(name, [])
+            known = held[key[0]] if key[0] < len(held) else None
+            if known is None or (known.max_rel, known.mean_rel) < largest:
+                give(name, key[0], SharedFloor(*largest, (*names, name)))
     return shared
 
 
@@ -642,7 +656,7 @@ def evaluate(
         checks.append(Check(f"{label}.graded", "SKIPPED", f"probe {label} not graded: {why}"))
         records.append({"name": label, "label": label, "skipped": why, "outputs": []})
     for label, why in refused:
-        checks.append(Check(f"{label}.refused", "ADVISORY", f"the candidate raised at the odd shape ({why}): it does "
+        checks.append(Check(f"{label}.refused", "ADVISORY", f"the candidate raised at the {label} ({why}): it does "
                             "not support that shape, which is allowed; wrong values there would FAIL"))
         records.append({"name": label, "label": label, "refused": why, "outputs": []})
     seeded = [p for p in probes if not p.label]  # edges are variations of a seed, not seeds

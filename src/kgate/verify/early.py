@@ -31,7 +31,7 @@ from kgate.errors import KgateError
 from kgate.gates import firing, integrity, lowering, parity
 from kgate.gates.common import Check, GateResult, error_check, skipped
 from kgate.gates.firing import FiringSpec
-from kgate.gates.parity import ParitySpec, Probe, SharedFloor
+from kgate.gates.parity import DRAWN_LABEL, ODD_LABEL, ParitySpec, Probe, SharedFloor
 from kgate.verify import refcache, spawn
 from kgate.verify.spawn import no_dumps
 from kgate.verify.lock import compile_slot
@@ -262,7 +262,8 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         "input_sha256": {str(p["seed"]): p["input_sha256"] for p in seed_probes},
         "output_sha256": {str(p["seed"]): runs.get(p["key"], {}).get("output_sha256") for p in seed_probes},
         "edge_probes": [p["label"] for p in ref["probes"] if p.get("label") and not p.get("config")],
-        "odd_op_point": next((p["config"] for p in ref["probes"] if p.get("config")), None),
+        "odd_op_point": next((p["config"] for p in ref["probes"] if p.get("label") == ODD_LABEL), None),
+        "drawn_op_points": [p["config"] for p in ref["probes"] if str(p.get("label", "")).startswith(DRAWN_LABEL)],
         "dtype": request.dtype,
         "static_inputs": ref.get("static_inputs", []),
         "reference_self_check": ref.get("reference_self_check", "not run"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import random
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 from kgate.backends import get_backend, wire
 from kgate.errors import KgateError, describe
 from kgate.gates import parity
+from kgate.gates.parity import DRAWN_LABEL, ODD_LABEL
 from kgate.problem import config_set, load_reference, load_requested_pair
 from kgate.verify.spawn import beat
 from kgate.verify.watch import Watch
@@ -50,7 +52,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
 
         beat("phase making inputs")
         backend.refuse_ineffective(reference, req["dtype"], op_point, req["overrides"])
-        held = len(req["seeds"]) + (3 if req.get("edges") else 0) + (1 if req.get("odd") else 0)  # all held at once
+        held = len(req["seeds"]) + (3 if req.get("edges") else 0) + (3 if req.get("odd") else 0)  # all held at once
         sized = backend.ensure_fits(reference, req["dtype"], held, op_point.values)
         for seed in req["seeds"]:
             inputs, how = backend.create_inputs(reference, seed, req["dtype"])
@@ -70,6 +72,13 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
                 inputs, how = backend.create_inputs(reference, req["seeds"][0], req["dtype"])
             hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": ODD_LABEL, "seeding": how,
                        "config": odd}, inputs)
+            # two more shapes, from the run's drawn seed: which sizes move, and by how much
+            for n, drawn in enumerate(drawn_op_points(backend, reference, req["dtype"], op_point.values,
+                                                      req["seeds"][-1], odd), 1):
+                with config_set(drawn, reference.config):
+                    inputs, how = backend.create_inputs(reference, req["seeds"][-1], req["dtype"])
+                hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][-1], "label": f"{DRAWN_LABEL}{n}",
+                           "seeding": how, "config": drawn}, inputs)
         # what the parent needs to hand the inputs over, never a seed: the candidate's process,
         # alive now, can read this folder (the seeds come back in the result, once it is gone)
         (folder / "inputs.json").write_text(json.dumps([{k: v for k, v in p.items() if k != "seed"} for p in probes]))
@@ -136,7 +145,6 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
         }
 
 
-ODD_LABEL = "odd-shape"
 
 
 SELF_CHECK_FIX = (
@@ -222,6 +230,73 @@ def odd_op_point(backend: Any, reference: Any, dtype: str | None, values: Mappin
         except Exception:
             continue
     return None
+
+
+def drawn_size(n: int, rng: random.Random) -> int:
+    """`n` grown by a drawn amount from 1 to `n`: half the time a power of two (a size that is
+    a multiple of a smaller tile only, or of a larger one), otherwise drawn evenly on a log scale
+    (a remainder of one element as likely as one of half the size; `tile_unfriendly` always
+    leaves the largest)."""
+    top = max(n, 1).bit_length()  # 2**(top - 1) <= n
+    if rng.random() < 0.5:
+        return n + 2 ** rng.randrange(top)
+    low = 2 ** rng.randrange(top)
+    return n + rng.randint(low, min(2 * low - 1, max(n, 1)))
+
+
+DRAWS = 8  # tries at each drawn shape
+
+
+def shape_draws(values: Mapping[str, Any], seed: int) -> list[list[dict[str, int]]]:
+    """The sizes the two drawn shapes try, in order, from `seed` alone. The integer op-point keys
+    are split at random in two (with one key, it is in both): the first shape moves one part, the
+    second the other, so every size is moved in one shape while the others keep theirs (a kernel
+    right when every size is odd and wrong when only some are must meet that case), and each
+    moved size grows by `drawn_size`. Half the tries of each shape keep its part; the rest move a
+    part drawn afresh (for a reference that refuses the first)."""
+    keys = [k for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
+    if not keys:
+        return []
+    rng = random.Random(seed)
+
+    def part() -> list[str]:
+        while True:
+            moved = [k for k in keys if rng.random() < 0.5]
+            if moved and (len(moved) < len(keys) or len(keys) == 1):
+                return moved
+
+    first = part()
+    parts = (first, first) if len(keys) == 1 else (first, [k for k in keys if k not in first])
+    shapes = []
+    for moved in parts:
+        tries = [{k: drawn_size(values[k], rng) for k in moved} for _ in range(DRAWS // 2)]
+        tries += [{k: drawn_size(values[k], rng) for k in part()} for _ in range(DRAWS - DRAWS // 2)]
+        shapes.append(tries)
+    return shapes
+
+
+def drawn_op_points(backend: Any, reference: Any, dtype: str | None, values: Mapping[str, Any], seed: int,
+                    taken: Mapping[str, int] | None) -> list[dict[str, int]]:
+    """Two shapes no one knows before the run (`shape_draws` from the run's drawn seed, recorded):
+    for each, the first try the reference accepts like the odd shape (sized from shapes, another
+    program), at most four times the op-point's bytes, and not a shape already probed."""
+    base = backend.program_signature(reference, dtype)
+    size = backend.footprint(reference, dtype)
+    found: list[dict[str, int]] = []
+    for tries in shape_draws(values, seed):
+        for updates in tries:
+            if updates == taken or updates in found:
+                continue
+            try:
+                with config_set(updates, reference.config):
+                    footprint = backend.footprint(reference, dtype)
+                    if footprint is not None and (size is None or footprint.per_probe <= 4 * size.per_probe) and (
+                            base is None or backend.program_signature(reference, dtype) != base):
+                        found.append(updates)
+                        break
+            except Exception:
+                continue
+    return found
 
 
 def _send(trees: dict[str, Any]) -> None:
