@@ -98,8 +98,7 @@ def _apply(eqn: Any, ins: list[Any]) -> list[Any]:
     if name in _CALLS and _CALLS[name] in params:
         return _closed(params[_CALLS[name]])(*ins)
     if name == "cond":
-        branches = [(lambda f: lambda *a: f(*a))(_closed(b)) for b in params["branches"]]
-        return list(jax.lax.switch(ins[0], branches, *ins[1:]))
+        return list(jax.lax.switch(ins[0], [_closed(b) for b in params["branches"]], *ins[1:]))
     if name == "while":
         nc, nb = params["cond_nconsts"], params["body_nconsts"]
         cond, body = _closed(params["cond_jaxpr"]), _closed(params["body_jaxpr"])

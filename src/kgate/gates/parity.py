@@ -242,7 +242,8 @@ def shared_floors(spec: ParitySpec, probes: Sequence[Probe]) -> dict[str, list[S
     """For each probe (by name), per output: the floor it shares with the seed probes of the
     same output shape, dtype and oracle kind (None where a seed probe is the only one, where
     no seed probe's floor there goes beyond the output's rounding, or where an edge probe's
-    has no seed probe; a probe at another shape never shares)."""
+    has no seed probe; a probe at another shape receives the floor of the seed probes of the
+    same output, rank, dtype and oracle kind where it is larger than its own)."""
     if spec.kind != "floor":
         return {}
     seeds: dict[tuple[Any, ...], list[tuple[str, float, float, bool]]] = {}

@@ -198,6 +198,11 @@ def _oracle(backend: Any, reference: Any, inputs: Any, ref_out: Any, probe: dict
     return oracle
 
 
+def size_keys(values: Mapping[str, Any]) -> list[str]:
+    """The op-point keys that are sizes: positive integers (not booleans)."""
+    return [k for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
+
+
 def tile_unfriendly(n: int) -> int:
     """The smallest size above `n` of the form 3 * 2**a - 1 (2, 5, 11, 23, 47, 95, 191, 383, ...):
     its remainder against every power-of-two tile up to 2**a is the largest there is (all low bits
@@ -216,7 +221,7 @@ def odd_op_point(backend: Any, reference: Any, dtype: str | None, values: Mappin
     one), else the first single key so taken that it can (checked by shapes alone, nothing
     allocated), and that builds another program (a hard-coded shape would not). None when it
     accepts none."""
-    keys = [k for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
+    keys = size_keys(values)
     base = backend.program_signature(reference, dtype)
     steps = (lambda v: tile_unfriendly(v), lambda v: v + 1)
     tries = [{k: step(values[k]) for k in keys} for step in steps] if len(keys) > 1 else []
@@ -254,7 +259,7 @@ def shape_draws(values: Mapping[str, Any], seed: int) -> list[list[dict[str, int
     right when every size is odd and wrong when only some are must meet that case), and each
     moved size grows by `drawn_size`. Half the tries of each shape keep its part; the rest move a
     part drawn afresh (for a reference that refuses the first)."""
-    keys = [k for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
+    keys = size_keys(values)
     if not keys:
         return []
     rng = random.Random(seed)
