@@ -159,6 +159,38 @@ def test_the_memory_estimate_counts_every_probe_held_at_once():
     refuse_if_too_big(one, 2, 16 * 2**30, "this machine", {"n": 1})  # 8 of 16 GiB: fits
     with pytest.raises(KgateError, match=r"needs about 20 GiB \(5 probes"):
         refuse_if_too_big(one, 5, 16 * 2**30, "this machine", {"n": 1})
+    # probes at other shapes count at their own size: 2 at the op-point and one 4x as big no longer fit
+    big = Footprint(inputs=4 * 2**30, outputs=4 * 2**30, oracle=8 * 2**30)
+    assert refuse_if_too_big(one, 2, 32 * 2**30, "this machine", {"n": 1}, [big]) == 0  # 24 of 24 GiB usable
+    with pytest.raises(KgateError, match=r"needs about 24 GiB \(2 probes .* \+ 1 probes at other shapes \(16 GiB\)"):
+        refuse_if_too_big(one, 2, 31 * 2**30, "this machine", {"n": 1}, [big])
+
+
+def test_the_drawn_shapes_take_only_the_memory_left_to_them():
+    import math
+
+    from kgate.backends import get_backend
+    from kgate.problem import config_set, load_reference
+    from kgate.verify.probes import drawn_op_points
+
+    backend = get_backend()
+    with load_reference(RMS / "reference.py", use_tiny=True) as (reference, op_point):
+        values = dict(op_point.values)
+        size = backend.footprint(reference, None).per_probe
+
+        def sizes(shapes: list[dict[str, int]]) -> list[int]:
+            found = []
+            for updates in shapes:
+                with config_set(updates, reference.config):
+                    found.append(backend.footprint(reference, None).per_probe)
+            return found
+
+        free = drawn_op_points(backend, reference, None, values, 7, None, math.inf)
+        assert len(free) == 2 and all(size < s <= 4 * size for s in sizes(free))  # drawn sizes only grow
+        assert drawn_op_points(backend, reference, None, values, 7, None, size) == []  # no room for a larger shape
+        room = 3 * size
+        tight = drawn_op_points(backend, reference, None, values, 7, None, room)
+        assert sum(sizes(tight)) <= room and sizes(tight)[:1] <= [room / 2]  # the first takes at most its share
 
 
 def test_progress_goes_to_stderr_as_plain_periodic_lines_off_a_terminal_and_never_under_json(capsys):

@@ -55,3 +55,17 @@ def test_what_cannot_be_widened_faithfully_raises(program):
     with jax.enable_x64(True):
         with pytest.raises(Unwidenable):
             widened(program, [jnp.ones((8, 128), jnp.float64)])
+
+
+def test_the_backend_says_when_its_float64_oracle_is_not_the_widened_program():
+    from kgate.backends.jax_backend import JaxBackend
+
+    backend = JaxBackend()
+    x = np.linspace(-1.0, 1.0, 8 * 128, dtype=np.float32).reshape(8, 128)
+    out = backend.run_oracle(in_float32, [x], "float64")
+    assert backend.oracle_fallback == "" and out.leaves[0].dtype == np.float64  # widened
+    backend.run_oracle(lambda a: pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(a.shape, jnp.float32),
+                                                interpret=True)(a.astype(jnp.float32)), [x], "float64")
+    assert "pallas_call carries a program of its own" in backend.oracle_fallback  # the reason, for the report
+    backend.run_oracle(in_float32, [x], "float64")
+    assert backend.oracle_fallback == ""  # said per call, never left over from the last

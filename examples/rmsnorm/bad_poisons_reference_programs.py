@@ -58,10 +58,13 @@ def plant(right, wrong):
     wrong()
     compilation_cache.get_cache_key = original
     wrong_bytes = (scratch / f"{key}-cache").read_bytes()
-    for path in [p for target in targets for p in target.iterdir()]:
-        if path.name.startswith(key + "."):
-            path.write_bytes(wrong_bytes)
-            print(f"planted {path.name}", file=sys.stderr)
+    for target in targets:
+        try:  # another kgate process may remove its folder as it ends
+            for path in [p for p in target.iterdir() if p.name.startswith(key + ".")]:
+                path.write_bytes(wrong_bytes)
+                print(f"planted {path.name}", file=sys.stderr)
+        except OSError:
+            continue
 
 
 def unnormalized(x, w):

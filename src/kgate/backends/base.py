@@ -361,19 +361,22 @@ def gib(n: float) -> str:
     return f"{n / 2**30:.3g} GiB" if n >= 2**30 else f"{n / 2**20:.3g} MiB"
 
 
-def refuse_if_too_big(footprint: Footprint, probes: int, available: int, where: str, values: dict[str, Any]) -> None:
-    """Refuse, before anything is allocated, an op-point whose `probes` probes cannot fit in
-    `available` bytes (with a quarter kept for the framework and the copies it makes)."""
+def refuse_if_too_big(footprint: Footprint, probes: int, available: int, where: str, values: dict[str, Any],
+                      shapes: Sequence[Footprint] = ()) -> int:
+    """Refuse, before anything is allocated, `probes` probes at the op-point and one at each of
+    `shapes` (probes at other sizes) that cannot fit in `available` bytes (with a quarter kept for
+    the framework and the copies it makes); the bytes that remain when they fit."""
     from kgate.errors import KgateError
 
-    need = footprint.per_probe * probes
+    need = footprint.per_probe * probes + sum(shape.per_probe for shape in shapes)
     if need <= available * 0.75:
-        return
+        return int(available * 0.75) - need
     from kgate.problem.oppoint import shown
 
+    others = f" + {len(shapes)} probes at other shapes ({gib(sum(s.per_probe for s in shapes))})" if shapes else ""
     raise KgateError(
         f"the op-point ({shown(values)}) needs about {gib(need)} ({probes} probes x (inputs {gib(footprint.inputs)} + outputs "
-        f"{gib(footprint.outputs)} + oracle {gib(footprint.oracle)})), and {where} has {gib(available)} available: "
+        f"{gib(footprint.outputs)} + oracle {gib(footprint.oracle)}){others}), and {where} has {gib(available)} available: "
         "it would not fit (nothing was allocated).",
         "choose a smaller op-point with --set, or run where the memory is.",
     )

@@ -191,6 +191,7 @@ class JaxBackend:
         # one under the reference's key): the persistent cache is off in kgate's processes, as
         # the legs' environment already says (kgate.verify.spawn.CACHES_OFF).
         jax.config.update("jax_enable_compilation_cache", False)
+        self.oracle_fallback = ""  # why the last float64 oracle was not the widened program ("" when it was)
         device = jax.devices()[0]
         self.platform = device.platform
         self.interpreted = self.platform == "cpu"
@@ -429,7 +430,7 @@ class JaxBackend:
         float64 one is the reference's program with float32 widened to float64 throughout
         (`kgate.backends.widen`: a reference that casts its inputs to float32 would otherwise be
         its own oracle); where the program cannot be widened, or runs op by op, the reference
-        itself on float64 inputs."""
+        itself on float64 inputs, and `oracle_fallback` says why ("" when widened)."""
         if precision == "float32":
             return self.run(fn, self.cast_floating(inputs, jnp.float32), eager=eager)
         with jax.enable_x64(True):
@@ -437,11 +438,12 @@ class JaxBackend:
                 bound, cast = bind_static(fn, self.cast_floating(inputs, jnp.float64))
                 with self._cpu_mode():
                     out = None
+                    self.oracle_fallback = "the reference runs op by op" if eager else ""
                     if not eager:
                         try:
                             out = widen.widened(bound, cast)
-                        except Exception:  # Unwidenable, or a widened parameter an operation refuses
-                            out = None
+                        except Exception as exc:  # Unwidenable, or a widened parameter an operation refuses
+                            self.oracle_fallback = describe(exc, 200)
                     if out is None:
                         out = _jit(bound, eager)(*cast)
                     jax.block_until_ready(out)

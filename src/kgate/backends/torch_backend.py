@@ -331,6 +331,8 @@ class TorchBackend:
     def __init__(self) -> None:
         self.platform = "gpu" if _CUDA else "cpu"
         self.interpreted = not _CUDA  # Triton kernels, where there are any, run in its interpreter
+        # the float64 oracle is the reference on float64 inputs and weights: a program is not widened here
+        self.oracle_fallback = "a torch reference's program is not widened"
         self._device = torch.device("cuda" if _CUDA else "cpu")
         self._launched: dict[int, bool] = {}  # id(fn) -> whether a run of it launched an authored kernel
         # (id(fn), the inputs' shapes) -> the kernels each graded run there launched

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import random
 from collections.abc import Callable, Mapping
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kgate.backends import get_backend, wire
+from kgate.backends.base import refuse_if_too_big
 from kgate.errors import KgateError, describe
 from kgate.gates import parity
 from kgate.gates.parity import DRAWN_LABEL, ODD_LABEL
@@ -52,8 +54,9 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
 
         beat("phase making inputs")
         backend.refuse_ineffective(reference, req["dtype"], op_point, req["overrides"])
-        held = len(req["seeds"]) + (3 if req.get("edges") else 0) + (3 if req.get("odd") else 0)  # all held at once
-        sized = backend.ensure_fits(reference, req["dtype"], held, op_point.values)
+        held = len(req["seeds"]) + (3 if req.get("edges") else 0)  # all held at once, with the shape probes
+        # the shape probes are at least the op-point's size; once chosen, each is counted at its own
+        sized = backend.ensure_fits(reference, req["dtype"], held + (3 if req.get("odd") else 0), op_point.values)
         for seed in req["seeds"]:
             inputs, how = backend.create_inputs(reference, seed, req["dtype"])
             hand_over({"key": f"p{len(probes)}", "seed": seed, "seeding": how}, inputs)
@@ -68,13 +71,17 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
                         "made odd (3 x 2^a - 1, or plus one), or its shapes do not follow its op-point (CONFIG or "
                         "shape globals)"))
         if odd:
+            room = shape_room(backend, reference, req["dtype"], held, op_point.values, [odd])
             with config_set(odd, reference.config):
                 inputs, how = backend.create_inputs(reference, req["seeds"][0], req["dtype"])
             hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": ODD_LABEL, "seeding": how,
                        "config": odd}, inputs)
             # two more shapes, from the run's drawn seed: which sizes move, and by how much
-            for n, drawn in enumerate(drawn_op_points(backend, reference, req["dtype"], op_point.values,
-                                                      req["seeds"][-1], odd), 1):
+            shapes = drawn_op_points(backend, reference, req["dtype"], op_point.values, req["seeds"][-1], odd, room)
+            if len(shapes) < 2:
+                odd_note = (f"{len(shapes)} of 2 drawn-shape probes: no other draw of {DRAWS} the reference accepts, that "
+                            "builds another program, and fits (at most 4x the op-point's bytes, and the memory left)")
+            for n, drawn in enumerate(shapes, 1):
                 with config_set(drawn, reference.config):
                     inputs, how = backend.create_inputs(reference, req["seeds"][-1], req["dtype"])
                 hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][-1], "label": f"{DRAWN_LABEL}{n}",
@@ -190,6 +197,11 @@ def _oracle(backend: Any, reference: Any, inputs: Any, ref_out: Any, probe: dict
     if parity.floor_is_degenerate(ref_out, oracle):
         try:
             oracle, probe["oracle_kind"] = backend.run_oracle(reference.entry, inputs, "float64", reference.eager), "float64"
+            if backend.oracle_fallback:
+                probe["oracle_note"] = (
+                    "the float64 oracle is the reference run on float64 inputs, not its program widened to float64 "
+                    f"throughout ({backend.oracle_fallback.rstrip('.')}): a float32 step inside the reference stays "
+                    "float32 in the oracle, which then shares that step's rounding")
         except Exception as exc:
             probe["oracle_note"] = (
                 f"the float64 oracle (the reference recomputed with float64 inputs) failed: {describe(exc).rstrip('.')}; the "
@@ -280,24 +292,44 @@ def shape_draws(values: Mapping[str, Any], seed: int) -> list[list[dict[str, int
     return shapes
 
 
+def shape_room(backend: Any, reference: Any, dtype: str | None, probes: int, values: Mapping[str, Any],
+               shapes: list[dict[str, int]]) -> float:
+    """Bytes left for more probes once `probes` probes at the op-point and one at each of `shapes`
+    are held, each counted at its own size (refused when they cannot fit); unbounded where the
+    memory or the footprint cannot be known."""
+    available = backend.available_memory()
+    size = backend.footprint(reference, dtype)
+    if available is None or size is None:
+        return math.inf
+    footprints = []
+    for updates in shapes:
+        with config_set(updates, reference.config):
+            footprints.append(backend.footprint(reference, dtype))
+    return refuse_if_too_big(size, probes, available[0], available[1], dict(values), [f for f in footprints if f])
+
+
 def drawn_op_points(backend: Any, reference: Any, dtype: str | None, values: Mapping[str, Any], seed: int,
-                    taken: Mapping[str, int] | None) -> list[dict[str, int]]:
+                    taken: Mapping[str, int] | None, room: float = math.inf) -> list[dict[str, int]]:
     """Two shapes no one knows before the run (`shape_draws` from the run's drawn seed, recorded):
     for each, the first try the reference accepts like the odd shape (sized from shapes, another
-    program), at most four times the op-point's bytes, and not a shape already probed."""
+    program), at most four times the op-point's bytes and its share of the `room` left, and not
+    a shape already probed."""
     base = backend.program_signature(reference, dtype)
     size = backend.footprint(reference, dtype)
+    draws = shape_draws(values, seed)
     found: list[dict[str, int]] = []
-    for tries in shape_draws(values, seed):
+    for left, tries in zip(range(len(draws), 0, -1), draws):
+        most = min(room / left, 4 * size.per_probe if size is not None else math.inf)
         for updates in tries:
             if updates == taken or updates in found:
                 continue
             try:
                 with config_set(updates, reference.config):
                     footprint = backend.footprint(reference, dtype)
-                    if footprint is not None and (size is None or footprint.per_probe <= 4 * size.per_probe) and (
+                    if footprint is not None and footprint.per_probe <= most and (
                             base is None or backend.program_signature(reference, dtype) != base):
                         found.append(updates)
+                        room -= footprint.per_probe
                         break
             except Exception:
                 continue
