@@ -448,34 +448,36 @@ def test_a_process_that_outlives_the_candidate_and_scrambles_the_shared_programs
 
 def test_no_seed_reaches_a_file_while_the_candidate_runs(tmp_path):
     """The reference leg's request (its seeds, the drawn one included) comes on its stdin, and
-    the inputs' manifest names no seed: a candidate that reads the reference leg's folder at
-    import learns none."""
+    the list of probes it has made inputs for goes to the parent on a pipe, naming no seed: a
+    candidate that reads every file of the probe folder, once the last probes are handed over,
+    learns none."""
     from kgate.verify import CheckRequest, run_gate
 
     spy = tmp_path / "spy.py"
     found = tmp_path / "found.txt"
     spy.write_text(
-        "import os, pathlib, sys, time\n"
+        "import os, pathlib, sys\n"
         "sys.path.insert(0, %r)\n"
-        "from xla_rewrite import workload\n"
+        "from xla_rewrite import workload as honest\n"
         "folder = pathlib.Path(os.readlink('/proc/self/fd/2')).parent.parent\n"  # its stderr is in the probe folder
-        "deadline = time.monotonic() + 60\n"
-        "while not (folder / 'reference' / 'inputs.json').exists() and time.monotonic() < deadline:\n"
-        "    time.sleep(0.05)\n"
-        "text = []\n"
-        "for p in folder.rglob('*'):\n"
-        "    try:\n"
-        "        text.append(str(p) + ' ' + (p.read_text(errors='replace') if p.is_file() else ''))\n"
-        "    except OSError:\n"
-        "        pass\n"
-        "pathlib.Path(%r).write_text('\\n'.join(text))\n" % (str(ROOT / "examples" / "rmsnorm"), str(found))
+        "def workload(x, w):\n"  # traced once per shape: at a shape probe, every probe has been handed over
+        "    if (folder / 'candidate' / 'probes-shapes.json').exists() and not pathlib.Path(%r).exists():\n"
+        "        text = []\n"
+        "        for p in folder.rglob('*'):\n"
+        "            try:\n"
+        "                text.append(str(p) + ' ' + (p.read_text(errors='replace') if p.is_file() else ''))\n"
+        "            except OSError:\n"
+        "                pass\n"
+        "        pathlib.Path(%r).write_text('\\n'.join(text))\n"
+        "    return honest(x, w)\n" % (str(ROOT / "examples" / "rmsnorm"), str(found), str(found))
     )
     report = run_gate(CheckRequest(reference=ROOT / "examples" / "rmsnorm" / "reference.py", candidate=spy,
                                    klass="xla-rewrite", seeds=(1234567, 7654321)))
     assert report.status in ("PASS", "PASS_WITH_ADVISORIES"), failed(report)
     drawn = report.to_json()["random_seed"]
     text = found.read_text()
-    assert "reference/inputs.json" in text  # it did read where the legs keep their files
+    assert "candidate/probes-shapes.json" in text and "drawn-shape" not in text  # it read the lists kgate wrote
+    assert "candidate/inputs-p13.pkl" in text  # and the last shape probe's inputs
     for seed in (1234567, 7654321, drawn):
         assert str(seed) not in text
 
@@ -506,3 +508,20 @@ def test_bytecode_forged_for_the_reference_or_a_module_it_imports_is_never_run(t
             report = gate(str(folder / "reference.py"), str(folder / cheat), klass="xla-rewrite")
             assert "parity.error" in failed(report), (cheat, run, failed(report))
         assert list((folder / "__pycache__").glob("*.pyc"))  # the forged bytecode is there, for the taking
+
+
+def test_a_candidate_that_empties_the_list_of_shape_probes_never_escapes_them():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_skips_the_shape_probes.py")
+    assert report.status in ("FAIL", "ANOMALY")
+    # the parent's list replaces its empty one, or the candidate read its own: either way each shape
+    # probe is a failure, wrong values where it ran and no output where it did not
+    failing = {c.name.split(".")[0] for c in report.gates["parity"].failures}
+    assert {"odd-shape", "drawn-shape1", "drawn-shape2"} <= failing
+
+
+def test_links_planted_where_kgate_writes_its_hand_over_are_replaced_never_followed(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the candidate keeps its canary
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_links_the_hand_over.py", klass="xla-rewrite")
+    canary = tmp_path / "kgate-link-canary.txt"
+    assert canary.read_text() == "untouched"  # no list of probes, no input file written through its links
+    assert report.status in ("PASS", "PASS_WITH_ADVISORIES", "FAIL")  # its own reads of its links may crash it

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import re
+import os
 import pickle
+import re
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -388,8 +390,19 @@ def write_hand_over(host: Any, path: Path) -> str:
     `read_hand_over` checks the file against that sha256 before reading it, so nothing else can
     slip a payload in."""
     data = pickle.dumps(host, protocol=pickle.HIGHEST_PROTOCOL)
-    path.write_bytes(data)
+    write_new(path, data)
     return hashlib.sha256(data).hexdigest()
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """Write `data` to `path` as a fresh file renamed over it: never through a link or into a file
+    that another process (the candidate's, as the same user) put there first, and a reader never
+    sees half of it."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "wb") as stream:
+        stream.write(data)
+    os.replace(temporary, path)
 
 
 def read_hand_over(path: Path, sha256: str) -> Any:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kgate.backends import ProgramFacts, wire
-from kgate.backends.base import floating_dtypes
+from kgate.backends.base import floating_dtypes, write_new
 from kgate.problem.module import kwargs_to_wire
 from kgate.problem.model import weights_mismatch
 from kgate.problem.oppoint import shown
@@ -36,6 +36,7 @@ from kgate.verify import refcache, spawn
 from kgate.verify.spawn import no_dumps
 from kgate.verify.lock import compile_slot
 from kgate.verify.outcome import EAGER_NOTE, Report
+from kgate.verify.probes import INPUTS_BEAT, PROBE_KEY
 
 DEFAULT_SEEDS: tuple[int, ...] = (42, 43)
 PHASE_BUDGET_S = 300.0  # per phase of a leg (importing, making inputs, tracing, compiling, running ...)
@@ -110,15 +111,13 @@ def run_probe_legs(
         candidate = spawn.start("candidate-probes", cand_req, cand_dir, env=env, waits=True, beats=True,
                                 own_session=True)
         try:
-            manifest = _wait_for_inputs(reference_leg, ref_dir, request.phase_budget_s)
+            # the probes at the op-point's shapes first; the candidate runs them while the reference's
+            # process makes the other shapes' inputs, handed over next
+            _hand_over(_wait_for_inputs(reference_leg, 0, request.phase_budget_s), ref_dir, cand_dir / "probes.json")
             candidate.wait_beat("imported", budget_s=request.phase_budget_s)
-            for p in manifest:
-                os.replace(ref_dir / f"inputs-{p['key']}.pkl", cand_dir / f"inputs-{p['key']}.pkl")
-            (cand_dir / "probes.json").write_text(json.dumps(
-                [{"key": p["key"], "file_sha256": p["file_sha256"], **({"config": p["config"]} if "config" in p else {})}
-                 for p in manifest]  # values and the odd shape's sizes, never a seed
-            ))
             candidate.go()
+            _hand_over(_wait_for_inputs(reference_leg, 1, request.phase_budget_s), ref_dir,
+                       cand_dir / "probes-shapes.json")
             cand_result = candidate.wait_phased(request.phase_budget_s)
         finally:
             candidate.kill_group()
@@ -137,21 +136,40 @@ def run_probe_legs(
         return reference, cand_result, arrays, seeds
 
 
-def _wait_for_inputs(leg: spawn.LegProcess, folder: Path, budget_s: float) -> list[dict[str, Any]]:
-    """The reference leg's list of probe inputs, once it has made them all."""
-    manifest = folder / "inputs.json"
-    while not manifest.exists():
+def _wait_for_inputs(leg: spawn.LegProcess, batch: int, budget_s: float) -> list[dict[str, Any]]:
+    """The reference leg's `batch`-th list of probes whose inputs it has made, from its beat
+    channel (a pipe only this process reads), once it has made them."""
+    while True:
+        told = [line[len(INPUTS_BEAT):] for _, line in list(leg.beats) if line.startswith(INPUTS_BEAT)]
+        if len(told) > batch:
+            break
         if leg.proc.poll() is not None:
+            leg._join()  # its last beats, then its result
+            if len([1 for _, line in list(leg.beats) if line.startswith(INPUTS_BEAT)]) > batch:
+                continue
             raise _leg_error("reference", leg.wait())
         stopped = leg.stop_if_overrun(budget_s)
         if stopped is not None:
             raise _leg_error("reference", stopped)
         time.sleep(0.005)
-    while True:  # written in one call, but read it only once it parses
-        try:
-            return list(json.loads(manifest.read_text()))
-        except ValueError:
-            time.sleep(0.005)
+    try:
+        found = json.loads(told[batch])
+    except ValueError:
+        found = None
+    if not isinstance(found, list) or not all(isinstance(p, dict) and PROBE_KEY.fullmatch(str(p.get("key")))
+                                              and isinstance(p.get("file_sha256"), str) for p in found):
+        raise KgateError("the reference leg's list of probe inputs came through broken.", "re-run the command.")
+    return found
+
+
+def _hand_over(manifest: list[dict[str, Any]], ref_dir: Path, probes_file: Path) -> None:
+    """Move the probes' input files to the candidate's folder and list them there: values and
+    the shape probes' sizes, never a seed."""
+    for p in manifest:
+        os.replace(ref_dir / f"inputs-{p['key']}.pkl", probes_file.parent / f"inputs-{p['key']}.pkl")
+    write_new(probes_file, json.dumps(
+        [{"key": p["key"], "file_sha256": p["file_sha256"], **({"config": p["config"]} if "config" in p else {})}
+         for p in manifest]).encode())
 
 
 def _leg_error(role: str, result: Mapping[str, Any]) -> KgateError:

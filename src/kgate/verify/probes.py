@@ -16,7 +16,9 @@ import json
 import math
 import os
 import random
-from collections.abc import Callable, Mapping
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,9 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
         if req.get("edges"):  # from the first seed's inputs
             for label, inputs in backend.edge_inputs(made[0], seed=req["seeds"][-1]):  # the run's drawn seed
                 hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": label, "seeding": "edge"}, inputs)
+        # the candidate's process starts on these while the shape probes' inputs are made
+        handed = announce(probes)
+        beat("phase making the shape probes' inputs")
         odd = odd_op_point(backend, reference, req["dtype"], op_point.values) if req.get("odd") and sized else None
         odd_note = ""
         if req.get("odd") and not odd:
@@ -86,9 +91,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
                     inputs, how = backend.create_inputs(reference, req["seeds"][-1], req["dtype"])
                 hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][-1], "label": f"{DRAWN_LABEL}{n}",
                            "seeding": how, "config": drawn}, inputs)
-        # what the parent needs to hand the inputs over, never a seed: the candidate's process,
-        # alive now, can read this folder (the seeds come back in the result, once it is gone)
-        (folder / "inputs.json").write_text(json.dumps([{k: v for k, v in p.items() if k != "seed"} for p in probes]))
+        announce(probes[handed:])
         arithmetic: dict[str, Any] | None = None
         if req.get("reference_arithmetic") and made and hasattr(backend, "arithmetic"):
             beat("phase counting the reference's arithmetic")  # while the candidate's process runs
@@ -152,6 +155,19 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
         }
 
 
+
+
+INPUTS_BEAT = "inputs "  # a list of probes whose inputs are made, on the beat channel
+PROBE_KEY = re.compile(r"p[0-9]{1,4}")
+
+
+def announce(probes: list[dict[str, Any]]) -> int:
+    """Tell the parent, on the beat channel (a pipe only it reads: nothing on disk to forge or
+    plant first), which probes' inputs are ready, and what it needs to hand them over, never a
+    seed: the candidate's process, alive now, can read this folder (the seeds come back in the
+    result, once it is gone). How many were told."""
+    beat(INPUTS_BEAT + json.dumps([{k: v for k, v in p.items() if k != "seed"} for p in probes]))
+    return len(probes)
 
 
 SELF_CHECK_FIX = (
@@ -359,7 +375,7 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
         runs: list[dict[str, Any]] = []
         outputs: dict[str, Any] = {}
         first: tuple[Any, ...] | None = None
-        for probe in json.loads(Path(req["probes_file"]).read_text()):
+        for probe in handed_over(Path(req["probes_file"])):
             key = probe["key"]
             inputs = backend.load_inputs(folder / f"inputs-{key}.pkl", probe["file_sha256"])
             received = backend.digest(inputs)
@@ -454,6 +470,18 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
 
 class _Skipped(Exception):
     """The program could not be inspected: the experiments on it are not run."""
+
+
+def handed_over(first: Path) -> Iterator[dict[str, Any]]:
+    """The probes the parent hands over: those in `first`, then, once the reference's process has
+    made their inputs, those of the other shapes (`probes-shapes.json` beside it)."""
+    yield from json.loads(first.read_text())
+    shapes = first.with_name("probes-shapes.json")
+    if not shapes.exists():
+        beat("phase waiting for the shape probes' inputs")
+        while not shapes.exists():  # renamed into place whole; the parent stops this process if it never comes
+            time.sleep(0.005)
+    yield from json.loads(shapes.read_text())
 
 
 def _second_seed_probe(req: Mapping[str, Any]) -> dict[str, Any] | None:
