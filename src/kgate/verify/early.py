@@ -36,7 +36,7 @@ from kgate.verify import refcache, spawn
 from kgate.verify.spawn import no_dumps
 from kgate.verify.lock import compile_slot
 from kgate.verify.outcome import EAGER_NOTE, Report
-from kgate.verify.probes import INPUTS_BEAT, PROBE_KEY
+from kgate.verify.probes import INPUT_BEAT, INPUTS_DONE_BEAT, PROBE_KEY
 
 DEFAULT_SEEDS: tuple[int, ...] = (42, 43)
 PHASE_BUDGET_S = 300.0  # per phase of a leg (importing, making inputs, tracing, compiling, running ...)
@@ -81,7 +81,8 @@ def run_probe_legs(
     """Run the reference leg and the candidate leg; their results, both legs' arrays, and the seeds used.
 
     Both start at once. The reference's process makes the inputs and waits; the candidate's
-    imports the candidate, then receives the inputs and runs. Only when the candidate's
+    imports the candidate, then receives the inputs at the op-point's shapes and runs them while
+    the reference's makes the other shapes' inputs, handed over next. Only when the candidate's
     process group is gone does the reference's compute its answers, sent here over a pipe."""
     no_dumps()  # this process will hold expected answers
     seeds = (*request.seeds, draw_seed(request.seeds))
@@ -139,37 +140,56 @@ def run_probe_legs(
 def _wait_for_inputs(leg: spawn.LegProcess, batch: int, budget_s: float) -> list[dict[str, Any]]:
     """The reference leg's `batch`-th list of probes whose inputs it has made, from its beat
     channel (a pipe only this process reads), once it has made them."""
-    while True:
-        told = [line[len(INPUTS_BEAT):] for _, line in list(leg.beats) if line.startswith(INPUTS_BEAT)]
-        if len(told) > batch:
-            break
+    while not (done := _announced(leg.beats, batch)):
         if leg.proc.poll() is not None:
             leg._join()  # its last beats, then its result
-            if len([1 for _, line in list(leg.beats) if line.startswith(INPUTS_BEAT)]) > batch:
-                continue
-            raise _leg_error("reference", leg.wait())
+            if not (done := _announced(leg.beats, batch)):
+                raise _leg_error("reference", leg.wait())
+            break
         stopped = leg.stop_if_overrun(budget_s)
         if stopped is not None:
             raise _leg_error("reference", stopped)
         time.sleep(0.005)
-    try:
-        found = json.loads(told[batch])
-    except ValueError:
-        found = None
-    if not isinstance(found, list) or not all(isinstance(p, dict) and PROBE_KEY.fullmatch(str(p.get("key")))
-                                              and isinstance(p.get("file_sha256"), str) for p in found):
-        raise KgateError("the reference leg's list of probe inputs came through broken.", "re-run the command.")
-    return found
+    return done[0]
+
+
+def _announced(beats: list[tuple[int, str]], batch: int) -> list[list[dict[str, Any]]]:
+    """[the probes of batch `batch`] once the leg has said the batch is complete; [] before."""
+    batches: list[list[dict[str, Any]]] = [[]]
+    for _, line in list(beats):
+        if line.startswith(INPUT_BEAT):
+            try:
+                probe = json.loads(line[len(INPUT_BEAT):])
+            except ValueError:
+                probe = None
+            if not (isinstance(probe, dict) and PROBE_KEY.fullmatch(str(probe.get("key")))
+                    and isinstance(probe.get("file_sha256"), str)):
+                raise KgateError("the reference leg's list of probe inputs came through broken.", "re-run the command.")
+            batches[-1].append(probe)
+        elif line.startswith(INPUTS_DONE_BEAT):
+            if len(batches) - 1 == batch:
+                if line != f"{INPUTS_DONE_BEAT}{batch} {len(batches[-1])}":  # a line lost on the way
+                    raise KgateError("the reference leg's list of probe inputs came through broken.",
+                                     "re-run the command.")
+                return [batches[-1]]
+            batches.append([])
+    return []
 
 
 def _hand_over(manifest: list[dict[str, Any]], ref_dir: Path, probes_file: Path) -> None:
     """Move the probes' input files to the candidate's folder and list them there: values and
     the shape probes' sizes, never a seed."""
-    for p in manifest:
-        os.replace(ref_dir / f"inputs-{p['key']}.pkl", probes_file.parent / f"inputs-{p['key']}.pkl")
-    write_new(probes_file, json.dumps(
-        [{"key": p["key"], "file_sha256": p["file_sha256"], **({"config": p["config"]} if "config" in p else {})}
-         for p in manifest]).encode())
+    try:
+        for p in manifest:
+            os.replace(ref_dir / f"inputs-{p['key']}.pkl", probes_file.parent / f"inputs-{p['key']}.pkl")
+        write_new(probes_file, json.dumps(
+            [{"key": p["key"], "file_sha256": p["file_sha256"], **({"config": p["config"]} if "config" in p else {})}
+             for p in manifest]).encode())
+    except OSError as exc:  # only a process of this run could have put something in the way
+        raise KgateError(f"the probes' inputs could not be handed over ({describe(exc)}): a process of this run (the "
+                         "candidate's, which can write the probe folders) changed them.",
+                         "run the candidate on its own to see what it writes; kgate grades no run it could not hand "
+                         "its inputs to.") from exc
 
 
 def _leg_error(role: str, result: Mapping[str, Any]) -> KgateError:

@@ -56,9 +56,11 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
 
         beat("phase making inputs")
         backend.refuse_ineffective(reference, req["dtype"], op_point, req["overrides"])
-        held = len(req["seeds"]) + (3 if req.get("edges") else 0)  # all held at once, with the shape probes
-        # the shape probes are at least the op-point's size; once chosen, each is counted at its own
-        sized = backend.ensure_fits(reference, req["dtype"], held + (3 if req.get("odd") else 0), op_point.values)
+        # every probe is held at once: a first estimate (the shape probes at least the op-point's size),
+        # and the memory free now, before any input exists; once chosen, each shape counts at its own
+        available = backend.available_memory()
+        held = len(req["seeds"]) + (3 if req.get("edges") else 0) + (3 if req.get("odd") else 0)
+        sized = backend.ensure_fits(reference, req["dtype"], held, op_point.values)
         for seed in req["seeds"]:
             inputs, how = backend.create_inputs(reference, seed, req["dtype"])
             hand_over({"key": f"p{len(probes)}", "seed": seed, "seeding": how}, inputs)
@@ -66,7 +68,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
             for label, inputs in backend.edge_inputs(made[0], seed=req["seeds"][-1]):  # the run's drawn seed
                 hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": label, "seeding": "edge"}, inputs)
         # the candidate's process starts on these while the shape probes' inputs are made
-        handed = announce(probes)
+        handed = announce(probes, 0)
         beat("phase making the shape probes' inputs")
         odd = odd_op_point(backend, reference, req["dtype"], op_point.values) if req.get("odd") and sized else None
         odd_note = ""
@@ -76,7 +78,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
                         "made odd (3 x 2^a - 1, or plus one), or its shapes do not follow its op-point (CONFIG or "
                         "shape globals)"))
         if odd:
-            room = shape_room(backend, reference, req["dtype"], held, op_point.values, [odd])
+            room = shape_room(backend, reference, req["dtype"], available, len(made), op_point.values, [odd])
             with config_set(odd, reference.config):
                 inputs, how = backend.create_inputs(reference, req["seeds"][0], req["dtype"])
             hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": ODD_LABEL, "seeding": how,
@@ -91,7 +93,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
                     inputs, how = backend.create_inputs(reference, req["seeds"][-1], req["dtype"])
                 hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][-1], "label": f"{DRAWN_LABEL}{n}",
                            "seeding": how, "config": drawn}, inputs)
-        announce(probes[handed:])
+        announce(probes[handed:], 1)
         arithmetic: dict[str, Any] | None = None
         if req.get("reference_arithmetic") and made and hasattr(backend, "arithmetic"):
             beat("phase counting the reference's arithmetic")  # while the candidate's process runs
@@ -157,16 +159,19 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
 
 
 
-INPUTS_BEAT = "inputs "  # a list of probes whose inputs are made, on the beat channel
+INPUT_BEAT = "input "  # one probe whose inputs are made, on the beat channel
+INPUTS_DONE_BEAT = "inputs end "  # the end of a batch of them
 PROBE_KEY = re.compile(r"p[0-9]{1,4}")
 
 
-def announce(probes: list[dict[str, Any]]) -> int:
+def announce(probes: list[dict[str, Any]], batch: int) -> int:
     """Tell the parent, on the beat channel (a pipe only it reads: nothing on disk to forge or
-    plant first), which probes' inputs are ready, and what it needs to hand them over, never a
-    seed: the candidate's process, alive now, can read this folder (the seeds come back in the
-    result, once it is gone). How many were told."""
-    beat(INPUTS_BEAT + json.dumps([{k: v for k, v in p.items() if k != "seed"} for p in probes]))
+    plant first), which probes' inputs are ready, one line each, and what it needs to hand them
+    over, never a seed: the candidate's process, alive now, can read this folder (the seeds come
+    back in the result, once it is gone). How many were told."""
+    for probe in probes:
+        beat(INPUT_BEAT + json.dumps({k: v for k, v in probe.items() if k != "seed"}))
+    beat(f"{INPUTS_DONE_BEAT}{batch} {len(probes)}")
     return len(probes)
 
 
@@ -308,12 +313,11 @@ def shape_draws(values: Mapping[str, Any], seed: int) -> list[list[dict[str, int
     return shapes
 
 
-def shape_room(backend: Any, reference: Any, dtype: str | None, probes: int, values: Mapping[str, Any],
-               shapes: list[dict[str, int]]) -> float:
-    """Bytes left for more probes once `probes` probes at the op-point and one at each of `shapes`
-    are held, each counted at its own size (refused when they cannot fit); unbounded where the
-    memory or the footprint cannot be known."""
-    available = backend.available_memory()
+def shape_room(backend: Any, reference: Any, dtype: str | None, available: tuple[int, str] | None, probes: int,
+               values: Mapping[str, Any], shapes: list[dict[str, int]]) -> float:
+    """Bytes left of `available` (taken before any input was made) for more probes once `probes`
+    probes at the op-point and one at each of `shapes` are held, each counted at its own size
+    (refused when they cannot fit); unbounded where the memory or the footprint is unknown."""
     size = backend.footprint(reference, dtype)
     if available is None or size is None:
         return math.inf
@@ -479,7 +483,10 @@ def handed_over(first: Path) -> Iterator[dict[str, Any]]:
     shapes = first.with_name("probes-shapes.json")
     if not shapes.exists():
         beat("phase waiting for the shape probes' inputs")
-        while not shapes.exists():  # renamed into place whole; the parent stops this process if it never comes
+        deadline = time.monotonic() + 3600  # the parent stops this process sooner; a parent gone never does
+        while not shapes.exists():  # renamed into place whole
+            if time.monotonic() > deadline:
+                raise KgateError("the shape probes' inputs never came.", "re-run the command.")
             time.sleep(0.005)
     yield from json.loads(shapes.read_text())
 

@@ -16,6 +16,7 @@ for round I goes out only after `e I-1` was read, so the windows never overlap.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import select
@@ -46,6 +47,7 @@ class LegProcess:
     data: bytearray = field(default_factory=bytearray)  # what the leg sent on its data pipe
     went_ns: int | None = None  # when go() was sent: from then on, "waiting" is a phase like any other
     held: bool = False  # started ahead: no budget runs until release()
+    beating: bool = False  # it has a beat channel: its result file must hash to the digest it beats last
     released_ns: int | None = None  # when release() handed it its request (this process's own stamp)
     _readers: list[threading.Thread] = field(default_factory=list)
 
@@ -169,12 +171,18 @@ class LegProcess:
         if getattr(self.proc, "lost", ""):
             return self._crashed(f"{self.proc.lost}; its result is not used")  # type: ignore[union-attr]
         try:
-            data = json.loads(self.result_path.read_text())
+            raw = self.result_path.read_bytes()
+            data = json.loads(raw)
             if not isinstance(data, dict):
                 raise ValueError("not an object")
         except (OSError, ValueError):
             tail = self.stderr_tail()
             return self._crashed(f"exit code {self.proc.returncode}: {tail or 'no output'}")
+        told = [line[len(RESULT_BEAT):] for _, line in list(self.beats) if line.startswith(RESULT_BEAT)]
+        if self.beating and told[-1:] != [hashlib.sha256(raw).hexdigest()]:
+            # a process that outlived the leg (or ran beside it) rewrote the file after the leg wrote it
+            return self._crashed("its result file is not the one it wrote (its digest, sent on the beat channel, "
+                                 "differs): another process rewrote it; its result is not used")
         data["parent_clock"] = {
             "wall_ns": ended - self.started_ns,
             "beats": [[ns - self.started_ns, line] for ns, line in list(self.beats)],
@@ -274,7 +282,7 @@ def start(
     if not waits and stdin is not None:
         stdin.close()
         stdin = None
-    leg = LegProcess(kind, proc, result_path, stderr_path, started_ns, stdin, held=held)
+    leg = LegProcess(kind, proc, result_path, stderr_path, started_ns, stdin, held=held, beating=beats)
     if beats:
         os.close(tick_r)
     for name, (r, w) in pipes.items():
@@ -322,6 +330,7 @@ def with_backend(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {**payload, "backend": detect(payload["reference"])}
 
 
+RESULT_BEAT = "result sha256 "  # a leg's last beat: the digest of the result file it wrote
 _CHANNELS = ("KGATE_BEAT_FD", "KGATE_TICK_FD", "KGATE_DATA_FD")
 REQUEST_ON_STDIN = "-"  # the request-path argument of every leg: its request is its stdin's first line
 
@@ -340,6 +349,9 @@ PHASE_CAUSES = {
     "importing": "work at import time (a large computation, a loop, a sleep, a download) in the module or "
                  "what it imports.",
     "making inputs": "an op-point too large for this machine, or slow host code (numpy loops) in create_inputs.",
+    "making the shape probes": "slow host code (numpy loops) in create_inputs, run at the odd and drawn shapes.",
+    "waiting for the shape probes": "the reference's process making the odd and drawn shapes' inputs (see its "
+                                    "phase 'making the shape probes' inputs').",
     "tracing": "a Python loop unrolled into the program (a `for` over a large range in the kernel or the entry "
                "traces every iteration): use lax.fori_loop, or a grid axis.",
     "compiling": "a very large program, usually a Python loop unrolled at trace time: use lax.fori_loop, or a "
