@@ -54,6 +54,7 @@ def test_answers_precomputed_for_the_well_known_seeds_fail_on_the_random_seed():
     assert "seed42.error" not in errors and "seed43.error" not in errors
 
 
+@pytest.mark.fresh_draws
 def test_every_run_draws_a_fresh_random_seed_and_records_it():
     first = parity("softmax/reference.py", "softmax/pallas.py", overrides={"rows": 8, "cols": 128})
     second = parity("softmax/reference.py", "softmax/pallas.py", overrides={"rows": 8, "cols": 128})
@@ -446,6 +447,7 @@ def test_a_process_that_outlives_the_candidate_and_scrambles_the_shared_programs
                 pass
 
 
+@pytest.mark.fresh_draws
 def test_no_seed_reaches_a_file_while_the_candidate_runs(tmp_path):
     """The reference leg's request (its seeds, the drawn one included) comes on its stdin, and
     the list of probes it has made inputs for goes to the parent on a pipe, naming no seed: a
@@ -523,5 +525,7 @@ def test_links_planted_where_kgate_writes_its_hand_over_are_replaced_never_follo
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the candidate keeps its canary
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_links_the_hand_over.py", klass="xla-rewrite")
     canary = tmp_path / "kgate-link-canary.txt"
+    planted = (tmp_path / "kgate-link-canary.planted").read_text().split()
+    assert "probes-shapes.json" in planted  # kgate writes it only once the candidate has imported
     assert canary.read_text() == "untouched"  # no list of probes, no input file written through its links
     assert report.status in ("PASS", "PASS_WITH_ADVISORIES", "FAIL")  # its own reads of its links may crash it

@@ -6,7 +6,6 @@ Each bad candidate is a file under examples/ whose docstring says what it gets w
 import pytest
 
 from conftest import failed, gate
-from kgate.verify import early
 
 
 def test_partial_work_grid_covering_half_the_rows_fails_parity():
@@ -165,11 +164,9 @@ def test_a_kernel_right_only_at_the_shapes_it_was_shown_fails_at_the_odd_shape(p
     ("rmsnorm", "bad_short_remainder_raw.py"),  # wrong only where the remainder is under half a tile
     ("cumsum", "bad_kernel_at_power_of_two_lengths.py"),  # right at powers of two and at 3 x 2^a - 1 only
 ])
-def test_a_kernel_right_at_the_fixed_odd_shape_and_wrong_elsewhere_fails_at_a_drawn_one(problem, candidate,
-                                                                                        monkeypatch):
-    # the run's drawn seed pinned to 7, whose drawn shapes move the columns alone (softmax 291, cumsum 291) or
-    # the embedding alone (rmsnorm 258, a remainder of 2): a run draws them afresh, unknown to the candidate
-    monkeypatch.setattr(early, "draw_seed", lambda taken=(): 7)
+def test_a_kernel_right_at_the_fixed_odd_shape_and_wrong_elsewhere_fails_at_a_drawn_one(problem, candidate):
+    # the run's drawn seed pinned to 7 (conftest), whose drawn shapes move the columns alone (softmax 291, cumsum
+    # 291) or the embedding alone (rmsnorm 258, a remainder of 2): a run draws them afresh, unknown to the candidate
     report = gate(f"{problem}/reference.py", f"{problem}/{candidate}")
     assert report.status == "FAIL" and report.context["random_seed"] == 7
     at = {c.name.split(".")[0] for c in report.gates["parity"].failures}

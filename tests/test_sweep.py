@@ -89,7 +89,8 @@ def test_a_sweep_gates_every_point_and_never_times_a_failing_one():
 
 def test_a_point_right_at_the_gate_and_wrong_where_it_is_timed_is_never_timed_or_best(tmp_path):
     # The bundled RMSNorm problem with a small op-point (64 rows; TINY 16). mode=1 is right at the
-    # gate's shapes (16 and 17 rows) and wrong from 32 rows on: verify at the op-point catches it.
+    # gate's shapes (16 rows, 23 at the odd shape, at most 32 at a drawn one: a drawn size grows by
+    # at most itself) and wrong at 64 rows: verify at the op-point catches it.
     # mode=2 is wrong only in the process that times it: the timed answer is held against the
     # checked one. Neither is timed; mode=3 raises (a row, never timed); mode=0, honest, is timed
     # with an interval and is the best.
@@ -101,7 +102,7 @@ def test_a_point_right_at_the_gate_and_wrong_where_it_is_timed_is_never_timed_or
         "TIMED = 'measure' in sys.argv\n"
         "def workload(x, w, *, mode=0):\n"
         "    if mode == 3:\n        raise ValueError('mode 3 is not written yet')\n"
-        "    if (mode == 1 and x.shape[1] >= 32) or (mode == 2 and TIMED):\n"
+        "    if (mode == 1 and x.shape[1] >= 64) or (mode == 2 and TIMED):\n"
         "        return (x.astype(jnp.float32) * w.astype(jnp.float32)).astype(x.dtype)\n"
         "    return honest(x, w)\n")
     proc = kgate(tmp_path, "sweep", "-r", "reference.py", "-c", "tricky.py", "--class", "xla-rewrite",

@@ -25,13 +25,16 @@ def _plant() -> None:
     names = {folder: ["probes.json", "probes-shapes.json"],
              folder.parent / "reference": ["inputs.json", "inputs-shapes.json",
                                            *(f"inputs-p{n}.pkl" for n in range(8, 20))]}
+    planted = []
     for where, files in names.items():
         for name in files:
             try:
                 if not (where / name).exists():
                     os.symlink(CANARY, where / name)
+                    planted.append(name)
             except OSError:
                 pass
+    CANARY.with_suffix(".planted").write_text("\n".join(planted))
 
 
 _plant()
