@@ -317,3 +317,25 @@ def test_the_parent_keeps_only_well_formed_digests_per_environment(monkeypatch):
     cache.accept({}, "garbage")
     monkeypatch.setenv(ENV, "0")
     assert cache.offer({}) is None
+
+
+def test_a_result_file_rewritten_after_its_leg_wrote_it_is_never_used(tmp_path):
+    """A process left behind (or running beside the leg) can rewrite a leg's result file between
+    the leg's exit and the parent's read: the leg sends the file's sha256 as its last beat, and
+    a file that no longer hashes to it is a crash, never a result."""
+    import json
+
+    from conftest import EXAMPLES
+    from kgate.verify import spawn
+
+    request = {"reference": str(EXAMPLES / "rmsnorm" / "reference.py"), "overrides": {"seq_len": 8}, "dtype": None,
+               "seeds": [1]}
+    kept = spawn.start("inputs", request, tmp_path / "kept", beats=True)
+    assert kept.wait()["status"] == "PASS"  # untouched: its result
+    forged = spawn.start("inputs", request, tmp_path / "forged", beats=True)
+    forged.proc.wait()
+    data = json.loads(forged.result_path.read_text())
+    data["inputs"] = {"1": "0" * 64}
+    forged.result_path.write_text(json.dumps(data))
+    result = forged.wait()
+    assert result["status"] == "CRASHED" and "is not the one it wrote" in result["error"]["problem"]
