@@ -372,8 +372,9 @@ def test_verdict_can_run_the_verification_itself_under_the_registered_terms(reco
     assert both.returncode == 2 and "exactly one of --receipt R, --verify and --blocked REASON" in both.stderr
     proc = kgate(rec["root"], "verdict", "cumsum", "v001", "--verify", "--budget", "4", "--lock-dir", tmp_path, "--json")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["verdict"] == "supported"
+    decision = json.loads(proc.stdout)
     filed = json.loads((page_of(rec["wt"]).parent / "receipts" / "v001-verify.json").read_text())
+    assert decision["verdict"] == "supported", (decision, [c for c in filed["gates"]["integrity"]["checks"] if c["status"] != "PASS"])
     assert filed["mode"] == "full" and filed["argv"][:3] == ["kgate", "verdict", "cumsum"]
     assert filed["bar"] == "speedup > 1.3x" and filed["overrides"] == {"n": 1024, "batch": 16}
     assert lint(rec)[0] == 0

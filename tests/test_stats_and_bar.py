@@ -7,7 +7,8 @@ import pytest
 
 from kgate.errors import KgateError
 from kgate.gates import stats
-from kgate.gates.bar import evaluate_bar, parse_bar
+from kgate.gates.bar import evaluate_bar, ordering_status, parse_bar
+from kgate.verify.receipt import rederive_ordering
 
 
 def rounds(median, spread, shape=(20, 10), seed=0, drift=None):
@@ -281,3 +282,57 @@ def test_no_spread_or_an_unresolved_clock_leaves_the_interval_open():
 def test_a_bar_resolves_by_its_distance_from_one_either_way():
     assert stats.resolves(1.2, 1.1) and stats.resolves(0.8, 1.1)  # a no-worse-than bar counts too
     assert not stats.resolves(1.05, 1.1) and not stats.resolves(0.97, 1.1) and not stats.resolves(1.0, 1.1)
+
+
+def _order_effect(speedup, slowed, seed=21):
+    """Rounds of a candidate `speedup` times faster, the reference `slowed` times slower whenever
+    it runs right after the candidate (cache eviction by an honest leg, or work leaking out of a
+    dishonest one): sessions of 10 rounds."""
+    ref, cand = rounds(speedup, 0.03, shape=(30, 12), seed=seed), rounds(1.0, 0.03, shape=(30, 12), seed=seed + 1)
+    first = np.random.default_rng(seed + 2).random(ref.shape) < 0.5
+    return np.where(first, ref * slowed, ref), cand, first, [r // 10 for r in range(30)]
+
+
+@pytest.mark.parametrize("bar,status", [
+    ("speedup > 1.3x", "ADVISORY"),  # MET in either ordering (~3x and ~3.6x): the order does not decide it
+    ("speedup > 5x", "ADVISORY"),  # MISSED in either ordering
+    ("speedup > 3.3x", "FAIL"),  # MISSED in one ordering, MET in the other
+    ("speedup > 1.3x AND 3σ", "ADVISORY"),  # the thresholds decide alike; sigma is graded once, on the pool
+    ("3σ", "FAIL"),  # no threshold to decide
+    (None, "FAIL"),  # no bar: the speedup itself is the claim
+])
+def test_an_order_effect_fails_only_where_it_could_decide_the_bar(bar, status):
+    record = stats.ordering_record(*_order_effect(3.0, 1.2), 0.99)
+    assert stats.ordering_disjoint(record)
+    assert ordering_status(parse_bar(bar) if bar else None, record) == status
+    assert ordering_status(parse_bar(bar) if bar else None, record, bar_aware=False) == "FAIL"  # kgate before 0.3.2
+    assert ordering_status(parse_bar(bar) if bar else None, None) == "SKIPPED"
+    none = stats.ordering_record(*_order_effect(3.0, 1.0), 0.99)
+    assert ordering_status(parse_bar(bar) if bar else None, none) == "PASS"
+
+
+def test_work_leaking_into_the_next_call_still_fails_against_the_bar_it_fakes():
+    # a candidate no faster than the reference, whose leaked work slows the call after it by 60%
+    record = stats.ordering_record(*_order_effect(1.0, 1.6), 0.99)
+    assert ordering_status(parse_bar("speedup > 1.3x"), record) == "FAIL"
+    assert ordering_status(parse_bar("speedup > 1.1x"), record) == "FAIL"
+
+
+def test_verify_receipt_rederives_the_ordering_status_from_the_bar_and_the_version():
+    ref, cand, first, labels = _order_effect(3.0, 1.2)
+    record = stats.ordering_record(ref, cand, first, labels, stats.ORDERING_LEVEL)
+    timing = {"samples_ms": {"reference": ref.tolist(), "candidate": cand.tolist(), "candidate_first": first.tolist(),
+                             "session": labels}, "ordering": record}
+
+    def said(status):
+        return {"checks": [{"name": "measure.ordering_independent", "status": status}]}
+
+    bar = {"bar": "speedup > 1.3x", "outcome": "MET"}
+    assert rederive_ordering(timing, said("ADVISORY"), "0.3.2", bar) == []
+    assert rederive_ordering(timing, said("FAIL"), "0.3.1", bar) == []  # the rule of the kgate that wrote it
+    for integrity, made_by, graded in ((said("ADVISORY"), "0.3.1", bar),  # a version claimed down
+                                       (said("ADVISORY"), "0.3.2", None),  # the bar cut out
+                                       (said("ADVISORY"), "0.3.2", {"bar": "speedup > 3.3x", "outcome": "UNDECIDED"}),
+                                       (said("PASS"), "0.3.2", bar)):  # an effect hidden
+        (problem,) = rederive_ordering(timing, integrity, made_by, graded)
+        assert "but the ordering intervals give" in problem

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from kgate.errors import KgateError
+from kgate.gates import stats
 from kgate.gates.common import Check, GateResult
 
 Outcome = Literal["MET", "MISSED", "UNDECIDED"]
@@ -152,6 +153,35 @@ def threshold_outcome(threshold: float, low: float, high: float) -> Outcome:
 def combined(outcomes: Sequence[Outcome]) -> Outcome:
     """A bar's outcome from its clauses': MISSED when any is, MET when all are, else UNDECIDED."""
     return "MISSED" if "MISSED" in outcomes else "MET" if outcomes and all(o == "MET" for o in outcomes) else "UNDECIDED"
+
+
+def decided_alike(bar: Bar | None, first: tuple[float, float], second: tuple[float, float]) -> Outcome | None:
+    """What the bar's speedup thresholds say of two intervals (the speedup measured in each
+    ordering), when they say the same decided thing of both (MET, or MISSED); None when the bar
+    has no threshold, or an interval leaves it undecided, or the two disagree. An order effect
+    that leaves this decided is real but does not decide the bar."""
+    if bar is None:
+        return None
+    outcomes = {interval_decision(bar, *first), interval_decision(bar, *second)}
+    if len(outcomes) != 1 or None in outcomes or not any(c.kind == "threshold" for c in bar.clauses):
+        return None
+    return outcomes.pop()
+
+
+def ordering_status(bar: Bar | None, record: Mapping[str, Any] | None, *, bar_aware: bool = True) -> str:
+    """The `ordering_independent` check's status from the ordering intervals: SKIPPED without
+    them, PASS when they overlap. Disjoint intervals are an order effect; it FAILs when it could
+    decide the bar (no threshold to decide, or the two orderings decide it differently or not at
+    all) and is an ADVISORY when the bar's thresholds are MET (or MISSED) in either ordering: a
+    heavy leg that evicts the caches of the call after it is real, and honest. A receipt of a
+    kgate before `bar_aware` FAILed on every disjoint pair."""
+    if record is None:
+        return "SKIPPED"
+    if not stats.ordering_disjoint(record):
+        return "PASS"
+    a, b = record["both_first"], record["both_second"]
+    alike = decided_alike(bar, (a["low"], a["high"]), (b["low"], b["high"])) if bar_aware else None
+    return "FAIL" if alike is None else "ADVISORY"
 
 
 def interval_decision(bar: Bar, low: float, high: float) -> Outcome | None:

@@ -27,7 +27,7 @@ from kgate.backends import HostTree, detect, get_backend
 from kgate.backends.base import ProgramPrint, floating_dtypes
 from kgate.errors import KgateError, describe
 from kgate.gates import integrity as integrity_gate, roofline, stats
-from kgate.gates.bar import Bar, bar_gate, interval_decision
+from kgate.gates.bar import Bar, bar_gate, decided_alike, interval_decision, ordering_status
 from kgate.gates.common import Check, GateResult, error_check
 from kgate.gates.parity import timed_agreement
 from kgate.problem import load_pair
@@ -333,19 +333,31 @@ def timing_gate(
     return GateResult("timing", tuple(checks), details), numbers
 
 
-def _ordering_check(ordered: Mapping[str, Any] | None) -> Check:
+def _ordering_check(ordered: Mapping[str, Any] | None, bar: Bar | None) -> Check:
+    status = ordering_status(bar, ordered)
     if ordered is None:
-        return Check("ordering_independent", "SKIPPED", "too few pairs in one of the orderings to compare")
+        return Check("ordering_independent", status, "too few pairs in one of the orderings to compare")
     a, b = ordered["both_first"], ordered["both_second"]
     text = (
         f"speedup with both legs first in their pair {a['estimate']:.4f} [{a['low']:.4f}, {a['high']:.4f}], both second "
         f"{b['estimate']:.4f} [{b['low']:.4f}, {b['high']:.4f}]"
     )
-    if stats.ordering_disjoint(ordered):
+    if status == "ADVISORY":
+        outcome = decided_alike(bar, (a["low"], a["high"]), (b["low"], b["high"]))
+        return Check(
+            "ordering_independent",
+            status,
+            f"order effect: {text} (disjoint intervals); the bar is {outcome} in either ordering, so the order "
+            "does not decide it",
+            "one leg runs slower after the other (a heavy leg evicting the caches of the call after it does this "
+            "honestly); the speedup depends on the mix of orders, the bar does not.",
+        )
+    if status == "FAIL":
         return Check(
             "ordering_independent",
             "FAIL",
-            f"order dependence: {text} (disjoint intervals)",
+            f"order dependence: {text} (disjoint intervals)"
+            + ("; the two orderings do not decide the bar alike" if bar is not None else ""),
             "one leg is slowed only when it follows the other (deferred or leaked work, or pollution): "
             "investigate before trusting any ratio.",
         )
@@ -526,7 +538,7 @@ def _measure(
             _threads_check(samples.extra_threads),
             rounds.os_threads_check(),
             *_stream_checks(cand, escaped, samples),
-            _ordering_check(ordered),
+            _ordering_check(ordered, request.bar),
         ]
         k = request.bar.sigma_k if request.bar and request.bar.sigma_k else 3.0
         timing, numbers = timing_gate(

@@ -22,7 +22,7 @@ import numpy as np
 
 from kgate.errors import KgateError
 from kgate.gates import stats
-from kgate.gates.bar import evaluate_bar, parse_bar
+from kgate.gates.bar import evaluate_bar, ordering_status, parse_bar
 from kgate.gates.parity import EDGE_PREFIX, SMALLEST_SHARE, ParitySpec, graded_relative, half_ulp
 from kgate.jsonio import check_schema, clean, write_atomic
 
@@ -258,6 +258,7 @@ def environment() -> dict[str, str | None]:
 RELATIVE_SINCE = (0, 3, 1)  # the first kgate version whose parity grades and records relative_error
 SEQUENTIAL_SINCE = (0, 2, 0)  # the first kgate version whose runs stop sequentially and record the method
 ORDERING_SINCE = (0, 3, 0)  # the first whose timings record the ordering intervals and their bootstrap's id
+ORDERING_BAR_SINCE = (0, 3, 2)  # the first whose ordering check is an advisory when the bar is decided alike
 
 
 def _version(text: Any) -> tuple[int, ...]:
@@ -388,12 +389,14 @@ def _rederive_looks(timing: Mapping[str, Any], ref: np.ndarray, cand: np.ndarray
     return problems
 
 
-def rederive_ordering(timing: Mapping[str, Any], integrity: Mapping[str, Any], made_by_kgate: str = "") -> list[str]:
+def rederive_ordering(timing: Mapping[str, Any], integrity: Mapping[str, Any], made_by_kgate: str = "",
+                      bar: Mapping[str, Any] | None = None) -> list[str]:
     """The ordering intervals follow from the samples (by the recorded bootstrap generator, the same
-    stream on any machine), and the `ordering_independent` check's status from them. A kgate that
-    records them (`made_by_kgate`, 0.3.0 on) uses one generator and one level, always says the
-    check, and records the intervals whenever the samples have pairs in both orders: each is
-    re-derived from the samples, not taken from the receipt."""
+    stream on any machine), and the `ordering_independent` check's status from them and the bar
+    (`bar`, the receipt's bar gate; from `ORDERING_BAR_SINCE` on). A kgate that records them
+    (`made_by_kgate`, 0.3.0 on) uses one generator and one level, always says the check, and
+    records the intervals whenever the samples have pairs in both orders: each is re-derived from
+    the samples, not taken from the receipt."""
     # the check of the process whose samples the timing holds (full mode's reversed process keeps its own)
     checks = [c for c in integrity.get("checks", []) if c.get("name") in ("measure.ordering_independent",
                                                                            "ordering_independent")]
@@ -427,7 +430,8 @@ def rederive_ordering(timing: Mapping[str, Any], integrity: Mapping[str, Any], m
             for side in ("both_first", "both_second") for key in ("estimate", "low", "high")
             if not _close(recorded[side][key], derived[side][key])
         ]
-    status = "SKIPPED" if derived is None else "FAIL" if stats.ordering_disjoint(derived) else "PASS"
+    status = ordering_status(parse_bar(bar["bar"]) if bar is not None and "bar" in bar else None, derived,
+                             bar_aware=_version(made_by_kgate) >= ORDERING_BAR_SINCE)
     if made_by_kgate and not checks:
         problems.append(f"integrity: kgate {made_by_kgate} always says the ordering_independent check, and this "
                         "receipt does not")
@@ -489,7 +493,7 @@ def rederive(receipt: Mapping[str, Any]) -> list[str]:
             lambda: rederive_timing(gates["timing"], gates.get("bar"),
                                     version if _version(version) >= SEQUENTIAL_SINCE or recent else ""),
             lambda: rederive_roofline(gates["timing"], gates.get("integrity", {}), made_by),
-            lambda: rederive_ordering(gates["timing"], gates.get("integrity", {}), made_by),
+            lambda: rederive_ordering(gates["timing"], gates.get("integrity", {}), made_by, gates.get("bar")),
         ):
             try:
                 problems += rederive_one()
