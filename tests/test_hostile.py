@@ -5,6 +5,7 @@ Every candidate is a file under examples/ whose docstring says what it tries.
 """
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -529,3 +530,24 @@ def test_links_planted_where_kgate_writes_its_hand_over_are_replaced_never_follo
     assert "probes-shapes.json" in planted  # kgate writes it only once the candidate has imported
     assert canary.read_text() == "untouched"  # no list of probes, no input file written through its links
     assert report.status in ("PASS", "PASS_WITH_ADVISORIES", "FAIL")  # its own reads of its links may crash it
+
+
+def test_packages_a_candidate_plants_where_kgate_runs_are_never_imported_by_a_later_run(tmp_path):
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    rms = ROOT / "examples" / "rmsnorm"
+    for name in ("reference.py", "bad_plants_packages_where_it_runs.py", "xla_rewrite.py"):
+        shutil.copy(rms / name, tmp_path / name)
+    console = Path(sys.executable).parent / "kgate"  # the command users run (not `python -m`, which puts cwd first)
+    runs = [["bad_plants_packages_where_it_runs.py", 2], ["bad_plants_packages_where_it_runs.py", 2],
+            ["xla_rewrite.py", 0]]
+    for candidate, expected in runs:
+        proc = subprocess.run([str(console), "gate", "--class", "xla-rewrite", "-r", "reference.py", "-c", candidate,
+                               "--json"], cwd=tmp_path, capture_output=True, text=True)
+        assert proc.returncode == expected, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert json.loads(proc.stdout)["status"] == ("FAIL" if expected else "PASS")
+        assert (tmp_path / "kgate" / "__init__.py").is_file() and (tmp_path / "jax" / "__init__.py").is_file()
+        assert not (tmp_path / "planted-package-imported").exists()

@@ -31,6 +31,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+# Every process kgate starts runs `python -P -m ...`: its working folder is not put on sys.path,
+# so a `kgate/` (or `jax/`) package a candidate planted where kgate runs is never imported by a
+# later leg, fork server or suite worker.
+SAFE_PATH = ("-P",)
+
 ENV = "KGATE_FORKSERVER"  # 0: every leg a fresh process
 _MAX_MESSAGE = 1 << 20
 _MAX_FDS = 16
@@ -121,7 +126,7 @@ class ForkServer:
         self.requests = 0
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "kgate.verify.forkserver", str(theirs.fileno())],
+                [sys.executable, *SAFE_PATH, "-m", "kgate.verify.forkserver", str(theirs.fileno())],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 env=dict(env), pass_fds=(theirs.fileno(),),
             )
@@ -354,7 +359,9 @@ def _child(message: dict[str, Any], fds: list[int], sock: socket.socket, interru
         from kgate.verify import leg
 
         sys.argv = [str(leg.__file__), *message["argv"]]
-        sys.path[0] = message["cwd"]  # what `python -m` puts first
+        # no working folder on sys.path (the server runs with -P): a `kgate/` or `jax/` folder a
+        # candidate planted where kgate runs is never imported; the problem's folders are put on
+        # the path by name where a module is loaded (kgate.problem.module)
         importlib.invalidate_caches()  # a module written since the server started is found
         _as_fresh()
         code = leg.main(sys.argv)

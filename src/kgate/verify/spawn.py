@@ -33,6 +33,7 @@ from typing import IO, Any
 
 from kgate.gates.integrity import round_line
 from kgate.verify import forkserver
+from kgate.verify.forkserver import SAFE_PATH
 
 @dataclass
 class LegProcess:
@@ -264,7 +265,7 @@ def start(
     with open(stderr_path, "wb") as err:
         forked = _forked(kind, full_env, channels, err.fileno(), own_session) if forkable else None
         proc = forked or subprocess.Popen(
-            [sys.executable, "-m", "kgate.verify.leg", kind, REQUEST_ON_STDIN],
+            [sys.executable, *SAFE_PATH, "-m", "kgate.verify.leg", kind, REQUEST_ON_STDIN],
             stdin=subprocess.PIPE,
             stdout=err,
             stderr=err,
