@@ -7,9 +7,9 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test venv clean
 
 $(STAMP): pyproject.toml constraints.txt
-	@echo "== make: creating or refreshing $(VENV) (jax, numpy, scipy, typer, rich; torch (CPU), triton; pytest, pytest-xdist, jsonschema), versions from constraints.txt"
+	@echo "== make: creating or refreshing $(VENV) (jax, numpy, scipy, typer, rich; torch (CPU), triton; ray; pytest, pytest-xdist, jsonschema), versions from constraints.txt"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,torch]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,torch,ray]'
 	touch $(STAMP)
 
 venv: $(STAMP)

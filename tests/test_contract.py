@@ -8,6 +8,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from conftest import EXAMPLES
 
 RMS = EXAMPLES / "rmsnorm"
@@ -71,6 +73,18 @@ def test_a_closed_pipe_keeps_the_verdicts_exit_code():
             shell=True, executable="/bin/bash", capture_output=True, text=True,
         )
         assert proc.returncode == expected, proc.stderr[-500:]
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["--version"], 0),  # a short answer: a reader that closes before reading used to make it exit 1
+    (["gate", "--json", "--seed", "abc", "-r", "reference.py", "-c", "pallas.py"], 2),  # the usage error's JSON
+    (["gate", "--json", "-r", "reference.py", "-c", "nope.py"], 2),  # a bad-input ERROR
+    (["verify-receipt", "no-such-receipt.json"], 2),
+])
+def test_a_reader_that_never_reads_changes_no_exit_code(args, expected):
+    proc = subprocess.run(f"{sys.executable} -m kgate {' '.join(args)} | true; exit ${{PIPESTATUS[0]}}", cwd=RMS,
+                          shell=True, executable="/bin/bash", capture_output=True, text=True)
+    assert proc.returncode == expected and "Traceback" not in proc.stderr, proc.stderr[-1500:]
 
 
 def test_version_flag():
@@ -214,3 +228,24 @@ def test_the_clis_phase_budget_default_is_the_verify_layers():
     from kgate.verify.early import PHASE_BUDGET_S
 
     assert CLI_DEFAULT == PHASE_BUDGET_S
+
+
+@pytest.mark.parametrize("args,says", [
+    (["gate", "-o", "{tmp}/a_folder"], "-o {tmp}/a_folder is a folder"),
+    (["gate", "-o", "/proc/kgate.json"], "-o /proc/kgate.json cannot be written"),
+    (["verify", "-o", "{tmp}/r.json", "--report", "{tmp}/a_folder"], "--report {tmp}/a_folder is a folder"),
+    (["verify", "-o", "{tmp}/r.json", "--report", "/proc/report.json"], "--report /proc/report.json cannot be written"),
+    (["verify", "-o", "/proc/receipt.json"], "-o /proc/receipt.json cannot be written"),
+    (["measure", "--budget", "nan"], "'nan' is not a finite number"),
+    (["verify", "--budget", "inf", "-o", "{tmp}/r.json"], "'inf' is not a finite number"),
+])
+def test_an_output_that_could_not_be_written_or_a_number_that_is_not_one_is_refused_before_anything_runs(
+        tmp_path, args, says):
+    (tmp_path / "a_folder").mkdir()
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    klass = [] if args[0] == "measure" else ["--class", "xla-rewrite"]  # measure grades no class
+    proc = kgate(args[0], *klass, "-r", RMS / "reference.py", "-c", RMS / "xla_rewrite.py", *args[1:], "--json")
+    problem = json.loads(proc.stdout)["error"]["problem"]
+    assert proc.returncode == 2 and says.replace("{tmp}", str(tmp_path)) in problem, problem
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_folder"]  # no receipt, no report, no probe left
+    assert not list((tmp_path / "a_folder").iterdir())

@@ -25,7 +25,7 @@ _ABORT = tuple({typer.Abort, getattr(click_exceptions, "Abort", typer.Abort), Ke
 
 from kgate import __version__
 from kgate.cli import checks, records  # noqa: F401  (registers the commands)
-from kgate.cli.common import app, exit_codes_in_help, silence_stdout
+from kgate.cli.common import ClosedPipeSafe, app, exit_codes_in_help, silence_stdout
 from kgate.errors import KgateError, describe
 
 
@@ -59,6 +59,8 @@ exit_codes_in_help(app)
 def main() -> None:
     """Run one command; turn whatever escapes it into exit code 2, never 1."""
     as_json = "--json" in sys.argv[1:]
+    if not isinstance(sys.stdout, ClosedPipeSafe):
+        sys.stdout = ClosedPipeSafe(sys.stdout)  # a reader that goes away never changes the exit code
     try:
         result = app(prog_name="kgate", standalone_mode=False)
         code = result if isinstance(result, int) else 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -10,6 +11,7 @@ import typer
 from rich.console import Console
 
 from kgate.cli.common import (
+    finite,
     AdvisoriesOkOpt,
     FamilyCandidateOpt,
     FamilyOpt,
@@ -215,7 +217,7 @@ def sweep(
     kwargs: KwargOpt = None,
     weights: WeightsOpt = None,
     budget: Annotated[float, typer.Option("--budget", help="Timing budget in seconds for each point that passes its "
-                                          "gate (kgate measure's --budget).")] = 10.0,
+                                          "gate (kgate measure's --budget).", parser=finite)] = 10.0,
     time_interpreted: TimeInterpretedOpt = False,
     record: Annotated[Optional[str], typer.Option(
         "--record", metavar="SLUG", help="Run the family's next open plan item as this sweep and commit every "
@@ -336,9 +338,9 @@ BarOpt = Annotated[
     Optional[str],
     typer.Option("--bar", help='Falsification bar, e.g. "p50 beats naive by >2% AND 3σ" or "speedup > 1.5x".'),
 ]
-BudgetOpt = Annotated[float, typer.Option("--budget", help="Time budget in seconds for timing, each session's compiles included (capped at 6 s on a CPU); the run stops earlier once the bar is decided, and never before --sessions sessions.")]
+BudgetOpt = Annotated[float, typer.Option("--budget", help="Time budget in seconds for timing, each session's compiles included (capped at 6 s on a CPU); the run stops earlier once the bar is decided, and never before --sessions sessions.", parser=finite)]
 TargetCiOpt = Annotated[
-    float, typer.Option("--target-ci", help="Stop when the speedup CI's relative width (high-low)/speedup is at most this.")
+    float, typer.Option("--target-ci", help="Stop when the speedup CI's relative width (high-low)/speedup is at most this.", parser=finite)
 ]
 MinRoundsOpt = Annotated[int, typer.Option("--min-rounds", help="Rounds before the stop rule may fire.")]
 MaxRoundsOpt = Annotated[int, typer.Option("--max-rounds", help="Upper bound on rounds.")]
@@ -398,7 +400,7 @@ def flags(
     bar: BarOpt = None,
     repeats: Annotated[int, typer.Option("--repeats", help="Processes of each setting (default and flagged), "
                                          "alternated ABBA.")] = 3,
-    budget: Annotated[float, typer.Option("--budget", help="Timing budget in seconds of each process.")] = 6.0,
+    budget: Annotated[float, typer.Option("--budget", help="Timing budget in seconds of each process.", parser=finite)] = 6.0,
     sessions: SessionsOpt = 2,
     time_interpreted: TimeInterpretedOpt = False,
     phase_budget: PhaseBudgetOpt = PHASE_BUDGET_S,
@@ -595,7 +597,7 @@ def verify(
         ),
     ] = None,
     author_claim_p50: Annotated[
-        Optional[float], typer.Option("--author-claim-p50", help="full: the author's claimed candidate p50 in ms.")
+        Optional[float], typer.Option("--author-claim-p50", help="full: the author's claimed candidate p50 in ms.", parser=finite)
     ] = None,
     spec: Annotated[
         Optional[str], typer.Option("--spec", help="full: coverage axes IN:AXIS->OUT:AXIS[,...], e.g. 0:1->0:1.")
@@ -640,6 +642,8 @@ def verify(
                        overrides=parse_overrides(overrides or []), dtype=dtype, parity=parity_spec, bar=bar,
                        chip_kind=chip_kind)
         path = receipt or default_receipt_path(got["candidate"])
+        if receipt is not None:
+            check_output_path(receipt)  # checked now, not after a run whose receipt it could not keep
         if output is not None and output.resolve() == path.resolve():
             raise KgateError(f"-o and --report name the same file {output}.",
                              "the receipt (-o) and the report (--report) are different documents: give two paths.")
@@ -692,7 +696,7 @@ def verify(
         say(f"receipt {path} (sha256 {sealed[receipts.HASH_FIELD][:16]}...)")
         return report
 
-    run_report(as_json, output, produce, advisories_ok)
+    run_report(as_json, output, produce, advisories_ok, "--report")
 
 
 @app.command()
@@ -713,6 +717,21 @@ def suite(
     budget: BudgetOpt = 10.0,
     phase_budget: PhaseBudgetOpt = PHASE_BUDGET_S,
     time_interpreted: TimeInterpretedOpt = False,
+    executor: Annotated[str, typer.Option(
+        "--executor", help="Where rows run: local (this host; --jobs at once) or ray (a Ray cluster: each row's gate "
+        "a CPU task, its verify a task on one chip; needs `pip install 'kgate[ray]'`).")] = "local",
+    jobs: Annotated[Optional[int], typer.Option(
+        "--jobs", help="local: rows at once, each in a worker process of its own (default: half the cores, at least "
+        "1); timing still takes the chip's lock, one at a time.")] = None,
+    address: Annotated[Optional[str], typer.Option(
+        "--address", help="ray: the cluster's address (e.g. 10.0.0.1:6379, or auto); default: start a local "
+        "cluster for this suite.")] = None,
+    retries: Annotated[int, typer.Option(
+        "--retries", help="ray: how often a task whose worker was lost is run again (never a task that returned, "
+        "FAIL or not).")] = 2,
+    compile_slots: Annotated[Optional[int], typer.Option(
+        "--compile-slots", help="Compiles at once on a host, across every row and leg (default: "
+        "$KGATE_COMPILE_SLOTS, else 2).")] = None,
     as_json: JsonOpt = False,
     output: OutOpt = None,
 ) -> None:
@@ -730,16 +749,33 @@ def suite(
     from kgate.report import write_atomic
     from kgate.report.suite import render_suite
     from kgate.suite import discover, summarize
+    from kgate.suite.executors import RayExecutor, default_jobs, local
     from kgate.suite.run import SuiteRequest, run_suite
+    from kgate.verify.lock import COMPILE_SLOTS_ENV, compile_slots as slots_here
 
     try:
         check_output_path(output)
         if root is None and manifest is None:
             raise KgateError("no suite given.", "pass the suite's folder (kgate suite ROOT) or --manifest FILE.")
+        if executor not in ("local", "ray"):
+            raise KgateError(f"--executor {executor!r} is not an executor.", "use --executor local or --executor ray.")
+        if executor == "local" and address is not None:
+            raise KgateError("--address names a Ray cluster, and this suite runs locally.",
+                             "add --executor ray, or drop --address.")
+        if executor == "ray" and jobs is not None:
+            raise KgateError("--jobs sizes the local pool; on Ray the cluster's resources decide.",
+                             "drop --jobs, or run with --executor local.")
+        if compile_slots is not None:
+            if not 1 <= compile_slots <= 64:
+                raise KgateError(f"--compile-slots {compile_slots} is not a number of compile slots from 1 to 64.",
+                                 "use e.g. --compile-slots 2.")
+            os.environ[COMPILE_SLOTS_ENV] = str(compile_slots)  # every row's legs, and their workers, inherit it
+        slots_here()  # a bad $KGATE_COMPILE_SLOTS is refused before any row runs
         entries = discover(root or Path("."), manifest, parse_classes(klass), tuple(candidates or ()))
         request = SuiteRequest(tuple(entries), results, budget_s=budget, phase_budget_s=phase_budget,
                                time_interpreted=time_interpreted)
-        rows = run_suite(request, say=lambda line: typer.echo(f"kgate suite: {line}", err=True))
+        runner = RayExecutor(address, retries) if executor == "ray" else local(default_jobs() if jobs is None else jobs)
+        rows = run_suite(request, say=lambda line: typer.echo(f"kgate suite: {line}", err=True), executor=runner)
     except KgateError as exc:
         fail_usage(exc, as_json)
     except KeyboardInterrupt:

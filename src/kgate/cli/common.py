@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
+import math
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, TextIO
 
 import typer
 from rich.console import Console
@@ -32,6 +35,17 @@ def _flags_take_no_value() -> None:
 
 
 _flags_take_no_value()
+
+def finite(text: str) -> float:
+    """A number option's value; nan and inf are bad usage (exit 2, naming the option), not a
+    failure deep inside a run."""
+    try:
+        number = float(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a number.") from None
+    if not math.isfinite(number):
+        raise typer.BadParameter(f"{text!r} is not a finite number.")
+    return number
 
 app = typer.Typer(
     name="kgate",
@@ -76,7 +90,7 @@ PHASE_BUDGET_S = 300.0  # kgate.verify.early.PHASE_BUDGET_S, without importing t
 PhaseBudgetOpt = Annotated[float, typer.Option(
     "--phase-budget", metavar="SECONDS",
     help="Longest a leg may spend in one phase (importing, making inputs, tracing, compiling, running); past it the "
-         "leg is stopped and the report names the phase and its likely cause.")]
+         "leg is stopped and the report names the phase and its likely cause.", parser=finite)]
 RefEntryOpt = Annotated[str, typer.Option(
     "--reference-entry", help="Name of the reference's entry function (a suite's reference may not call it workload).")]
 def _canonical_class(value: str | None) -> str | None:
@@ -149,7 +163,7 @@ KernelShareOpt = Annotated[
     typer.Option(
         "--kernel-share",
         help="Declare that the kernels compute at least this share (0-1] of the output elements, the rest "
-        "on purpose elsewhere; without it, any output element the kernels do not move FAILs firing.",
+        "on purpose elsewhere; without it, any output element the kernels do not move FAILs firing.", parser=finite,
     ),
 ]
 LowerForOpt = Annotated[
@@ -237,9 +251,62 @@ def fail_usage(exc: KgateError, as_json: bool) -> None:
     raise typer.Exit(2)
 
 
-def check_output_path(path: Path | None) -> None:
-    if path is not None and not path.parent.exists():
-        raise KgateError(f"the folder of -o {path} does not exist.", "create it first or choose another path.")
+def check_output_path(path: Path | None, option: str = "-o") -> None:
+    """Refuse, before anything runs, a file that could not be written at the end: its folder
+    missing or not writable, or a folder at its path (probed by making and removing a file
+    there: permissions alone say nothing to root, or of a read-only mount)."""
+    if path is None:
+        return
+    if not path.parent.is_dir():
+        raise KgateError(f"the folder of {option} {path} does not exist.", "create it first or choose another path.")
+    if path.is_dir():
+        raise KgateError(f"{option} {path} is a folder.", f"name a file, e.g. {option} {path / 'report.json'}.")
+    try:
+        probe = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".kgate-probe-")
+        probe.close()
+    except OSError as exc:
+        raise KgateError(f"{option} {path} cannot be written: its folder refuses new files ({exc.strerror}).",
+                         "choose a path in a folder you can write.") from exc
+
+
+class ClosedPipeSafe(io.TextIOBase):
+    """This process's stdout, for which a reader that went away (`kgate ... | head -1`, `| true`)
+    is not an error: what is left goes to /dev/null and the command finishes, so its exit code is
+    still its verdict's (click would turn the broken pipe into exit 1: "pass with advisories")."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            silence_stdout()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            silence_stdout()
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._stream.encoding
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return self._stream.errors
 
 
 def silence_stdout() -> None:
@@ -253,13 +320,14 @@ def silence_stdout() -> None:
 
 
 def run_report(
-    as_json: bool, output: Path | None, produce: Callable[[], object], advisories_ok: bool = False
+    as_json: bool, output: Path | None, produce: Callable[[], object], advisories_ok: bool = False,
+    output_option: str = "-o",
 ) -> None:
     """The shape of every command: validate -o, produce a report, render it, exit."""
     import dataclasses
 
     try:
-        check_output_path(output)
+        check_output_path(output, output_option)
         report = produce()
     except KgateError as exc:
         fail_usage(exc, as_json)

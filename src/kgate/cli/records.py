@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from kgate.cli.common import (
+    finite,
     AdvisoriesOkOpt,
     ClassOpt,
     JsonOpt,
@@ -142,7 +143,7 @@ def stub(
     category: Annotated[str, typer.Option("--category", help="Free-form category.")] = "kernel",
     diagnosis: Annotated[str, typer.Option("--diagnosis", help="What profiling showed about the reference (kgate brief needs it).")] = "",
     reading: Annotated[Optional[list[str]], typer.Option("--reading", help="Required reading, one document or section (repeatable).")] = None,
-    reading_budget: Annotated[Optional[float], typer.Option("--reading-budget", metavar="MINUTES", help="The knowledge-purchase budget: minutes of reading before the first candidate (`kgate lint` checks it from the commit times).")] = None,
+    reading_budget: Annotated[Optional[float], typer.Option("--reading-budget", metavar="MINUTES", help="The knowledge-purchase budget: minutes of reading before the first candidate (`kgate lint` checks it from the commit times).", parser=finite)] = None,
     no_peek: Annotated[Optional[list[str]], typer.Option("--no-peek", help="A file, folder or module candidates must not read (repeatable): `kgate cand` and the checks run with --family refuse a candidate whose imports or source reach it.")] = None,
     variant: Annotated[Optional[str], typer.Option("--variant", hidden=True)] = None,
 ) -> None:
@@ -444,7 +445,7 @@ def verdict(
     exp: Annotated[str, typer.Argument(help="The experiment, vNNN.")],
     receipt: Annotated[Optional[Path], typer.Option("--receipt", help="`kgate verify --mode full` receipt of the final candidate.")] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Run the full verification now, under the registered terms, and file from it.")] = False,
-    budget: Annotated[float, typer.Option("--budget", help="With --verify: time budget in seconds for the timed rounds.")] = 20.0,
+    budget: Annotated[float, typer.Option("--budget", help="With --verify: time budget in seconds for the timed rounds.", parser=finite)] = 20.0,
     lock_dir: Annotated[Optional[Path], typer.Option("--lock-dir", help="With --verify: folder of the chip lock files.")] = None,
     blocked: Annotated[Optional[str], typer.Option("--blocked", help="The honorable exit: file the experiment blocked (tooling, compiler or device), after two recorded attempts; needs --transcript.")] = None,
     transcript: Annotated[Optional[Path], typer.Option("--transcript", help="With --blocked: the failing command and its error output (committed with the record).")] = None,

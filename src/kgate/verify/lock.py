@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Final
 
 from kgate.errors import KgateError
 
@@ -67,13 +69,44 @@ def open_lock(path: Path) -> int:
                      f"remove {path}, or set {LOCK_DIR_ENV} to another folder.")
 
 
-def lock_path(chip: int, lock_dir: str | Path | None = None) -> Path:
+# What a scheduler (Ray, Slurm, Kubernetes, a user) already set: the chips this process may use,
+# by physical id. kgate's chip N is the N-th of them, and keeps them; unset, chip N is physical N.
+VISIBLE_ENVS: Final = ("CUDA_VISIBLE_DEVICES", "TPU_VISIBLE_CHIPS")
+_SAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def visible(env: Mapping[str, str] | None = None) -> dict[str, list[str]]:
+    """The visible chips each scheduler variable set in `env` (this process's by default) lists."""
+    env = os.environ if env is None else env
+    return {name: [part.strip() for part in env[name].split(",") if part.strip()]
+            for name in VISIBLE_ENVS if env.get(name, "").strip()}
+
+
+def physical(chip: int, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Chip `chip` (an index among the visible ones) as each set variable names it physically;
+    empty when no scheduler set one. A chip past the visible ones is refused."""
     if chip < 0:
         raise KgateError(f"chip {chip} is not a chip index.", "use a non-negative chip number, e.g. 0.")
+    ids = {}
+    for name, chips in visible(env).items():
+        if chip >= len(chips):
+            raise KgateError(f"chip {chip} is not visible here: {name}={','.join(chips)} shows {len(chips)} "
+                             f"chip{'s' if len(chips) != 1 else ''} (a scheduler chose them).",
+                             f"use --chip 0{f' to {len(chips) - 1}' if len(chips) > 1 else ''}: kgate's chip N is "
+                             f"the N-th of {name}.")
+        ids[name] = chips[chip]
+    return ids
+
+
+def lock_path(chip: int, lock_dir: str | Path | None = None) -> Path:
+    """The lock of chip `chip`, named by its physical device: two processes that a scheduler gave
+    different chips (each its own chip 0) never wait on each other, and two given the same do."""
+    ids = physical(chip)
     folder = Path(lock_dir or os.environ.get(LOCK_DIR_ENV) or "/tmp")
     if not folder.is_dir():
         raise KgateError(f"lock folder {folder} does not exist.", f"create it, or set {LOCK_DIR_ENV} to a folder.")
-    return folder / f"kgate-chip-{chip}.lock"
+    name = next(iter(ids.values()), str(chip))  # CUDA's id where both are set (one host has one kind of chip)
+    return folder / f"kgate-chip-{_SAFE_ID.sub('_', name)}.lock"
 
 
 def _holder(path: Path) -> str:
@@ -152,10 +185,12 @@ def compile_slot(lock_dir: str | Path | None = None, say: Callable[[str], None] 
 
 
 def visibility_env(chip: int) -> dict[str, str]:
-    """Variables that make only `chip` visible to a framework imported afterwards."""
+    """Variables that make only `chip` visible to a framework imported afterwards: the physical
+    chip a scheduler's variable names at that index, or `chip` itself where none is set."""
+    ids = physical(chip)
     return {
-        "CUDA_VISIBLE_DEVICES": str(chip),
-        "TPU_VISIBLE_CHIPS": str(chip),
+        "CUDA_VISIBLE_DEVICES": ids.get("CUDA_VISIBLE_DEVICES", str(chip)),
+        "TPU_VISIBLE_CHIPS": ids.get("TPU_VISIBLE_CHIPS", str(chip)),
         "TPU_CHIPS_PER_PROCESS_BOUNDS": "1,1,1",
         "TPU_PROCESS_BOUNDS": "1,1,1",
         "KGATE_CHIP": str(chip),

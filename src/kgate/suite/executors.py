@@ -1,0 +1,244 @@
+"""Where a suite's rows run. Every executor runs a row the same way (`run_row`: the gate, then
+verify, each leg in processes of its own) and hands back the row and its receipt; only the
+process that called `run_suite` writes the results folder, so receipts are the same whatever ran
+them.
+
+- `InProcess`: one row at a time, in this process (the grading parent: it never imports
+  candidate code; the legs do).
+- `Pool`: up to N rows at once, each in a worker process of its own (`python -m
+  kgate.suite.worker`); a worker that dies is that row's unfinished ERROR, never kept.
+- `RayExecutor`: each row's gate as one Ray task (CPU only) and its verify as another (one
+  chip, when the cluster has chips), each in a fresh worker process (`max_calls=1`); Ray
+  retries a task whose worker was lost, never one that returned (a FAIL is a result).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from kgate.errors import KgateError
+from kgate.suite.run import (
+    Job,
+    Outcome,
+    SuiteRequest,
+    entry_from_json,
+    entry_to_json,
+    gate_step,
+    request_from_json,
+    request_to_json,
+    run_row,
+    verify_step,
+)
+from kgate.suite.summary import ERROR, Row
+from kgate.verify.forkserver import SAFE_PATH
+from kgate.verify.lock import VISIBLE_ENVS
+
+OUTCOME_MARK = "kgate-suite-outcome "  # the line a pool's worker ends with; anything else it prints is progress
+EXECUTORS = ("local", "ray")
+
+
+def default_jobs() -> int:
+    """Rows at once on this host: each row's gate runs two processes (reference and candidate),
+    so half the cores (at least one). Timing takes the chip's lock either way."""
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+def local(jobs: int) -> InProcess | Pool:
+    if jobs < 1:
+        raise KgateError(f"--jobs {jobs} is not a number of rows to run at once.", "use --jobs 1 or more.")
+    return InProcess() if jobs == 1 else Pool(jobs)
+
+
+class InProcess:
+    """One row at a time, in this process."""
+
+    def run(self, jobs: Sequence[Job], request: SuiteRequest,
+            say: Callable[[str], None]) -> Iterator[tuple[Job, Outcome]]:
+        for job in jobs:
+            say(f"{job.label}: gating")
+            yield job, run_row(job.entry, job.key, request, lambda line, job=job: say(f"{job.label}: {line}"))
+
+
+def lost(job: Job, why: str) -> Outcome:
+    """The row of a job whose process was lost: shown as an ERROR, never written (a re-run runs it)."""
+    row = Row(job.entry.problem, job.entry.name, ERROR, why, key=job.key,
+              extra={"reference_path": str(job.entry.reference), "candidate_path": str(job.entry.candidate),
+                     "class": job.entry.klass, "overrides": dict(job.entry.overrides), "unfinished": True})
+    return Outcome(row.to_json(), None, keep=False)
+
+
+class Pool:
+    """Up to `jobs` rows at once, each in a worker process of its own session (so that stopping
+    the suite stops a worker's legs with it)."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+
+    def run(self, jobs: Sequence[Job], request: SuiteRequest,
+            say: Callable[[str], None]) -> Iterator[tuple[Job, Outcome]]:
+        done: queue.Queue[tuple[Job, Outcome]] = queue.Queue()
+        live: dict[int, subprocess.Popen[str]] = {}
+        todo = list(jobs)
+        said = threading.Lock()
+
+        def tell(line: str) -> None:
+            with said:
+                say(line)
+
+        try:
+            while todo or live:
+                while todo and len(live) < self.jobs:
+                    job = todo.pop(0)
+                    tell(f"{job.label}: gating (worker {len(live) + 1} of {self.jobs})")
+                    live[job.index] = proc = _start_worker(job, request)
+                    threading.Thread(target=_watch, args=(job, proc, done, tell), daemon=True).start()
+                job, outcome = done.get()
+                live.pop(job.index, None)
+                yield job, outcome
+        finally:  # interrupted, or the caller stopped: no worker (nor its legs) is left running
+            for proc in live.values():
+                _stop(proc)
+
+
+def _start_worker(job: Job, request: SuiteRequest) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, *SAFE_PATH, "-m", "kgate.suite.worker"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps({"entry": entry_to_json(job.entry), "key": job.key,
+                                 "request": request_to_json(request)}))
+    proc.stdin.close()
+    return proc
+
+
+def _watch(job: Job, proc: subprocess.Popen[str], done: queue.Queue[tuple[Job, Outcome]],
+           say: Callable[[str], None]) -> None:
+    assert proc.stdout is not None and proc.stderr is not None
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.append(proc.stdout.read() if proc.stdout else ""), daemon=True)
+    reader.start()
+    last = ""
+    for line in proc.stderr:
+        last = line.rstrip("\n") or last
+        say(f"{job.label}: {last}")
+    code = proc.wait()
+    reader.join()
+    marked = [line[len(OUTCOME_MARK):] for line in "".join(out).splitlines() if line.startswith(OUTCOME_MARK)]
+    try:
+        if code != 0 or len(marked) != 1:
+            raise ValueError
+        outcome = Outcome.from_json(json.loads(marked[0]))
+    except ValueError:
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        outcome = lost(job, f"the worker process running this row {how} before it finished"
+                       + (f" (it last said: {last})" if last else "") + "; a re-run runs this row again")
+    done.put((job, outcome))
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+# -- Ray ---------------------------------------------------------------------------------------
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise KgateError("--executor ray needs Ray, which is not installed here.",
+                         "pip install 'kgate[ray]' (or pip install ray), or run with --executor local.") from exc
+    return ray
+
+
+def chip_request(resources: Mapping[str, float]) -> dict[str, Any]:
+    """What a verify task asks of Ray: one GPU, or one TPU, where the cluster has them; else
+    nothing beyond its CPU (a CPU-only cluster times on CPUs)."""
+    if resources.get("GPU", 0) >= 1:
+        return {"num_gpus": 1}
+    if resources.get("TPU", 0) >= 1:
+        return {"resources": {"TPU": 1}}
+    return {}
+
+
+class RayExecutor:
+    """Each row's gate, then its verify, as Ray tasks on a cluster: the one this process is
+    already connected to, the one at `address`, or a local one started here (and stopped after)."""
+
+    def __init__(self, address: str | None = None, retries: int = 2) -> None:
+        if retries < 0:
+            raise KgateError(f"--retries {retries} is not a number of retries.", "use --retries 0 or more.")
+        self.address, self.retries = address, retries
+        self.ray = import_ray()
+
+    def run(self, jobs: Sequence[Job], request: SuiteRequest,
+            say: Callable[[str], None]) -> Iterator[tuple[Job, Outcome]]:
+        ray = self.ray
+        started = not ray.is_initialized()
+        if started:
+            try:
+                ray.init(address=self.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise KgateError(f"cannot reach the Ray cluster at {self.address or 'a new local cluster'}: {exc}",
+                                 "start one (`ray start --head`) and pass its address with --address, or run with "
+                                 "--executor local.") from exc
+        chip = chip_request(ray.cluster_resources())
+        options = {"max_calls": 1, "max_retries": self.retries, "retry_exceptions": False, "num_cpus": 1}
+        gate = ray.remote(**options)(_gate_task)
+        verify = ray.remote(**options, **chip)(_verify_task)
+        terms = request_to_json(request)
+        pending: dict[Any, tuple[Job, str]] = {}
+        for job in jobs:
+            say(f"{job.label}: gating (a Ray task)")
+            pending[gate.remote(entry_to_json(job.entry), job.key, terms)] = (job, "gate")
+        try:
+            while pending:
+                (ref,), _ = ray.wait(list(pending), num_returns=1)
+                job, step = pending.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except ray.exceptions.RayTaskError as exc:  # kgate itself raised there: never retried
+                    yield job, lost(job, f"the Ray task of this row's {step} raised {exc.cause!r} (a kgate bug: "
+                                    "please report it); a re-run runs this row again")
+                    continue
+                except ray.exceptions.RayError as exc:  # its worker lost past the retries, or the task cancelled
+                    yield job, lost(job, f"the Ray task of this row's {step} did not finish: {type(exc).__name__} "
+                                    f"after {self.retries} retries; a re-run runs this row again")
+                    continue
+                if step == "gate" and result is None:
+                    say(f"{job.label}: gate PASS, verifying (a Ray task{' on one chip' if chip else ''})")
+                    pending[verify.remote(entry_to_json(job.entry), job.key, terms)] = (job, "verify")
+                    continue
+                yield job, Outcome.from_json(result)
+        finally:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            if started:
+                ray.shutdown()
+
+
+def _where() -> dict[str, Any]:
+    """Where a Ray task runs: its node, and the chips Ray made visible to it."""
+    import ray
+
+    return {"executor": "ray", "node": ray.get_runtime_context().get_node_id(),
+            "chips": {name: os.environ[name] for name in VISIBLE_ENVS if os.environ.get(name, "").strip()}}
+
+
+def _gate_task(entry: Mapping[str, Any], key: str, terms: Mapping[str, Any]) -> dict[str, Any] | None:
+    failed = gate_step(entry_from_json(entry), key, request_from_json(terms), _where())
+    return None if failed is None else failed.to_json()
+
+
+def _verify_task(entry: Mapping[str, Any], key: str, terms: Mapping[str, Any]) -> dict[str, Any]:
+    return verify_step(entry_from_json(entry), key, request_from_json(terms), lambda _: None, _where()).to_json()

@@ -1,0 +1,184 @@
+"""Where a suite's rows run: chips named by the physical device a scheduler gave; a local pool of
+worker processes; a real Ray cluster started in the test (fake TPU chips), with a worker killed
+mid-leg and retried, and a FAIL never retried. The rows are the same whatever ran them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLES, kgate
+from kgate.errors import KgateError
+from kgate.suite import discover
+from kgate.suite.executors import Pool, RayExecutor, chip_request, local
+from kgate.suite.run import SuiteRequest, gate_step, key_of, run_suite
+from kgate.suite.summary import ERROR, GATE_FAIL, PASS
+from kgate.verify import lock
+from kgate.verify.check_receipt import check_data
+
+# -- chips, as a scheduler gave them ------------------------------------------------------------
+
+
+def test_chip_n_is_the_n_th_chip_a_scheduler_made_visible_and_its_lock_is_named_by_it(monkeypatch, tmp_path):
+    for name in lock.VISIBLE_ENVS:
+        monkeypatch.delenv(name, raising=False)
+    assert lock.lock_path(1, tmp_path).name == "kgate-chip-1.lock" and lock.visibility_env(1)["CUDA_VISIBLE_DEVICES"] == "1"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,GPU-5a:e1")  # Ray, Slurm or Kubernetes gave this process two
+    assert lock.lock_path(0, tmp_path).name == "kgate-chip-3.lock"
+    assert lock.visibility_env(0)["CUDA_VISIBLE_DEVICES"] == "3"  # kept, never overwritten with "0"
+    assert lock.lock_path(1, tmp_path).name == "kgate-chip-GPU-5a_e1.lock"
+    with pytest.raises(KgateError, match=r"chip 2 is not visible here: CUDA_VISIBLE_DEVICES=3,GPU-5a:e1 shows 2 chips"):
+        lock.lock_path(2, tmp_path)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    monkeypatch.setenv("TPU_VISIBLE_CHIPS", "2")
+    assert lock.lock_path(0, tmp_path).name == "kgate-chip-2.lock" and lock.visibility_env(0)["TPU_VISIBLE_CHIPS"] == "2"
+    # two processes given different chips never wait on each other; given the same, they do
+    monkeypatch.setenv("TPU_VISIBLE_CHIPS", "5")
+    assert lock.lock_path(0, tmp_path).name == "kgate-chip-5.lock"
+
+
+def test_a_verify_task_asks_ray_for_the_chip_kind_the_cluster_has():
+    assert chip_request({"CPU": 8, "GPU": 4}) == {"num_gpus": 1}
+    assert chip_request({"CPU": 8, "TPU": 4}) == {"resources": {"TPU": 1}}
+    assert chip_request({"CPU": 8}) == {}
+
+
+# -- the suites ---------------------------------------------------------------------------------
+
+
+def _tree(root: Path, *, slow: str | None = None) -> Path:
+    """The bundled cumsum problem with a correct rewrite, a wrong one, and one that does not
+    import; `slow`, a file that a wrong candidate's every import writes its pid into, slowly."""
+    folder = root / "suite" / "cumsum"
+    folder.mkdir(parents=True)
+    for name in ("reference.py", "xla_rewrite.py", "bad_exclusive.py"):
+        shutil.copy(EXAMPLES / "cumsum" / name, folder / name)
+    (folder / "crashes_at_import.py").write_text("raise RuntimeError('this candidate does not import')\n")
+    if slow is not None:
+        (folder / "slow_wrong.py").write_text(
+            f"import os, time\nwith open({slow!r}, 'a') as f:\n    f.write(f'{{os.getpid()}}\\n')\ntime.sleep(4)\n"
+            + (EXAMPLES / "cumsum" / "bad_exclusive.py").read_text())
+    return root / "suite"
+
+
+def _request(suite: Path, results: Path) -> SuiteRequest:
+    return SuiteRequest(tuple(discover(suite, klass="xla-rewrite")), results, budget_s=2.0, phase_budget_s=60.0)
+
+
+def _statuses(rows):
+    return {r.candidate: r.status for r in rows}
+
+
+EXPECTED = {"bad_exclusive.py": GATE_FAIL, "crashes_at_import.py": ERROR, "xla_rewrite.py": PASS}
+
+
+def _ancestor(pid: int, says: str) -> int | None:
+    """The nearest ancestor of `pid` whose command line contains `says`."""
+    while pid > 1:
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            if says in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                return pid
+        except (OSError, ValueError, IndexError):
+            return None
+    return None
+
+
+def _kill_the_worker_of(marks: Path, says: str, killed: list[int]) -> None:
+    """Wait until a candidate's import writes its pid, then SIGKILL the worker that runs its row."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        pids = [int(p) for p in marks.read_text().split()] if marks.exists() else []
+        worker = _ancestor(pids[0], says) if pids else None
+        if worker is not None:
+            os.kill(worker, signal.SIGKILL)
+            killed.append(worker)
+            return
+        time.sleep(0.1)
+
+
+def test_a_local_pool_runs_rows_in_workers_and_a_lost_worker_s_row_is_never_kept(tmp_path):
+    marks = tmp_path / "imports"
+    suite, results = _tree(tmp_path, slow=str(marks)), tmp_path / "results"
+    killed: list[int] = []
+    killer = threading.Thread(target=_kill_the_worker_of, args=(marks, "kgate.suite.worker", killed))
+    killer.start()
+    rows = run_suite(_request(suite, results), executor=Pool(2))
+    killer.join()
+    assert killed and _statuses(rows) == {**EXPECTED, "slow_wrong.py": ERROR}
+    (lost,) = [r for r in rows if r.candidate == "slow_wrong.py"]
+    assert "was killed by signal 9" in lost.reason and lost.extra["unfinished"] is True
+    assert not (results / f"{lost.key}.json").exists()  # not kept: a re-run runs it
+    passed = next(r for r in rows if r.status == PASS)
+    assert check_data(json.loads(Path(passed.extra["receipt"]).read_text()), Path(passed.extra["receipt"])).status == "OK"
+    again = run_suite(_request(suite, results), executor=Pool(2))  # only the lost row runs again
+    assert _statuses(again) == {**EXPECTED, "slow_wrong.py": GATE_FAIL}
+    assert [r for r in again if r.candidate != "slow_wrong.py"] == [r for r in rows if r.candidate != "slow_wrong.py"]
+
+
+def test_the_local_executor_options_are_checked_before_anything_runs(tmp_path):
+    with pytest.raises(KgateError, match="--jobs 0"):
+        local(0)
+    suite = _tree(tmp_path)
+    for args, says in ((["--address", "auto"], "--address names a Ray cluster"),
+                       (["--executor", "ray", "--jobs", "2"], "--jobs sizes the local pool"),
+                       (["--executor", "dask"], "is not an executor"),
+                       (["--compile-slots", "0"], "--compile-slots 0")):
+        proc = kgate(tmp_path, "suite", suite, "--results", tmp_path / "r", *args, "--json")
+        assert proc.returncode == 2 and says in proc.stdout, proc.stdout + proc.stderr[-2000:]
+        assert json.loads(proc.stdout)["status"] == "ERROR"
+    assert not (tmp_path / "r").exists()
+
+
+def test_without_ray_the_ray_executor_says_how_to_get_it(tmp_path):
+    hide = "import sys; sys.modules['ray'] = None; sys.argv[0] = 'kgate'; from kgate.cli import main; main()"
+    proc = subprocess.run([sys.executable, "-c", hide, "suite", str(_tree(tmp_path)), "--executor", "ray"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 2 and "needs Ray, which is not installed here" in proc.stderr
+    assert "pip install 'kgate[ray]'" in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, resources={"TPU": 2}, include_dashboard=False, log_to_driver=False,
+             configure_logging=False, object_store_memory=80 * 1024**2)
+    yield ray
+    ray.shutdown()
+
+
+def test_a_suite_on_ray_gives_the_local_rows_retries_a_lost_worker_and_never_a_fail(ray_cluster, tmp_path):
+    marks = tmp_path / "imports"
+    suite, results = _tree(tmp_path, slow=str(marks)), tmp_path / "results"
+    killed: list[int] = []
+    killer = threading.Thread(target=_kill_the_worker_of, args=(marks, "ray::", killed))
+    killer.start()
+    rows = run_suite(_request(suite, results), executor=RayExecutor())
+    killer.join()
+    assert killed and _statuses(rows) == {**EXPECTED, "slow_wrong.py": GATE_FAIL}  # retried, and finished
+    in_suite = len(marks.read_text().split())
+    # a FAIL is a result, never retried: in the suite, the killed task's one import and then one gate's
+    request = _request(suite, results)
+    (slow,) = [e for e in request.entries if e.candidate.name == "slow_wrong.py"]
+    assert gate_step(slow, key_of(slow, request), request) is not None
+    one_gate = len(marks.read_text().split()) - in_suite
+    assert one_gate >= 1 and in_suite == 1 + one_gate
+    # the verify task held one of the cluster's (fake) chips; gate tasks none
+    (passed,) = [r for r in rows if r.status == PASS]
+    assert passed.extra["ran_on"]["executor"] == "ray"
+    assert passed.extra["ran_on"]["chips"].get("TPU_VISIBLE_CHIPS") in ("0", "1")
+    assert check_data(json.loads(Path(passed.extra["receipt"]).read_text()), Path(passed.extra["receipt"])).status == "OK"
+    # the same suite locally: the same rows, but for where they ran and the speedup measured
+    local_rows = run_suite(_request(suite, tmp_path / "local"))
+    assert _statuses(local_rows) == _statuses(rows)
+    assert {r.candidate: r.reason for r in local_rows if r.status != PASS} == \
+        {r.candidate: r.reason for r in rows if r.status != PASS}
