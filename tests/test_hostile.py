@@ -551,3 +551,12 @@ def test_packages_a_candidate_plants_where_kgate_runs_are_never_imported_by_a_la
         assert json.loads(proc.stdout)["status"] == ("FAIL" if expected else "PASS")
         assert (tmp_path / "kgate" / "__init__.py").is_file() and (tmp_path / "jax" / "__init__.py").is_file()
         assert not (tmp_path / "planted-package-imported").exists()
+
+
+def test_a_process_left_behind_to_rewrite_the_outputs_never_gets_them_graded():
+    # it holds the leg's channel, waits for the leg to exit and writes the right answers into its
+    # outputs file (PASS before the outputs were hashed into the result: the rewrite landed)
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_leaves_a_process_behind.py", klass="xla-rewrite")
+    assert report.status == "FAIL" and "parity.candidate_ran" in failed(report)
+    (ran,) = [c for c in report.gates["parity"].checks if c.name == "candidate_ran"]
+    assert re.search(r"not the ones it wrote|outlived it|result digests", ran.detail), ran.detail

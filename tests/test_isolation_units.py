@@ -339,3 +339,57 @@ def test_a_result_file_rewritten_after_its_leg_wrote_it_is_never_used(tmp_path):
     forged.result_path.write_text(json.dumps(data))
     result = forged.wait()
     assert result["status"] == "CRASHED" and "is not the one it wrote" in result["error"]["problem"]
+
+
+_SPEAKS_FOR_THE_LEG = '''
+import os, subprocess, sys
+fd = int(os.environ["KGATE_BEAT_FD"])
+subprocess.Popen([sys.executable, "-c", {child!r}, str(fd)], pass_fds=(fd,), start_new_session=True)
+'''
+
+
+@pytest.mark.parametrize("child,says", [
+    # a process left behind that keeps the leg's channel open, to write on it after the leg is gone
+    ("import sys, time; time.sleep(12)", "outlived it and holds kgate's channel"),
+    # one that speaks for the leg at once (a digest of its choosing) and goes
+    ("import os, sys; os.write(int(sys.argv[1]), b'result sha256 ' + b'0' * 64 + b'\\n')", "2 result digests"),
+])
+def test_a_process_a_leg_leaves_behind_never_speaks_for_it(tmp_path, child, says):
+    """The leg's channel (its beats, its result's digest) is the leg's alone: a process it started
+    that still holds the channel when the leg exits, or that wrote a digest on it, makes the leg a
+    crash, never a result (kgate cannot tell whose line came first)."""
+    from conftest import EXAMPLES
+    from kgate.verify import spawn
+
+    reference = tmp_path / "reference.py"
+    reference.write_text((EXAMPLES / "rmsnorm" / "reference.py").read_text() + _SPEAKS_FOR_THE_LEG.format(child=child))
+    request = {"reference": str(reference), "overrides": {"seq_len": 8}, "dtype": None, "seeds": [1]}
+    result = spawn.start("inputs", request, tmp_path / "leg", beats=True).wait()
+    assert result["status"] == "CRASHED" and says in result["error"]["problem"], result
+
+
+def test_outputs_rewritten_after_the_candidate_leg_wrote_them_are_never_graded(tmp_path):
+    import hashlib
+    import io
+
+    import numpy as np
+
+    from kgate.backends import wire
+    from kgate.backends.base import HostTree
+    from kgate.errors import KgateError
+    from kgate.verify.early import _candidate_outputs
+
+    def packed(value):
+        buffer = io.BytesIO()
+        wire.write_trees(buffer, {"p0": HostTree("*", ("",), (np.full(4, value, np.float32),))})
+        return buffer.getvalue()
+
+    written = packed(1.0)
+    result = {"outputs_file_sha256": hashlib.sha256(written).hexdigest()}
+    (tmp_path / "candidate.npz").write_bytes(written)
+    assert float(_candidate_outputs(tmp_path / "candidate.npz", result)["p0"].leaves[0][0]) == 1.0
+    (tmp_path / "candidate.npz").write_bytes(packed(2.0))  # the right answer, put there by a process left behind
+    with pytest.raises(KgateError, match="not the ones it wrote"):
+        _candidate_outputs(tmp_path / "candidate.npz", result)
+    with pytest.raises(KgateError, match="not the ones it wrote"):
+        _candidate_outputs(tmp_path / "candidate.npz", {})  # a result that names no digest grades nothing

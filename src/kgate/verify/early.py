@@ -11,6 +11,7 @@ seed drawn here from the OS's entropy, recorded in the report so it can be regen
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -125,7 +126,7 @@ def run_probe_legs(
         arrays: dict[str, Any] = {}
         if cand_result.get("status") == "DONE":
             try:
-                arrays.update(wire.read_trees(cand_dir / "candidate.npz"))
+                arrays.update(_candidate_outputs(cand_dir / "candidate.npz", cand_result))
             except KgateError as exc:
                 cand_result = {"status": "CRASHED", "error": {"problem": exc.problem}}
         reference_leg.go()
@@ -135,6 +136,22 @@ def run_probe_legs(
         refcache.SHARED.accept(env, reference.get("programs"))
         arrays.update(wire.read_trees(bytes(reference_leg.data)))
         return reference, cand_result, arrays, seeds
+
+
+def _candidate_outputs(path: Path, result: Mapping[str, Any]) -> dict[str, Any]:
+    """The candidate leg's outputs, read once and only when they hash to the digest its result
+    names (the result itself is bound by the digest the leg beat): a file another process
+    rewrote after the leg wrote it is never graded."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise KgateError(f"the candidate leg's outputs cannot be read ({exc.strerror}).",
+                         "re-run; a candidate that removes kgate's files is an integrity failure.") from exc
+    if hashlib.sha256(data).hexdigest() != result.get("outputs_file_sha256"):
+        raise KgateError("the candidate leg's outputs are not the ones it wrote (their digest differs from the one "
+                         "in its result): another process rewrote them after the leg; they are not graded.",
+                         "a candidate that leaves a process behind to rewrite kgate's files fails; remove it.")
+    return wire.read_trees(data)
 
 
 def _wait_for_inputs(leg: spawn.LegProcess, batch: int, budget_s: float) -> list[dict[str, Any]]:

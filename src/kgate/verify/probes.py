@@ -11,6 +11,7 @@ in the parent, which imports neither module.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kgate.backends import get_backend, wire
-from kgate.backends.base import refuse_if_too_big
+from kgate.backends.base import refuse_if_too_big, write_new
 from kgate.errors import KgateError, describe
 from kgate.gates import parity
 from kgate.gates.parity import DRAWN_LABEL, ODD_LABEL
@@ -461,7 +462,10 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
                 result["lowering_error"] = describe(exc)
             watch.check("after the lowering")
         watch.check("at the end", "deep")
-        wire.write_trees(folder / "candidate.npz", outputs)
+        packed = io.BytesIO()
+        wire.write_trees(packed, outputs)
+        write_new(folder / "candidate.npz", packed.getvalue())  # fresh: never into a file planted first
+        result["outputs_file_sha256"] = hashlib.sha256(packed.getvalue()).hexdigest()  # bound by the result's digest
         result.update(
             changes=watch.changes,
             reference_changes=list(pair.reference_changes),

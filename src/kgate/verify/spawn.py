@@ -169,6 +169,12 @@ class LegProcess:
                 self.stdin = None
         ended = time.monotonic_ns()
         self._join()
+        if any(reader.is_alive() for reader in self._readers):
+            # the leg exited and its channels are still open: a process it started holds them, and
+            # could speak for it (a digest, a result); nothing it wrote is used
+            self.kill_group()
+            return self._crashed("a process the leg started outlived it and holds kgate's channel to the leg open "
+                                 "(it could write the leg's result for it); its result is not used")
         if getattr(self.proc, "lost", ""):
             return self._crashed(f"{self.proc.lost}; its result is not used")  # type: ignore[union-attr]
         try:
@@ -180,7 +186,11 @@ class LegProcess:
             tail = self.stderr_tail()
             return self._crashed(f"exit code {self.proc.returncode}: {tail or 'no output'}")
         told = [line[len(RESULT_BEAT):] for _, line in list(self.beats) if line.startswith(RESULT_BEAT)]
-        if self.beating and told[-1:] != [hashlib.sha256(raw).hexdigest()]:
+        if self.beating and len(told) > 1:
+            # the leg beats one digest, once, last: another process wrote on its channel
+            return self._crashed(f"{len(told)} result digests came on the leg's channel, where the leg sends one: "
+                                 "another process spoke for it; its result is not used")
+        if self.beating and told != [hashlib.sha256(raw).hexdigest()]:
             # a process that outlived the leg (or ran beside it) rewrote the file after the leg wrote it
             return self._crashed("its result file is not the one it wrote (its digest, sent on the beat channel, "
                                  "differs): another process rewrote it; its result is not used")
