@@ -29,6 +29,10 @@ KERNEL_PRIMITIVES = frozenset({"pallas_call"})
 # Primitives that run Python on the host in the middle of the program: work done there is
 # neither the kernel's nor the device's.
 HOST_CALLBACK_PRIMITIVES = frozenset({"pure_callback", "io_callback", "callback"})
+# Primitives that call native code registered from Python (an XLA FFI target): kgate sees
+# neither what it computes nor whether it keeps state between calls (a cache that replays the
+# last answer for the same buffer), so it is graded as host work is.
+NATIVE_CALL_PRIMITIVES = frozenset({"ffi_call"})
 # Primitives that call a sub-program once with their own operands (no loop, no branch).
 CALL_PRIMITIVES = frozenset(
     {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
@@ -218,6 +222,9 @@ class _Reach:
             return [union | {site}] * n_out
         if name in HOST_CALLBACK_PRIMITIVES:
             self.callbacks[site] = (_callback_name(eqn), exact)
+            return [union | {site}] * n_out
+        if name in NATIVE_CALL_PRIMITIVES:
+            self.callbacks[site] = (f"{name}: {eqn.params.get('target_name', '?')}", exact)
             return [union | {site}] * n_out
         body = _call_body(eqn)
         if body is not None:

@@ -300,10 +300,13 @@ def _host_callback_checks(facts: ProgramFacts) -> list[Check]:
             Check(
                 "no_host_work",
                 "FAIL",
-                "the output depends on Python run on the host mid-program: "
+                "the output depends on code run outside the program kgate audits (Python on the host, or "
+                "native code behind an FFI call): "
                 + ", ".join(f"{s.name} ({s.site})" for s in feeding)
-                + ". Work done there is neither the kernel's nor the device's (a cache, a replay, the reference).",
-                "remove pure_callback / io_callback from the compute path.",
+                + ". Work done there is neither the kernel's nor the device's, and kgate cannot see whether it "
+                "keeps state between calls (a cache, a replay, the reference).",
+                "remove pure_callback / io_callback / jax.ffi.ffi_call from the compute path: write the work as a "
+                "kernel (Pallas, Triton) or in jax.",
             )
         ]
     if facts.host_callbacks:
@@ -311,11 +314,12 @@ def _host_callback_checks(facts: ProgramFacts) -> list[Check]:
             Check(
                 "no_host_work",
                 "ADVISORY",
-                f"{len(facts.host_callbacks)} host callback(s) in the program, none feeding the output: "
+                f"{len(facts.host_callbacks)} host callback(s) or FFI call(s) in the program, none feeding the "
+                "output: "
                 + ", ".join(s.name for s in facts.host_callbacks),
             )
         ]
-    return [Check("no_host_work", "PASS", "no host callback in the program")]
+    return [Check("no_host_work", "PASS", "no host callback or FFI call in the program")]
 
 
 def _reads_inputs(sites: Sequence[KernelSite]) -> Check:
