@@ -26,6 +26,7 @@ from typing import Any
 
 from kgate.errors import KgateError
 from kgate.suite.run import (
+    _done,
     Job,
     Outcome,
     SuiteRequest,
@@ -37,7 +38,7 @@ from kgate.suite.run import (
     run_row,
     verify_step,
 )
-from kgate.suite.summary import ERROR, Row
+from kgate.suite.summary import ERROR
 from kgate.verify.forkserver import SAFE_PATH
 from kgate.verify.lock import VISIBLE_ENVS
 
@@ -69,10 +70,8 @@ class InProcess:
 
 def lost(job: Job, why: str) -> Outcome:
     """The row of a job whose process was lost: shown as an ERROR, never written (a re-run runs it)."""
-    row = Row(job.entry.problem, job.entry.name, ERROR, why, key=job.key,
-              extra={"reference_path": str(job.entry.reference), "candidate_path": str(job.entry.candidate),
-                     "class": job.entry.klass, "overrides": dict(job.entry.overrides), "unfinished": True})
-    return Outcome(row.to_json(), None, keep=False)
+    shown = _done(job.entry, job.key, None, ERROR, why, unfinished=True)
+    return Outcome(shown.row, None, keep=False)
 
 
 class Pool:

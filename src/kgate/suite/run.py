@@ -62,8 +62,8 @@ def run_suite(request: SuiteRequest, say: Callable[[str], None] = lambda _: None
         else:
             pending.append(Job(i, label, entry, key))
     for job, outcome in executor.run(pending, request, say):
-        rows[job.index] = _keep(outcome, request)
-        say(f"{job.label}: {rows[job.index].status}" + (f" ({rows[job.index].reason})" if rows[job.index].reason else ""))
+        row = rows[job.index] = _keep(outcome, request)
+        say(f"{job.label}: {row.status}" + (f" ({row.reason})" if row.reason else ""))
     return [rows[i] for i in sorted(rows)]
 
 
