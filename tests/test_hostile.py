@@ -200,7 +200,7 @@ def test_replayed_answers_disagree_on_timed_inputs_never_seen():
 
 def test_an_honest_candidate_agrees_on_every_timed_session():
     report = _measure("pallas.py")
-    statuses = {name: _check(report, name)["status"] for name in ("timed_outputs_agree", "os_threads_quiet", "process_untouched")}
+    statuses = {name: _check(report, name)["status"] for name in ("timed_outputs_agree", "os_threads_quiet", "processes_quiet", "process_untouched")}
     assert set(statuses.values()) == {"PASS"}
 
 
@@ -560,3 +560,71 @@ def test_a_process_left_behind_to_rewrite_the_outputs_never_gets_them_graded():
     assert report.status == "FAIL" and "parity.candidate_ran" in failed(report)
     (ran,) = [c for c in report.gates["parity"].checks if c.name == "candidate_ran"]
     assert re.search(r"not the ones it wrote|outlived it|result digests", ran.detail), ran.detail
+
+
+# -- work in another process (a spinner, a daemon, an orphan out of view) -------------------------
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("candidate", [
+    "bad_spinner_process.py",  # a child process, started on its first trace, busy from then on
+    "bad_daemon_spinner.py",  # a daemon started at import by forking twice: nobody's child any more
+])
+def test_a_process_the_candidate_starts_is_counted_with_its_cpu_and_stopped(candidate):
+    import time
+
+    report = _measure(candidate)
+    assert report["status"] == "ANOMALY"
+    check = _check(report, "processes_quiet")
+    assert check["status"] == "FAIL" and "s of CPU while the rounds ran" in check["detail"], check
+    assert _check(report, "os_threads_quiet")["status"] == "PASS"  # no thread of the timed process did it
+    pids = [int(p) for p in re.findall(r"pid (\d+)", check["detail"])]
+    assert pids
+    time.sleep(0.5)
+    assert not any(_alive(pid) for pid in pids)  # stopped at the end of the run, not left spinning
+
+
+def test_turning_the_subreaper_off_to_hide_an_orphan_is_seen_from_both_sides(tmp_path):
+    # in the timed process (its setting changed) and from kgate's parent, which the orphan reached
+    import json
+    import subprocess
+    import sys
+
+    from conftest import EXAMPLES
+
+    receipt = tmp_path / "receipt.json"
+    rms = EXAMPLES / "rmsnorm"
+    proc = subprocess.run(
+        [sys.executable, "-m", "kgate", "verify", "-r", rms / "reference.py", "-c", rms / "bad_unsets_subreaper.py",
+         "--class", "xla-rewrite", "--set", "batch=1", "--set", "seq_len=64", "--budget", "1", "--sessions", "2",
+         "--lock-dir", tmp_path, "--receipt", receipt, "--json"],
+        capture_output=True, text=True,
+    )
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 2 and report["status"] == "ANOMALY", report.get("reason")
+    checks = {c["name"]: c for c in report["gates"]["integrity"]["checks"]}
+    assert checks["measure.processes_quiet"]["status"] == "FAIL"
+    assert "stopped being the subreaper" in checks["measure.processes_quiet"]["detail"]
+    outside = checks["measure.parent_processes"]
+    assert outside["status"] == "FAIL" and "as kgate saw them from outside it" in outside["detail"], outside
+    again = subprocess.run([sys.executable, "-m", "kgate", "verify-receipt", receipt, "--json", "--no-regenerate"],
+                           capture_output=True, text=True)
+    assert again.returncode == 2 and json.loads(again.stdout)["status"] == "ANOMALY"
+
+
+def test_a_daemon_left_running_after_the_candidate_s_checks_fails_the_gate_and_is_stopped():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_daemon_spinner.py", klass="xla-rewrite")
+    assert report.status == "FAIL" and "parity.candidate_ran" in failed(report)
+    (ran,) = [c for c in report.gates["parity"].checks if c.name == "candidate_ran"]
+    assert "after the leg exited, and kgate stopped it" in ran.detail, ran.detail
+    pids = [int(p) for p in re.findall(r"pid (\d+)", ran.detail)]
+    assert pids and not any(_alive(pid) for pid in pids)

@@ -350,7 +350,8 @@ subprocess.Popen([sys.executable, "-c", {child!r}, str(fd)], pass_fds=(fd,), sta
 
 @pytest.mark.parametrize("child,says", [
     # a process left behind that keeps the leg's channel open, to write on it after the leg is gone
-    ("import sys, time; time.sleep(12)", "outlived it and holds kgate's channel"),
+    # (it is still running after the leg exited: stopped, and the leg is a crash before its channel is read)
+    ("import sys, time; time.sleep(12)", "after the leg exited, and kgate stopped it"),
     # one that speaks for the leg at once (a digest of its choosing) and goes
     ("import os, sys; os.write(int(sys.argv[1]), b'result sha256 ' + b'0' * 64 + b'\\n')", "2 result digests"),
 ])
@@ -393,3 +394,37 @@ def test_outputs_rewritten_after_the_candidate_leg_wrote_them_are_never_graded(t
         _candidate_outputs(tmp_path / "candidate.npz", result)
     with pytest.raises(KgateError, match="not the ones it wrote"):
         _candidate_outputs(tmp_path / "candidate.npz", {})  # a result that names no digest grades nothing
+
+
+_STARTS_A_CHILD = '''
+import subprocess, sys
+subprocess.Popen([sys.executable, "-c", {child!r}], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                 stderr=subprocess.DEVNULL, start_new_session=True)
+'''
+
+
+@pytest.mark.parametrize("child,crashes", [
+    # a helper that finishes on its own soon after: nothing runs after the leg, nothing to say
+    ("import time; time.sleep(0.3)", False),
+    # a daemon (a shell puts it in the background and exits): an orphan, handed to kgate, still running
+    ("import subprocess, sys; subprocess.Popen(['sleep', '30'], start_new_session=True)", True),
+])
+def test_a_process_still_running_after_its_leg_is_stopped_and_the_leg_is_a_crash(tmp_path, child, crashes):
+    from conftest import EXAMPLES
+    from kgate.verify import census, spawn
+
+    reference = tmp_path / "reference.py"
+    reference.write_text((EXAMPLES / "rmsnorm" / "reference.py").read_text() + _STARTS_A_CHILD.format(child=child))
+    request = {"reference": str(reference), "overrides": {"seq_len": 8}, "dtype": None, "seeds": [1]}
+    result = spawn.start("inputs", request, tmp_path / "leg", beats=True).wait()
+    if not crashes:
+        assert result["status"] == "PASS", result
+        assert isinstance(result["parent_clock"]["processes"], list)  # watched (what it saw, if anything, ended)
+        return
+    assert result["status"] == "CRASHED", result
+    problem = result["error"]["problem"]
+    assert "after the leg exited, and kgate stopped it" in problem and "(sleep)" in problem, problem
+    import re
+
+    for pid in re.findall(r"pid (\d+)", problem):
+        assert census.process(int(pid)) is None  # stopped and reaped: not even a zombie

@@ -27,9 +27,10 @@ from kgate.verify import spawn
 
 # Integrity checks that say candidate code changed kgate, the array library or the reference.
 # A FAIL of any of these means nothing the run reported holds: candidate code patched what it relied on,
-# the timed answer was not the checked one, or a time fell below the physical floor.
+# the timed answer was not the checked one, a time fell below the physical floor, or a process
+# it started worked beside the timed rounds.
 PATCH_CHECKS = frozenset({"process_untouched", "reference_untouched", "timer_untouched", "parent_clock",
-                          "same_answer_as_checked", "physically_possible"})
+                          "same_answer_as_checked", "physically_possible", "processes_quiet", "parent_processes"})
 
 ReceiptStatus = Literal["OK", "TAMPERED", "MISMATCH", "INCOMPLETE", "ANOMALY", "UNVERIFIABLE"]
 

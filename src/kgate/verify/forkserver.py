@@ -31,6 +31,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kgate.verify import census
+
 # Every process kgate starts runs `python -P -m ...`: its working folder is not put on sys.path,
 # so a `kgate/` (or `jax/`) package a candidate planted where kgate runs is never imported by a
 # later leg, fork server or suite worker.
@@ -135,6 +137,7 @@ class ForkServer:
             raise
         finally:
             theirs.close()
+        census.own(self.proc.pid)  # kgate's own child: never taken for a process a leg left behind
         atexit.register(self.close)
 
     def fork(self, argv: Sequence[str], env: Mapping[str, str], *, cwd: str, stdin_fd: int, output_fd: int,

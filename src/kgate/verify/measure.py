@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import signal
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -386,6 +387,7 @@ def _measure(
     beat("phase importing the reference and the candidate")
     clock = kclock.perf_counter_ns  # bound before the candidate is imported below
     threads_before_import = census.census()
+    processes_before_import = _ProcessBaseline.take()
     expected: dict[str, ProgramPrint] = {}  # the reference's program, compiled before the candidate exists
 
     def fingerprint(reference: Any) -> None:
@@ -495,7 +497,7 @@ def _measure(
             watch.track(f"session {session} reference timed call", new_ref)
             return new_ref, new_cand
 
-        rounds = _RoundWatch(watch, threads_before_import)
+        rounds = _RoundWatch(watch, threads_before_import, processes_before_import)
         bar = request.bar
         samples, stop_reason, per_round, per_call_s, looks = collect(
             make_legs,
@@ -537,6 +539,7 @@ def _measure(
             _agreement_check(agreement),
             _threads_check(samples.extra_threads),
             rounds.os_threads_check(),
+            rounds.processes_check(),
             *_stream_checks(cand, escaped, samples),
             _ordering_check(ordered, request.bar),
         ]
@@ -725,21 +728,47 @@ def _threads_check(extra: int) -> Check:
     return Check("threads_quiet", "PASS", "no Python thread outlived a candidate call")
 
 
+@dataclass
+class _ProcessBaseline:
+    """The processes below this one before the candidate was imported (this process made their
+    subreaper first, so an orphan below it stays below it), and its waited-for children's CPU."""
+
+    pids: frozenset[int]
+    reaped_cpu_s: float
+    subreaper: bool
+
+    @staticmethod
+    def take() -> _ProcessBaseline | None:
+        if not census.processes_available():
+            return None
+        subreaper = census.become_subreaper()
+        return _ProcessBaseline(frozenset(census.descendants(os.getpid())), census.reaped_cpu(), subreaper)
+
+
 class _RoundWatch:
     """Between timed rounds (never inside one): the parent's beat, the hot surface re-diffed,
-    and a census of the process's OS threads."""
+    and a census of the process's OS threads and of the processes below it."""
 
-    def __init__(self, watch: Watch, threads_before_import: dict[int, census.ThreadSample] | None) -> None:
+    def __init__(self, watch: Watch, threads_before_import: dict[int, census.ThreadSample] | None,
+                 processes_before_import: _ProcessBaseline | None = None) -> None:
         self.watch = watch
         self.baseline = threads_before_import
         self.first: dict[int, census.ThreadSample] | None = None
         self.last: dict[int, census.ThreadSample] | None = None
         self.seen: dict[int, str] = {}
+        self.processes = processes_before_import
+        self.process_cpu: dict[int, list[Any]] = {}  # pid: [name, CPU at its first sight in the rounds, CPU last]
+        self.reaped_first: float | None = None
+        self.reaped_last: float | None = None
+        self.subreaper_lost = False
 
     def start(self, index: int) -> None:
         wait_tick(index)  # the parent's clock marks the round's earliest start
         if self.first is None and self.baseline is not None:
             self.first = census.census()
+        if self.reaped_first is None and self.processes is not None:
+            self.reaped_first = census.reaped_cpu()
+            self._look_at_processes(first=True)
 
     def end(self, index: int) -> None:
         beat(f"e {index}")
@@ -749,6 +778,54 @@ class _RoundWatch:
             if self.last is not None:
                 for tid, sample in census.foreign(self.baseline, self.last).items():
                     self.seen[tid] = sample.name
+        if self.processes is not None:
+            self.reaped_last = census.reaped_cpu()
+            self._look_at_processes()
+            if self.processes.subreaper and census.is_subreaper() is False:
+                self.subreaper_lost = True
+
+    def _look_at_processes(self, first: bool = False) -> None:
+        """The processes below this one that were not there before the import: each one's CPU
+        from its first sight at the rounds' start (a process born during them counts from 0)."""
+        assert self.processes is not None
+        for pid, sample in census.descendants(os.getpid(), skip=self.processes.pids).items():
+            record = self.process_cpu.setdefault(pid, [sample.name, sample.cpu_s if first else 0.0, sample.cpu_s])
+            record[2] = sample.cpu_s
+
+    def processes_check(self) -> Check:
+        """FAIL when a process the candidate started (a fork, a subprocess, a daemon) used CPU while
+        the rounds ran, or this process stopped being the subreaper that keeps orphans below it in
+        view; ADVISORY when one is alive and idle. Those still alive are stopped here."""
+        if self.processes is None or self.reaped_first is None or self.reaped_last is None:
+            return Check("processes_quiet", "SKIPPED", "no /proc here: the processes below this one were not counted")
+        busy = sum(max(last - first, 0.0) for _, first, last in self.process_cpu.values())
+        busy += max(self.reaped_last - self.reaped_first, 0.0)
+        alive = {pid: rec[0] for pid, rec in self.process_cpu.items()
+                 if (s := census.process(pid)) is not None and s.state != "Z"}
+        for pid in alive:  # candidate code's, and this process may go on after the run
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        names = ", ".join(f"pid {pid} ({name})" for pid, (name, _, _) in list(self.process_cpu.items())[:4])
+        if self.subreaper_lost:
+            return Check("processes_quiet", "FAIL", "this process stopped being the subreaper kgate made it before the "
+                         "candidate's import (prctl PR_SET_CHILD_SUBREAPER turned off): a process started below it could "
+                         "leave kgate's view", "start no processes, and leave the process's settings alone.")
+        if busy >= 0.01:
+            return Check(
+                "processes_quiet",
+                "FAIL",
+                f"{len(self.process_cpu) or 'a'} process(es) started after the candidate's import "
+                f"({names or 'already reaped'}) used {busy:.2f} s of CPU while the rounds ran: work outside the timed "
+                "process escapes (or disturbs) the timed window",
+                "do the work in the call; start no processes (no fork, subprocess or multiprocessing).",
+            )
+        if self.process_cpu:
+            return Check("processes_quiet", "ADVISORY", f"{len(self.process_cpu)} process(es) started after the "
+                         f"candidate's import ({names}) were alive during the rounds and used no CPU"
+                         + (f"; {len(alive)} still alive were stopped" if alive else ""))
+        return Check("processes_quiet", "PASS", "no process started below this one after the candidate's import")
 
     def os_threads_check(self) -> Check:
         if self.baseline is None or self.first is None or self.last is None:

@@ -314,6 +314,7 @@ def _finish(
     for leg_name, leg in legs:
         if leg_name in ("measure", "reversed") and "gates" in leg and not leg.get("not_timed"):
             integrity.append(_parent_clock_check(leg_name, leg))
+            integrity.append(_processes_check(leg_name, leg))
             integrity.append(same_answer_check(leg_name, checks_leg, leg))
     if request.mode == "full":
         integrity += _full_checks(request, measure_leg, dict(legs)["reversed"])
@@ -402,6 +403,25 @@ def _parent_clock_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
     reported = [sum(r) + sum(c) for r, c in zip(samples["reference"], samples["candidate"])]
     clock = leg.get("parent_clock", {})
     return clock_bound(f"{leg_name}.parent_clock", reported, clock.get("beats", []), clock.get("ticks", []))
+
+
+def _processes_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
+    """What this process saw below the timed leg, and come to it as orphans, while the leg's rounds
+    ran (the leg's own count of its processes is one it could be made to misreport)."""
+    name = f"{leg_name}.parent_processes"
+    records = leg.get("parent_clock", {}).get("processes")
+    if records is None:
+        return Check(name, "SKIPPED", "no /proc here: kgate did not watch the leg's processes")
+    busy = [r for r in records if float(r.get("cpu_in_rounds_s", 0.0)) >= 0.01]
+    if busy:
+        text = ", ".join(f"pid {r['pid']} ({r['name']}) {float(r['cpu_in_rounds_s']):.2f} s" for r in busy[:4])
+        return Check(name, "FAIL", f"{len(busy)} process(es) besides the timed leg used CPU while its rounds ran, as "
+                     f"kgate saw them from outside it: {text}: work outside the timed process escapes (or disturbs) the "
+                     "timed window", "start no processes (no fork, subprocess, multiprocessing or daemon).")
+    if records:
+        return Check(name, "ADVISORY", f"{len(records)} process(es) besides the timed leg were seen while it ran "
+                     "(none used CPU in its rounds)")
+    return Check(name, "PASS", "no process besides the timed leg ran below it or came to kgate as an orphan")
 
 
 def _speedup(leg: Mapping[str, Any]) -> dict[str, Any] | None:

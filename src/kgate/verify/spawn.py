@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from kgate.gates.integrity import round_line
-from kgate.verify import forkserver
+from kgate.verify import census, forkserver
 from kgate.verify.forkserver import SAFE_PATH
 
-@dataclass
+@dataclass(eq=False)  # one leg is one process: kept in sets by identity
 class LegProcess:
     kind: str
     proc: subprocess.Popen[bytes] | forkserver.ForkedLeg
@@ -50,7 +50,12 @@ class LegProcess:
     held: bool = False  # started ahead: no budget runs until release()
     beating: bool = False  # it has a beat channel: its result file must hash to the digest it beats last
     released_ns: int | None = None  # when release() handed it its request (this process's own stamp)
+    own_session: bool = False  # it runs candidate code, in a session of its own
+    before: frozenset[int] = frozenset()  # this process's children when the leg started: none of them is its
+    processes: dict[int, dict[str, Any]] = field(default_factory=dict)  # what ran below it or came here from it
     _readers: list[threading.Thread] = field(default_factory=list)
+    _watching: threading.Event = field(default_factory=threading.Event)  # set: the process watch stops
+    _watcher: threading.Thread | None = None
 
     def go(self) -> None:
         """Tell a waiting leg to proceed (one line on its stdin, then close it)."""
@@ -169,6 +174,13 @@ class LegProcess:
                 self.stdin = None
         ended = time.monotonic_ns()
         self._join()
+        left = self.left_behind()
+        if left:
+            self.kill_group()
+            return self._crashed(f"{_processes_text(left)} started during the {self.kind} leg still ran "
+                                 f"{LINGER_S:g} s after the leg exited, and kgate stopped it: work outside the leg "
+                                 "(a process that outlives it can disturb what runs next, or speak for it); its "
+                                 "result is not used")
         if any(reader.is_alive() for reader in self._readers):
             # the leg exited and its channels are still open: a process it started holds them, and
             # could speak for it (a digest, a result); nothing it wrote is used
@@ -195,6 +207,7 @@ class LegProcess:
             return self._crashed("its result file is not the one it wrote (its digest, sent on the beat channel, "
                                  "differs): another process rewrote it; its result is not used")
         data["parent_clock"] = {
+            "processes": [dict(record) for record in self.processes.values()] if census.processes_available() else None,
             "wall_ns": ended - self.started_ns,
             "beats": [[ns - self.started_ns, line] for ns, line in list(self.beats)],
             "ticks": [[ns - self.started_ns, index] for ns, index in list(self.ticks)],
@@ -204,6 +217,60 @@ class LegProcess:
     def _join(self) -> None:
         for reader in self._readers:
             reader.join(timeout=5)
+        _LIVE.discard(self)
+        self._watching.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=5)
+            self._watcher = None
+
+    def look(self, tree: bool = True) -> None:
+        """One look at the processes below the leg (`tree`) and at the orphans that came to this
+        process since it started (a process the leg forked twice, or whose parent ended):
+        each one's name, when it was first and last seen, its CPU time, and whether it was seen
+        while the leg's timed rounds ran (from the first tick on)."""
+        now = time.monotonic_ns()
+        found = self._strays()
+        if tree and self.proc.poll() is None:
+            found.update(census.descendants(self.proc.pid))
+        timing = bool(self.ticks) and self.proc.poll() is None
+        for pid, sample in found.items():
+            record = self.processes.setdefault(pid, {
+                "pid": pid, "name": sample.name, "first_ns": now - self.started_ns, "cpu_s": sample.cpu_s,
+                "cpu_in_rounds_s": 0.0})
+            if timing:
+                base = record.setdefault("cpu_at_rounds_s", sample.cpu_s)
+                record["cpu_in_rounds_s"] = round(max(sample.cpu_s - base, 0.0), 3)
+            record.update(last_ns=now - self.started_ns, cpu_s=sample.cpu_s, state=sample.state)
+
+    def _strays(self) -> dict[int, census.ProcessSample]:
+        """Orphans here that are not another live leg's (by its session: a leg that runs candidate
+        code leads one); those of a finished leg, or of none, count for every leg."""
+        found = census.strays(self.before)
+        others = {leg.proc.pid for leg in _LIVE if leg is not self and leg.own_session and leg.proc.poll() is None}
+        return {pid: s for pid, s in found.items() if census.session(pid) not in others}
+
+    def left_behind(self) -> list[dict[str, Any]]:
+        """After the leg exited: what it started (below it, or come here as an orphan) that is still
+        running LINGER_S later, stopped (SIGKILL) and reaped; a zombie is reaped and not counted."""
+        if not census.processes_available():
+            return []
+        deadline = time.monotonic() + LINGER_S
+        while True:
+            self.look(tree=False)
+            alive = {pid: r for pid, r in self.processes.items()
+                     if (sample := census.process(pid)) is not None and sample.state != "Z"}
+            if not alive or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        _reap(set(self.processes))
+        for pid, record in alive.items():
+            record["outlived"] = True
+        return list(alive.values())
 
     def kill_group(self) -> None:
         """End the leg's whole process group (a leg started with `own_session`): whatever its
@@ -271,6 +338,8 @@ def start(
     if beats:
         full_env["KGATE_TICK_FD"] = str(tick_r)
     channels = {name: w for name, (_, w) in pipes.items()} | ({"KGATE_TICK_FD": tick_r} if beats else {})
+    _become_subreaper()
+    before = frozenset(census.children(os.getpid()))
     started_ns = time.monotonic_ns()
     with open(stderr_path, "wb") as err:
         forked = _forked(kind, full_env, channels, err.fileno(), own_session) if forkable else None
@@ -283,6 +352,8 @@ def start(
             pass_fds=tuple(channels.values()),
             start_new_session=own_session,
         )
+    if not forked:
+        census.own(proc.pid)
     stdin = proc.stdin
     if line and stdin is not None:
         try:
@@ -293,7 +364,12 @@ def start(
     if not waits and stdin is not None:
         stdin.close()
         stdin = None
-    leg = LegProcess(kind, proc, result_path, stderr_path, started_ns, stdin, held=held, beating=beats)
+    leg = LegProcess(kind, proc, result_path, stderr_path, started_ns, stdin, held=held, beating=beats,
+                     own_session=own_session, before=before)
+    _LIVE.add(leg)
+    if census.processes_available():
+        leg._watcher = threading.Thread(target=_watch_processes, args=(leg,), daemon=True)
+        leg._watcher.start()
     if beats:
         os.close(tick_r)
     for name, (r, w) in pipes.items():
@@ -304,6 +380,53 @@ def start(
         reader.start()
         leg._readers.append(reader)
     return leg
+
+
+def _watch_processes(leg: LegProcess) -> None:
+    """While the leg runs: the orphans here every WATCH_EVERY_S, the leg's own tree every
+    TREE_EVERY-th look (the leg reads its own at every timed round; this is the look it cannot
+    answer for)."""
+    looks = 0
+    while not leg._watching.wait(WATCH_EVERY_S):
+        try:
+            leg.look(tree=looks % TREE_EVERY == 0)
+        except (OSError, ValueError):  # /proc read mid-change: the next look sees it
+            pass
+        looks += 1
+
+
+_SUBREAPER: list[bool] = []
+
+
+def _become_subreaper() -> None:
+    """Once: this process (it runs legs) becomes their subreaper, so what a leg started and left
+    is re-parented here, in kgate's view, not to init."""
+    if not _SUBREAPER:
+        _SUBREAPER.append(census.become_subreaper())
+
+
+def _reap(pids: set[int]) -> None:
+    """Collect the exit of those of `pids` that are this process's children (killed strays,
+    zombies handed here), so none stays a zombie; waits at most a second."""
+    deadline = time.monotonic() + 1.0
+    left = set(pids)
+    while left and time.monotonic() < deadline:
+        for pid in list(left):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # not ours (it was below a leg still alive), or reaped
+                left.discard(pid)
+                continue
+            if done:
+                left.discard(pid)
+        if left:
+            time.sleep(0.02)
+
+
+def _processes_text(records: list[dict[str, Any]]) -> str:
+    named = ", ".join(f"pid {r['pid']} ({r['name']})" for r in records[:4])
+    more = f" and {len(records) - 4} more" if len(records) > 4 else ""
+    return f"{len(records)} process(es) ({named}{more})"
 
 
 def _forked(kind: str, env: Mapping[str, str], channels: Mapping[str, int], output_fd: int,
@@ -341,6 +464,14 @@ def with_backend(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {**payload, "backend": detect(payload["reference"])}
 
 
+# The process watch: the orphans here are looked at every WATCH_EVERY_S while a leg runs, the
+# leg's own tree every TREE_EVERY-th look; a process still running LINGER_S after its leg
+# exited is stopped, and the leg is a crash.
+WATCH_EVERY_S = 0.1
+TREE_EVERY = 5
+LINGER_S = 2.0
+_LIVE: set[LegProcess] = set()
+
 RESULT_BEAT = "result sha256 "  # a leg's last beat: the digest of the result file it wrote
 _CHANNELS = ("KGATE_BEAT_FD", "KGATE_TICK_FD", "KGATE_DATA_FD")
 REQUEST_ON_STDIN = "-"  # the request-path argument of every leg: its request is its stdin's first line
@@ -353,7 +484,10 @@ CACHE_DIRS = ("JAX_COMPILATION_CACHE_DIR",)
 CACHES_OFF = {"JAX_ENABLE_COMPILATION_CACHE": "false"}
 # Legs run side by side on one GPU (a gate's reference and candidate legs, a held timing leg):
 # JAX's default of taking 75% of the GPU's memory at start would leave the second leg none.
-SHARED_DEVICE = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+SHARED_DEVICE = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+                 # torch.compile's pool of compile processes would outlive a leg (they look for their parent
+                 # once a minute): compiled in the leg's own process, nothing of it runs after the leg
+                 "TORCHINDUCTOR_COMPILE_THREADS": "1"}
 
 # What usually keeps a leg in a phase (by the phase name's first words), said when it overruns.
 PHASE_CAUSES = {
