@@ -204,7 +204,9 @@ def test_an_honest_candidate_agrees_on_every_timed_session():
     assert set(statuses.values()) == {"PASS"}
 
 
-def test_verify_bounds_reported_time_by_its_own_clock_and_the_receipt_is_an_anomaly(tmp_path):
+def _verify_anomaly(tmp_path, candidate: str, *options: str) -> dict[str, dict]:
+    """`kgate verify` of an rmsnorm candidate at a small op-point: an ANOMALY (exit 2) whose receipt
+    `verify-receipt` calls ANOMALY too; the integrity checks by name."""
     import json
     import subprocess
     import sys
@@ -214,48 +216,34 @@ def test_verify_bounds_reported_time_by_its_own_clock_and_the_receipt_is_an_anom
     receipt = tmp_path / "receipt.json"
     rms = EXAMPLES / "rmsnorm"
     proc = subprocess.run(
-        [sys.executable, "-m", "kgate", "verify", "-r", rms / "reference.py", "-c", rms / "bad_inflates_reference_time.py",
-         "--set", "batch=1", "--set", "seq_len=16", "--set", "emb_dim=256", "--budget", "1", "--sessions", "2",
-         "--time-interpreted", "--lock-dir", tmp_path, "--receipt", receipt, "--json"],
+        [sys.executable, "-m", "kgate", "verify", "-r", rms / "reference.py", "-c", rms / candidate, *options,
+         "--budget", "1", "--sessions", "2", "--lock-dir", tmp_path, "--receipt", receipt, "--json"],
         capture_output=True, text=True,
     )
     report = json.loads(proc.stdout)
-    assert proc.returncode == 2 and report["status"] == "ANOMALY"
-    checks = {c["name"]: c for c in report["gates"]["integrity"]["checks"]}
-    assert checks["measure.parent_clock"]["status"] == "FAIL"
-    assert "more time than passed on the parent's clock" in checks["measure.parent_clock"]["detail"]
-    assert checks["measure.process_untouched"]["status"] == "FAIL"
+    assert proc.returncode == 2 and report["status"] == "ANOMALY", proc.stderr[-2000:]
     again = subprocess.run([sys.executable, "-m", "kgate", "verify-receipt", receipt, "--json", "--no-regenerate"],
                            capture_output=True, text=True)
     assert again.returncode == 2 and json.loads(again.stdout)["status"] == "ANOMALY"
+    return {"": report, **{c["name"]: c for c in report["gates"]["integrity"]["checks"]}}
+
+
+def test_verify_bounds_reported_time_by_its_own_clock_and_the_receipt_is_an_anomaly(tmp_path):
+    checks = _verify_anomaly(tmp_path, "bad_inflates_reference_time.py", "--set", "batch=1", "--set", "seq_len=16",
+                             "--set", "emb_dim=256", "--time-interpreted")
+    assert checks["measure.parent_clock"]["status"] == "FAIL"
+    assert "more time than passed on the parent's clock" in checks["measure.parent_clock"]["detail"]
+    assert checks["measure.process_untouched"]["status"] == "FAIL"
 
 
 def test_verify_holds_the_timed_answer_against_the_checked_one(tmp_path):
     # Right in the checks' process, a cheaper wrong program in the timing one (it reads its command
     # line): every timed session agrees with the first, so only the comparison across processes sees it.
-    import json
-    import subprocess
-    import sys
-
-    from conftest import EXAMPLES
-
-    receipt = tmp_path / "receipt.json"
-    rms = EXAMPLES / "rmsnorm"
-    proc = subprocess.run(
-        [sys.executable, "-m", "kgate", "verify", "-r", rms / "reference.py", "-c", rms / "bad_wrong_only_when_timed.py",
-         "--class", "xla-rewrite", "--set", "batch=1", "--set", "seq_len=64", "--budget", "1", "--sessions", "2",
-         "--lock-dir", tmp_path, "--receipt", receipt, "--json"],
-        capture_output=True, text=True,
-    )
-    report = json.loads(proc.stdout)
-    assert proc.returncode == 2 and report["status"] == "ANOMALY", proc.stderr[-2000:]
-    checks = {c["name"]: c for c in report["gates"]["integrity"]["checks"]}
+    checks = _verify_anomaly(tmp_path, "bad_wrong_only_when_timed.py", "--class", "xla-rewrite", "--set", "batch=1",
+                             "--set", "seq_len=64")
     assert checks["measure.same_answer_as_checked"]["status"] == "FAIL"
     assert checks["measure.timed_outputs_agree"]["status"] == "PASS"  # consistent with itself while timed
-    assert report["gates"]["parity"]["status"] == "PASS"  # and right while checked
-    again = subprocess.run([sys.executable, "-m", "kgate", "verify-receipt", receipt, "--json", "--no-regenerate"],
-                           capture_output=True, text=True)
-    assert again.returncode == 2 and json.loads(again.stdout)["status"] == "ANOMALY"
+    assert checks[""]["gates"]["parity"]["status"] == "PASS"  # and right while checked
 
 
 # -- edge values random probes never hit -------------------------------------------------------
@@ -595,31 +583,12 @@ def test_a_process_the_candidate_starts_is_counted_with_its_cpu_and_stopped(cand
 
 def test_turning_the_subreaper_off_to_hide_an_orphan_is_seen_from_both_sides(tmp_path):
     # in the timed process (its setting changed) and from kgate's parent, which the orphan reached
-    import json
-    import subprocess
-    import sys
-
-    from conftest import EXAMPLES
-
-    receipt = tmp_path / "receipt.json"
-    rms = EXAMPLES / "rmsnorm"
-    proc = subprocess.run(
-        [sys.executable, "-m", "kgate", "verify", "-r", rms / "reference.py", "-c", rms / "bad_unsets_subreaper.py",
-         "--class", "xla-rewrite", "--set", "batch=1", "--set", "seq_len=64", "--budget", "1", "--sessions", "2",
-         "--lock-dir", tmp_path, "--receipt", receipt, "--json"],
-        capture_output=True, text=True,
-    )
-    report = json.loads(proc.stdout)
-    assert proc.returncode == 2 and report["status"] == "ANOMALY", report.get("reason")
-    checks = {c["name"]: c for c in report["gates"]["integrity"]["checks"]}
+    checks = _verify_anomaly(tmp_path, "bad_unsets_subreaper.py", "--class", "xla-rewrite", "--set", "batch=1",
+                             "--set", "seq_len=64")
     assert checks["measure.processes_quiet"]["status"] == "FAIL"
     assert "stopped being the subreaper" in checks["measure.processes_quiet"]["detail"]
     outside = checks["measure.parent_processes"]
     assert outside["status"] == "FAIL" and "as kgate saw them from outside it" in outside["detail"], outside
-    again = subprocess.run([sys.executable, "-m", "kgate", "verify-receipt", receipt, "--json", "--no-regenerate"],
-                           capture_output=True, text=True)
-    assert again.returncode == 2 and json.loads(again.stdout)["status"] == "ANOMALY"
-
 
 def test_a_daemon_left_running_after_the_candidate_s_checks_fails_the_gate_and_is_stopped():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_daemon_spinner.py", klass="xla-rewrite")
