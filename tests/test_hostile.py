@@ -422,12 +422,17 @@ def test_a_process_that_outlives_the_candidate_and_scrambles_the_shared_programs
     cheat = gate("rmsnorm/reference.py", "rmsnorm/bad_races_reference_programs.py", klass="xla-rewrite")
     pid_file = refcache.SHARED.folder / ".racer-pid"
     try:
-        assert "parity.error" in failed(cheat)
-        # while it turns programs into garbage, pipes and links, the next runs grade as from scratch
+        # the racer outlives the candidate's leg: it is stopped, and the leg is a crash (before the
+        # process watch, it ran on and the candidate FAILed parity)
+        assert cheat.status == "FAIL" and failed(cheat) & {"parity.error", "parity.candidate_ran"}
+        (ran,) = [c for c in cheat.gates["parity"].checks if c.name == "candidate_ran"]
+        assert ran.status == "PASS" or "after the leg exited, and kgate stopped it" in ran.detail, ran.detail
+        # whatever it left in the shared folder (garbage, pipes, links), the next runs grade as from scratch
         for _ in range(2):
             honest = gate("rmsnorm/reference.py", "rmsnorm/xla_rewrite.py", klass="xla-rewrite", phase_budget_s=60)
             assert honest.status in ("PASS", "PASS_WITH_ADVISORIES"), failed(honest)
-        assert pid_file.exists()  # it was running all along
+        if pid_file.exists():  # it wrote its pid: it is no longer running
+            assert not _alive(int(pid_file.read_text()))
     finally:
         if pid_file.exists():
             try:
