@@ -16,6 +16,8 @@ in view. Everything here reads /proc through functions bound at kgate's import.
 from __future__ import annotations
 
 import os
+import signal
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +72,7 @@ class ProcessSample:
     name: str
     cpu_s: float  # user + system CPU time so far (a zombie keeps what it used)
     state: str  # the kernel's one-letter state: Z for a zombie
+    session: int  # its session id (a leg started in a session of its own leads it)
 
 
 def _read(path: str) -> str | None:
@@ -92,7 +95,16 @@ def process(pid: int) -> ProcessSample | None:
         return None
     name = stat[stat.index("(") + 1 : stat.rindex(")")]
     fields = stat[stat.rindex(")") + 2 :].split()
-    return ProcessSample(name, (int(fields[11]) + int(fields[12])) * _TICK_S, fields[0])
+    return ProcessSample(name, (int(fields[11]) + int(fields[12])) * _TICK_S, fields[0], int(fields[3]))
+
+
+def stop(pids: Iterable[int]) -> None:
+    """SIGKILL each of `pids` that still exists."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def children(pid: int) -> list[int]:
@@ -186,10 +198,3 @@ def strays(before: frozenset[int]) -> dict[int, ProcessSample]:
             found.update(descendants(child))
     return found
 
-
-def session(pid: int) -> int | None:
-    """The session id of a process (a leg started in a session of its own leads it)."""
-    stat = _read(f"/proc/{pid}/stat")
-    if not stat or ")" not in stat:
-        return None
-    return int(stat[stat.rindex(")") + 2 :].split()[3])

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import os
 import random
-import signal
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -802,11 +801,7 @@ class _RoundWatch:
         busy += max(self.reaped_last - self.reaped_first, 0.0)
         alive = {pid: rec[0] for pid, rec in self.process_cpu.items()
                  if (s := census.process(pid)) is not None and s.state != "Z"}
-        for pid in alive:  # candidate code's, and this process may go on after the run
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        census.stop(alive)  # candidate code's, and this process may go on after the run
         names = ", ".join(f"pid {pid} ({name})" for pid, (name, _, _) in list(self.process_cpu.items())[:4])
         if self.subreaper_lost:
             return Check("processes_quiet", "FAIL", "this process stopped being the subreaper kgate made it before the "

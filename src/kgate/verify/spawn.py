@@ -247,7 +247,7 @@ class LegProcess:
         code leads one); those of a finished leg, or of none, count for every leg."""
         found = census.strays(self.before)
         others = {leg.proc.pid for leg in _LIVE if leg is not self and leg.own_session and leg.proc.poll() is None}
-        return {pid: s for pid, s in found.items() if census.session(pid) not in others}
+        return {pid: s for pid, s in found.items() if s.session not in others}
 
     def left_behind(self) -> list[dict[str, Any]]:
         """After the leg exited: what it started (below it, or come here as an orphan) that is still
@@ -262,11 +262,7 @@ class LegProcess:
             if not alive or time.monotonic() >= deadline:
                 break
             time.sleep(0.05)
-        for pid in alive:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        census.stop(alive)
         _reap(set(self.processes))
         for pid, record in alive.items():
             record["outlived"] = True
