@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -172,3 +173,42 @@ def test_forked_legs_leave_no_descriptor_behind_in_the_parent(tmp_path):
         leg.discard()
         assert leg.proc.returncode is not None
     assert open_fds() == before
+
+
+_LATE_IMPORTS = r"""
+import sys
+from kgate.backends import get_backend
+from kgate.problem import load_pair
+from kgate.verify.leg import never_trust_bytecode
+
+backend = get_backend("jax")
+backend.load_lazy_modules()  # as kgate.verify.leg.main does, before it trusts no bytecode
+never_trust_bytecode()
+before = {name for name, module in sys.modules.items() if module is not None}
+absent = {name for name, module in sys.modules.items() if module is None and name.startswith("jax")}
+with load_pair(sys.argv[1], sys.argv[2], use_tiny=True) as pair:
+    inputs, _ = backend.create_inputs(pair.reference, 0, None)
+    backend.run(pair.candidate.entry, inputs)
+    for platform in ("tpu", "cuda"):
+        backend.lower_for(pair.candidate.entry, inputs, platform, "TINY")
+late = sorted(name for name, module in sys.modules.items()
+              if module is not None and name not in before and name.split(".")[0] in ("jax", "jaxlib", "kgate"))
+print(sorted(absent))
+print(late)
+"""
+
+
+def test_a_leg_loads_what_jax_imports_late_while_bytecode_is_trusted_and_compiles_none_of_it_from_source():
+    """A Pallas kernel's run and its lowering for each device import jax modules late; after a
+    leg stops trusting bytecode each would be compiled from source (seconds per leg). The leg
+    loads them before; one that cannot load here (jax's Mosaic GPU needs absl) stays absent, so
+    jax's own later tries fail at once."""
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", _LATE_IMPORTS, str(EXAMPLES / "rmsnorm" / "reference.py"),
+         str(EXAMPLES / "rmsnorm" / "pallas.py")], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    absent, late = (json.loads(line.replace("'", '"')) for line in out.stdout.strip().splitlines()[-2:])
+    assert late == [], f"imported after bytecode stopped being trusted: {late}"
+    from kgate.backends.jax_backend import LAZY_MODULES
+
+    assert set(absent) <= set(LAZY_MODULES)

@@ -177,6 +177,37 @@ def static_inputs(inputs: Sequence[Any]) -> list[str]:
     return [f"[{i}] {type(x).__name__} {x!r}"[:80] for i, x in enumerate(inputs) if is_static(x)]
 
 
+# Modules jax imports only once a program is lowered (a Pallas kernel's lowering rules, the
+# interpreters it tries for each platform, the dialects a program's text is read with) and
+# kgate's own that a leg imports late. A leg loads them with the library, before it trusts no
+# bytecode (kgate.verify.leg.never_trust_bytecode): from source, on every lowering, they cost
+# a second or more per leg.
+LAZY_MODULES = (
+    "jax._src.pallas.mosaic.pallas_call_registration",
+    "jax._src.pallas.mosaic.interpret.interpret_pallas_call",
+    "jax._src.pallas.mosaic_gpu.interpret.interpret_pallas_call",
+    "jax._src.pallas.mosaic_gpu.core",
+    "jax._src.pallas.mosaic_gpu.pallas_call_registration",
+    "jax._src.pallas.triton.pallas_call_registration",
+    "jax.experimental.multihost_utils",
+    "jaxlib.mlir.dialects.mhlo",
+    "kgate.backends.jax_programs",
+)
+
+
+def load_lazy_modules() -> None:
+    """Import `LAZY_MODULES` now; one that cannot be imported here (jax's Mosaic GPU needs
+    absl) is marked absent, so jax's own later tries fail at once, as they would have, instead
+    of running its imports again on every lowering. Opens no device."""
+    import importlib
+
+    for name in LAZY_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            sys.modules[name] = None  # type: ignore[assignment]  # `import name` raises ImportError
+
+
 def _path_str(path: Sequence[Any]) -> str:
     return jax.tree_util.keystr(tuple(path)) or "out"
 
@@ -185,6 +216,7 @@ class JaxBackend:
     """Runs JAX workloads; on the CPU, Pallas TPU kernels run under TPU interpret mode."""
 
     name = "jax"
+    load_lazy_modules = staticmethod(load_lazy_modules)
 
     def __init__(self) -> None:
         # No program another process left on disk is loaded here (a candidate's run can plant

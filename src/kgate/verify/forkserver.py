@@ -292,8 +292,10 @@ def serve(fd: int) -> None:
     no_dumps()
     before = dict(os.environ)
     # What a leg imports before its request (see leg.main): jax's import, no device.
-    import kgate.backends.jax_backend  # noqa: F401
+    import kgate.backends.jax_backend
     import kgate.verify.leg  # noqa: F401
+
+    kgate.backends.jax_backend.load_lazy_modules()
 
     # Variables those imports set (jax sets a few defaults), which a fresh leg would have too.
     imported = {k: v for k, v in os.environ.items() if before.get(k) != v}

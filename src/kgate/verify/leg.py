@@ -247,8 +247,9 @@ def main(argv: list[str]) -> int:
     from kgate.verify.spawn import HELD, HELD_ENV, beat
 
     if os.environ.pop(HELD_ENV, ""):  # started ahead: load the library, then wait for the request
-        import kgate.backends.jax_backend  # noqa: F401  (imports jax; opens no device)
+        from kgate.backends.jax_backend import load_lazy_modules  # imports jax; opens no device
 
+        load_lazy_modules()
         beat("phase " + HELD)
         line = sys.stdin.buffer.readline()  # its request, one line, from the parent alone
         if not line.strip():
@@ -266,7 +267,9 @@ def main(argv: list[str]) -> int:
     from kgate.backends import get_backend
 
     try:
-        get_backend(req.get("backend", "jax"))
+        backend = get_backend(req.get("backend", "jax"))
+        if hasattr(backend, "load_lazy_modules"):
+            backend.load_lazy_modules()  # from their bytecode, while it is still trusted
         never_trust_bytecode()
         result = LEGS[kind](req)
     except KgateError as exc:
