@@ -67,6 +67,72 @@ def test_a_librarys_state_changing_is_not_a_patch_but_its_functions_are():
         del sys.modules["libfake_state"]
 
 
+def _library_and_owned():
+    """An owned module and a library module, with what a candidate could patch in each."""
+    lib = types.ModuleType("libfake_surface")
+    exec(
+        "class Base:\n    def softmax(self):\n        return 1\n"
+        "class Tensor(Base):\n    def add(self, y=[1]):\n        return y\n    @staticmethod\n    def s(x):\n        return x\n"
+        "def exp(x, scale=2.0):\n    return x\n"
+        "def kw(x, *, eps=1e-6):\n    return x\n"
+        "def listy(x, seen=[]):\n    return x\n"
+        "class Jitted:\n    def __call__(self, *a):\n        return self.__wrapped__(*a)\n"
+        "jitted = Jitted()\njitted.__wrapped__ = exp\n",
+        vars(lib))
+    for cls in (lib.Base, lib.Tensor):
+        cls.__module__ = lib.__name__
+    own = _module("kgate_fake_surface")
+    return lib, own
+
+
+def _mutations(lib, own):
+    def set_code(fn):
+        fn.__code__ = (lambda x, scale=2.0: -x).__code__
+
+    return {
+        "library function rebound": lambda: setattr(lib, "exp", lambda x, scale=2.0: x),
+        "library function deleted": lambda: delattr(lib, "kw"),
+        "library code swapped": lambda: set_code(lib.exp),
+        "library defaults replaced": lambda: setattr(lib.exp, "__defaults__", (3.0,)),
+        "keyword default changed in place": lambda: lib.kw.__kwdefaults__.update(eps=1.0),
+        "list default changed in place": lambda: lib.listy.__defaults__[0].append(1),
+        "member default changed in place": lambda: lib.Tensor.add.__defaults__[0].append(2),
+        "wrapped function swapped": lambda: setattr(lib.jitted, "__wrapped__", lib.kw),
+        "member patched": lambda: setattr(lib.Tensor, "add", lambda self, y=None: y),
+        "static member patched": lambda: setattr(lib.Tensor, "s", staticmethod(lambda x: -x)),
+        "inherited method overridden": lambda: setattr(lib.Tensor, "softmax", lambda self: 2),
+        "library class rebound": lambda: setattr(lib, "Tensor", type("Tensor", (lib.Base,), {})),
+        "owned global added": lambda: setattr(own, "extra", 1),
+        "owned class added": lambda: setattr(own, "Extra", type("Extra", (), {"__module__": own.__name__, "go": lambda self: 1})),
+        "owned member added": lambda: setattr(own.Timed, "other", lambda self: 2),
+        "owned state rebound": lambda: setattr(own, "LIMIT", 5),
+        "module replaced": lambda: sys.modules.__setitem__(lib.__name__, types.ModuleType(lib.__name__)),
+        "module unloaded": lambda: sys.modules.pop(lib.__name__),
+    }
+
+
+def test_the_watch_reads_live_namespaces_and_finds_what_walking_every_binding_finds():
+    """The diff after every candidate call reads each binding from its live namespace (fast);
+    walking every watched module by name again finds the same changes, for every kind of patch."""
+    names = ["libfake_surface", "kgate_fake_surface"]
+    for label in _mutations(*_library_and_owned()):
+        lib, own = _library_and_owned()
+        sys.modules[lib.__name__] = lib
+        try:
+            snap = snapshot_surface(names, owned_prefix="kgate_fake_surface")
+            assert snap.diff() == snap.diff(content=True) == [], label
+            lib.Tensor.__slotnames__ = []  # a library's cache filled as it runs: no change
+            lib.STATE = 2
+            assert snap.diff() == [], label
+            _mutations(lib, own)[label]()
+            fast, walked = snap.diff(), snap._walked_diff(False)
+            assert fast and fast == walked, (label, fast, walked)
+            assert snap.diff(content=True) == snap._walked_diff(True), label
+        finally:
+            sys.modules.pop("libfake_surface", None)
+            sys.modules.pop("kgate_fake_surface", None)
+
+
 def _clock(windows_ms):
     """Parent-side records: the tick sent at each window's start, the end beat read at its end."""
     beats, ticks = [], []

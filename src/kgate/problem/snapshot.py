@@ -13,7 +13,7 @@ import hashlib
 import sys
 import types
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +205,19 @@ def snapshot_module(module: types.ModuleType, *, extra_libraries: Iterable[types
     return ModuleSnapshot(module.__name__, bindings, contents, libraries, code_only)
 
 
+_MISSING = object()
+# Defaults made only of these cannot change in place: while the tuple is the same object, so are they.
+_ATOMS = frozenset({type(None), bool, int, float, complex, str, bytes})
+
+
+# One binding of a surface snapshot, for `SurfaceSnapshot.diff` (a plain tuple: read after every
+# candidate call): its key; where it lives (a module's dict, a class's mapping proxy: both live
+# views); its name there; the object bound then; the function whose code and defaults count; its
+# code object then (None: none); its __defaults__ then; whether those are immutable atoms and no
+# keyword defaults (unchanged while the very same tuple is bound); the repr of both then.
+_Watched = tuple[str, Any, str, Any, Any, Any, Any, bool, tuple[str, str]]
+
+
 @dataclass(frozen=True)
 class SurfaceSnapshot:
     """Identities and code digests of every global of a set of modules and of the classes
@@ -221,10 +234,71 @@ class SurfaceSnapshot:
     # key -> (holder, attribute, value, its code state, its code object: kept alive, see _code_identity)
     originals: dict[str, tuple[Any, str, Any, Any, Any]]
     digests: dict[str, str | None]  # key -> its code object's content when snapshot (`_code_content`)
+    # For the diff after every candidate call, read from the live namespaces (`_Watched`): each
+    # watched module object as it was (None: not loaded), and each namespace's names then.
+    loaded: dict[str, Any] = field(default_factory=dict)
+    namespaces: tuple[tuple[str, Any, frozenset[str], bool], ...] = ()  # (key prefix, live namespace, names, a class's)
+    _watched: list[list[_Watched]] = field(default_factory=list)  # made from `originals` at the first diff
 
     def diff(self, content: bool = False) -> list[str]:
         """What changed since the snapshot; with `content`, code objects are also hashed again
-        (slower: a byte written into one in place keeps its identity)."""
+        (slower: a byte written into one in place keeps its identity).
+
+        Each watched binding is read from its live namespace and compared by identity with the
+        object kept, its defaults by repr only where they could have changed in place; only the
+        names a namespace did not have are walked. Where a watched module was replaced in
+        `sys.modules`, unloaded or loaded since, or a class rebound, every binding is walked again
+        by name instead (`_walked_diff`): the two find the same changes."""
+        if not self.loaded or any(sys.modules.get(name) is not module for name, module in self.loaded.items()):
+            return self._walked_diff(content)
+        if not self._watched:
+            self._watched.append(list(self._bindings()))  # a list: candidate code walking gc.get_objects() may hold it as it grows, which a tuple cannot survive
+        changes: list[str] = []
+        for key, namespace, attr, value, fn, code, defaults, simple, reprs in self._watched[0]:
+            now = namespace.get(attr, _MISSING)
+            if now is not value:
+                if isinstance(value, type):  # its members are now another class's: compared by name
+                    return self._walked_diff(content)
+                changes.append(f"{key} was {'deleted' if now is _MISSING else 'rebound'}")
+            elif getattr(fn, "__code__", None) is not code and _code_of(fn) is not code:
+                changes.append(f"{key} had its code or defaults replaced")
+            elif code is not None and not (simple and getattr(fn, "__defaults__", None) is defaults
+                                           and getattr(fn, "__kwdefaults__", None) is None) and (
+                    repr(getattr(fn, "__defaults__", None)), repr(getattr(fn, "__kwdefaults__", None))) != reprs:
+                changes.append(f"{key} had its code or defaults replaced")
+            elif content and _code_content(code) != self.digests[key]:
+                changes.append(f"{key} had its code changed in place")
+        for prefix, namespace, names, is_class in self.namespaces:
+            owned = prefix == self.owned_prefix or prefix.startswith(self.owned_prefix + ".")
+            for attr in namespace.keys() - names:
+                value = namespace.get(attr, _MISSING)
+                key = f"{prefix}.{attr}"
+                if is_class:
+                    if attr in _VOLATILE_MEMBERS:
+                        continue
+                    if owned:
+                        changes.append(f"{key} was added")
+                    elif self._overrides_inherited(key):
+                        changes.append(f"{key} was added, overriding the method its class inherits")
+                elif owned and not attr.startswith("__") and not isinstance(value, types.ModuleType):
+                    changes.append(f"{key} was added")
+                    if isinstance(value, type) and getattr(value, "__module__", None) == prefix:
+                        changes += [f"{key}.{m} was added" for m in vars(value) if m not in _VOLATILE_MEMBERS]
+        return sorted(changes)
+
+    def _bindings(self) -> Iterable[_Watched]:
+        """Each binding as `diff` reads it, from what the snapshot kept (never from the objects as
+        they are now: candidate code may have run since)."""
+        for key, (holder, attr, value, state, code) in self.originals.items():
+            fn = value if isinstance(holder, types.ModuleType) else getattr(value, "__func__", value)
+            ident = self.entries[key][1]
+            reprs = (ident[1], ident[2]) if ident is not None else ("None", "None")
+            # a plain function's defaults as kept; anything else's are compared by repr
+            defaults = state[1] if state is not None else _MISSING
+            simple = state is not None and state[2] is None and (defaults is None or set(map(type, defaults)) <= _ATOMS)
+            yield key, vars(holder), attr, value, fn, code, defaults, simple, reprs
+
+    def _walked_diff(self, content: bool) -> list[str]:
         now = _surface(self.modules, self.owned_prefix)[0]
         changes = []
         for key, (ident, code) in self.entries.items():
@@ -326,7 +400,16 @@ def snapshot_surface(module_names: Iterable[str], owned_prefix: str = "kgate") -
     names = tuple(sorted(set(module_names)))
     entries, originals = _surface(names, owned_prefix, keep=True)
     digests = {key: _code_content(kept[4]) for key, kept in originals.items()}
-    return SurfaceSnapshot(entries, names, owned_prefix, originals, digests)
+    loaded = {name: sys.modules.get(name) for name in names}
+    namespaces: list[tuple[str, Any, frozenset[str], bool]] = []
+    for name, module in loaded.items():
+        if module is None:
+            continue
+        namespaces.append((name, vars(module), frozenset(vars(module)), False))
+        for attr, value in list(vars(module).items()):
+            if isinstance(value, type) and getattr(value, "__module__", None) == name and f"{name}.{attr}" in originals:
+                namespaces.append((f"{name}.{attr}", vars(value), frozenset(vars(value)), True))
+    return SurfaceSnapshot(entries, names, owned_prefix, originals, digests, loaded, tuple(namespaces))
 
 
 def loaded_modules(*prefixes: str) -> list[str]:
