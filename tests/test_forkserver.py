@@ -23,6 +23,9 @@ from kgate.verify import forkserver, spawn
 
 REFERENCE = str(EXAMPLES / "softmax" / "reference.py")
 RIGHT = (EXAMPLES / "softmax" / "pallas.py").read_text()  # a kernel that passes the gate
+# the same for a torch problem: its legs fork from a server that imported torch, never jax
+TORCH_REFERENCE = str(EXAMPLES / "model_torch" / "softmax_reference.py")
+TORCH_RIGHT = (EXAMPLES / "model_torch" / "softmax_triton.py").read_text()
 
 # What a leg's code can see of its own process, written into the folder KGATE_TEST_LEG_RECORD names.
 RECORDER = '''
@@ -61,29 +64,37 @@ record = {
     "env": sorted(k for k in os.environ),
     "forked": "kgate.verify.forkserver" in parent,
     "numpy_draw": int(np.random.randint(2**31)),  # numpy's legacy global generator, unseeded
+    # torch's generator, seeded once per process at its import; which frameworks are loaded
+    "torch_draw": int(sys.modules["torch"].randint(2**31, (1,))[0]) if "torch" in sys.modules else None,
+    "frameworks": sorted(m for m in ("jax", "torch", "triton") if m in sys.modules),
 }
 with open(os.path.join(os.environ["KGATE_TEST_LEG_RECORD"], os.path.basename(__file__) + ".json"), "w") as f:
     json.dump(record, f)
 '''
 
 
-def _recorded_gate(write_module, tmp_path, monkeypatch, name: str) -> tuple[str, dict]:
-    cand = write_module(f"{name}.py", RECORDER + RIGHT)
+def _recorded_gate(write_module, tmp_path, monkeypatch, name: str, reference: str = REFERENCE,
+                   right: str = RIGHT) -> tuple[str, dict]:
+    cand = write_module(f"{name}.py", RECORDER + right)
     out = tmp_path / f"{name}.py.json"
     monkeypatch.setenv("KGATE_TEST_LEG_RECORD", str(tmp_path))  # one environment: one server for every gate
-    report = gate(REFERENCE, str(cand))
+    report = gate(reference, str(cand))
     return report.status, json.loads(out.read_text())
 
 
-def test_a_forked_leg_sees_the_process_a_fresh_leg_sees(write_module, tmp_path, monkeypatch):
-    forked_status, forked = _recorded_gate(write_module, tmp_path, monkeypatch, "forked")
-    _, again = _recorded_gate(write_module, tmp_path, monkeypatch, "again")  # from the same server
+@pytest.mark.parametrize("problem", [(REFERENCE, RIGHT), (TORCH_REFERENCE, TORCH_RIGHT)], ids=["jax", "torch"])
+def test_a_forked_leg_sees_the_process_a_fresh_leg_sees(write_module, tmp_path, monkeypatch, problem):
+    forked_status, forked = _recorded_gate(write_module, tmp_path, monkeypatch, "forked", *problem)
+    _, again = _recorded_gate(write_module, tmp_path, monkeypatch, "again", *problem)  # from the same server
     assert again["forked"] and again["numpy_draw"] != forked["numpy_draw"]  # no draw shared by two forks
+    assert again["torch_draw"] is None or again["torch_draw"] != forked["torch_draw"]
     monkeypatch.setenv(forkserver.ENV, "0")
-    fresh_status, fresh = _recorded_gate(write_module, tmp_path, monkeypatch, "fresh")
+    fresh_status, fresh = _recorded_gate(write_module, tmp_path, monkeypatch, "fresh", *problem)
     assert forked_status == fresh_status == "PASS"
+    assert fresh["frameworks"] == (["jax"] if problem[0] == REFERENCE else ["torch", "triton"])
     for record in (forked, fresh):
         record.pop("numpy_draw")
+        record.pop("torch_draw")
     assert forked.pop("forked") is True and fresh.pop("forked") is False
     fresh["env"].remove(forkserver.ENV)  # the switch that turned forking off
     # the same descriptors (no socket to the server, no sibling's pipe), the same threads (the
@@ -93,12 +104,15 @@ def test_a_forked_leg_sees_the_process_a_fresh_leg_sees(write_module, tmp_path, 
     assert forked["own_session"] and forked["group_leader"]
 
 
-def test_legs_share_a_server_per_environment_and_not_across():
+def test_legs_share_a_server_per_environment_and_backend_and_not_across():
     env = {k: v for k, v in os.environ.items()}
     first = forkserver.server_for(env)
     assert first is not None and forkserver.server_for(dict(env)) is first
     other = forkserver.server_for({**env, "XLA_FLAGS": "--xla_cpu_use_thunk_runtime=true"})
     assert other is not None and other is not first
+    torch = forkserver.server_for(env, "torch")  # the same environment, another framework imported
+    assert torch is not None and torch not in (first, other) and forkserver.server_for(env, "torch") is torch
+    assert forkserver.server_for(env, "tensorflow") is None  # no server for a backend kgate has not
 
 
 def test_forking_off_starts_every_leg_as_a_fresh_process(tmp_path, monkeypatch):

@@ -1,16 +1,18 @@
-"""A fork server for legs: one process that starts the interpreter and imports kgate and the
-array library once, then forks each leg from that state, so a leg no longer pays ~1.3 s of
-start-up (and a core's worth of it) before it does anything of the problem's.
+"""A fork server for legs: one process that starts the interpreter and imports kgate and one
+backend's array library once (jax, or torch and Triton), then forks each leg of that backend
+from that state, so a leg no longer pays ~1.3 s (jax) or ~3 s (torch) of start-up, and a core's
+worth of it, before it does anything of the problem's.
 
 The server itself never loads a problem module: every fork starts from a process that has run
-nothing but kgate's and the array library's imports, exactly what a fresh `python -m
-kgate.verify.leg` has run by the time it reads its request, so the isolation between legs is
+nothing but kgate's and its backend's imports, exactly what a fresh `python -m
+kgate.verify.leg` of that backend has run by the time it reads its request, so the isolation between legs is
 the same as with fresh processes (a leg shares no memory with its siblings, only a copy of
 that common start). The server opens no device: a fork after a device exists is unsafe.
 
 It is started by the parent that runs legs, talks to it over a private socket pair (never a
-name another process could open), and is keyed by the whole environment its imports read: a
-leg whose environment differs in anything but its own channels gets a server of its own. The
+name another process could open), and is keyed by its backend and the whole environment its
+imports read: a leg whose environment differs in anything but its own channels gets a server of
+its own. The
 parent hears each leg's pid and exit code from it; a leg forked here is the server's child,
 in the parent's process group unless it asked for a session of its own. `KGATE_FORKSERVER=0`
 turns it off (every leg a fresh process), as does a platform without `fork` or `pidfd_open`.
@@ -42,6 +44,7 @@ ENV = "KGATE_FORKSERVER"  # 0: every leg a fresh process
 _MAX_MESSAGE = 1 << 20
 _MAX_FDS = 16
 _MAX_SERVERS = 4  # environments kept warm at once; the least recently used one is closed past it
+BACKENDS = ("jax", "torch")  # a server imports one of them (kgate.backends.NAME_backend)
 
 
 class ServerGone(RuntimeError):
@@ -117,7 +120,7 @@ READY_FORK_TIMEOUT_S = 20.0  # one fork from a started server
 class ForkServer:
     """The parent's end: a started server and the legs it forked."""
 
-    def __init__(self, env: Mapping[str, str]) -> None:
+    def __init__(self, env: Mapping[str, str], backend: str = "jax") -> None:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.owner = os.getpid()
         self.sock = mine
@@ -128,7 +131,7 @@ class ForkServer:
         self.requests = 0
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, *SAFE_PATH, "-m", "kgate.verify.forkserver", str(theirs.fileno())],
+                [sys.executable, *SAFE_PATH, "-m", "kgate.verify.forkserver", str(theirs.fileno()), backend],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 env=dict(env), pass_fds=(theirs.fileno(),),
             )
@@ -253,11 +256,12 @@ def available() -> bool:
         hasattr(socket, "send_fds")
 
 
-def server_for(env: Mapping[str, str]) -> ForkServer | None:
-    """The warm server for this environment (started on first use); None where forking is off."""
-    if not available():
+def server_for(env: Mapping[str, str], backend: str = "jax") -> ForkServer | None:
+    """The warm server for this environment and backend (started on first use); None where
+    forking is off."""
+    if not available() or backend not in BACKENDS:
         return None
-    key = tuple(sorted(env.items()))
+    key = (backend, *sorted(env.items()))
     with _SERVERS_LOCK:
         server = _SERVERS.get(key)
         if server is not None and (server.gone or server.owner != os.getpid()):
@@ -269,7 +273,7 @@ def server_for(env: Mapping[str, str]) -> ForkServer | None:
             idle = [k for k, s in _SERVERS.items() if not s.legs]  # a server with legs out keeps them
             for stale in idle[:max(0, len(_SERVERS) - _MAX_SERVERS + 1)]:
                 _SERVERS.pop(stale).close()
-            server = _SERVERS[key] = ForkServer(env)
+            server = _SERVERS[key] = ForkServer(env, backend)
         else:  # most recently used last
             _SERVERS[key] = _SERVERS.pop(key)
         return server
@@ -283,7 +287,7 @@ def _now() -> float:
 
 # ---- the server's side ---------------------------------------------------------------------
 
-def serve(fd: int) -> None:
+def serve(fd: int, backend: str = "jax") -> None:
     sock = socket.socket(fileno=fd)
     interrupt = signal.getsignal(signal.SIGINT)  # what a fresh process would start with
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is for the legs and the parent
@@ -291,11 +295,15 @@ def serve(fd: int) -> None:
 
     no_dumps()
     before = dict(os.environ)
-    # What a leg imports before its request (see leg.main): jax's import, no device.
-    import kgate.backends.jax_backend
+    # What a leg of this backend imports before it reads its problem (see leg.main): the
+    # framework's import, no device.
+    import importlib
+
     import kgate.verify.leg  # noqa: F401
 
-    kgate.backends.jax_backend.load_lazy_modules()
+    module = importlib.import_module(f"kgate.backends.{backend}_backend")
+    if hasattr(module, "load_lazy_modules"):
+        module.load_lazy_modules()
 
     # Variables those imports set (jax sets a few defaults), which a fresh leg would have too.
     imported = {k: v for k, v in os.environ.items() if before.get(k) != v}
@@ -417,7 +425,10 @@ def _as_fresh() -> None:
     np.random.seed()  # from the OS's entropy
     block = np.ones((128, 128))
     block @ block
+    torch = sys.modules.get("torch")
+    if torch is not None:  # torch seeds its generator once per process, at import: in the server
+        torch.seed()
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    serve(int(sys.argv[1]), *sys.argv[2:3])

@@ -312,10 +312,10 @@ def start(
     line = b""
     if held:  # its request comes on stdin at release()
         waits, env = True, {**(env or {}), HELD_ENV: "1"}
-        forkable = True  # a held leg imports jax before it knows its problem, forked or fresh
+        backend = "jax"  # a held leg imports jax before it knows its problem, forked or fresh
     else:
         request = with_backend(payload or {})
-        forkable = request.get("backend", "jax") == "jax"
+        backend = str(request.get("backend", "jax"))
         line = json.dumps({**request, "result": str(result_path)}).encode() + b"\n"
     pipes: dict[str, tuple[int, int]] = {}
     for name, wanted in (("KGATE_BEAT_FD", beats), ("KGATE_DATA_FD", data)):
@@ -338,7 +338,7 @@ def start(
     before = frozenset(census.children(os.getpid()))
     started_ns = time.monotonic_ns()
     with open(stderr_path, "wb") as err:
-        forked = _forked(kind, full_env, channels, err.fileno(), own_session) if forkable else None
+        forked = _forked(kind, full_env, channels, err.fileno(), own_session, backend)
         proc = forked or subprocess.Popen(
             [sys.executable, *SAFE_PATH, "-m", "kgate.verify.leg", kind, REQUEST_ON_STDIN],
             stdin=subprocess.PIPE,
@@ -426,14 +426,14 @@ def _processes_text(records: list[dict[str, Any]]) -> str:
 
 
 def _forked(kind: str, env: Mapping[str, str], channels: Mapping[str, int], output_fd: int,
-            own_session: bool) -> forkserver.ForkedLeg | None:
-    """The leg forked by the warm fork server for this environment (see kgate.verify.forkserver);
-    None where there is none, or it could not fork: the caller starts a fresh process. Only
-    legs of jax problems are forked: the server has imported jax, which a fresh torch leg never
-    loads."""
+            own_session: bool, backend: str) -> forkserver.ForkedLeg | None:
+    """The leg forked by the warm fork server for this environment and backend (see
+    kgate.verify.forkserver): a server has imported its backend's framework only, as a fresh leg
+    of that backend would (a torch leg never loads jax); None where there is none, or it could
+    not fork: the caller starts a fresh process."""
     server_env = {k: v for k, v in env.items() if k not in channels and k != HELD_ENV}
     try:
-        server = forkserver.server_for(server_env)
+        server = forkserver.server_for(server_env, backend)
     except OSError:  # the server itself could not be started
         return None
     if server is None:
