@@ -73,6 +73,7 @@ def _library_and_owned():
     exec(
         "class Base:\n    def softmax(self):\n        return 1\n"
         "class Tensor(Base):\n    def add(self, y=[1]):\n        return y\n    @staticmethod\n    def s(x):\n        return x\n"
+        "    @classmethod\n    def c(cls):\n        return 1\n"
         "def exp(x, scale=2.0):\n    return x\n"
         "def kw(x, *, eps=1e-6):\n    return x\n"
         "def listy(x, seen=[]):\n    return x\n"
@@ -100,6 +101,10 @@ def _mutations(lib, own):
         "wrapped function swapped": lambda: setattr(lib.jitted, "__wrapped__", lib.kw),
         "member patched": lambda: setattr(lib.Tensor, "add", lambda self, y=None: y),
         "static member patched": lambda: setattr(lib.Tensor, "s", staticmethod(lambda x: -x)),
+        "static member re-initialised in place": lambda: staticmethod.__init__(vars(lib.Tensor)["s"], lambda x: -x),
+        "class method re-initialised in place": lambda: classmethod.__init__(vars(lib.Tensor)["c"], lambda cls: -1),
+        "static member given the same code in other globals": lambda: staticmethod.__init__(
+            vars(lib.Tensor)["s"], types.FunctionType(vars(lib.Tensor)["s"].__func__.__code__, {"x": 1})),
         "inherited method overridden": lambda: setattr(lib.Tensor, "softmax", lambda self: 2),
         "library class rebound": lambda: setattr(lib, "Tensor", type("Tensor", (lib.Base,), {})),
         "owned global added": lambda: setattr(own, "extra", 1),
@@ -131,6 +136,31 @@ def test_the_watch_reads_live_namespaces_and_finds_what_walking_every_binding_fi
         finally:
             sys.modules.pop("libfake_surface", None)
             sys.modules.pop("kgate_fake_surface", None)
+
+
+def test_the_modules_kgates_code_binds_must_stay_the_ones_it_bound_and_a_swapped_module_is_still_read():
+    """`kgate.x.time = fake` (a module replaced by anything, a fake module too) is a change; a
+    copy put in `sys.modules` while the original is patched hides nothing: the namespaces kept
+    at the snapshot are read as well as the ones `sys.modules` names now."""
+    import time as real_time
+
+    lib, own = _library_and_owned()
+    own.time = real_time
+    sys.modules[lib.__name__] = lib
+    try:
+        snap = snapshot_surface(["libfake_surface", "kgate_fake_surface"], owned_prefix="kgate_fake_surface")
+        own.time = types.ModuleType("time")  # a fake that passes for a module
+        assert snap.diff() == ["kgate_fake_surface.time was rebound"]
+        snap.restore()
+        assert own.time is real_time and snap.diff() == []
+        copy = types.ModuleType(lib.__name__)
+        vars(copy).update(vars(lib))
+        sys.modules[lib.__name__] = copy  # the walk by name now reads the unpatched copy ...
+        lib.exp = lambda x, scale=2.0: -x  # ... while the reference's module object is patched
+        assert "libfake_surface.exp was rebound" in snap.diff()
+    finally:
+        sys.modules.pop("libfake_surface", None)
+        sys.modules.pop("kgate_fake_surface", None)
 
 
 def _clock(windows_ms):

@@ -204,7 +204,7 @@ def load_lazy_modules() -> None:
     for name in LAZY_MODULES:
         try:
             importlib.import_module(name)
-        except ImportError:
+        except Exception:  # noqa: BLE001 - absent here (ImportError), or broken: a lowering that needs it says so
             sys.modules[name] = None  # type: ignore[assignment]  # `import name` raises ImportError
 
 

@@ -212,10 +212,10 @@ _ATOMS = frozenset({type(None), bool, int, float, complex, str, bytes})
 
 # One binding of a surface snapshot, for `SurfaceSnapshot.diff` (a plain tuple: read after every
 # candidate call): its key; where it lives (a module's dict, a class's mapping proxy: both live
-# views); its name there; the object bound then; the function whose code and defaults count; its
-# code object then (None: none); its __defaults__ then; whether those are immutable atoms and no
+# views); its name there; the object bound then; the function whose code and defaults count; what
+# it wraps then (`__func__`, None: nothing); its code object then (None: none); its __defaults__ then; whether those are immutable atoms and no
 # keyword defaults (unchanged while the very same tuple is bound); the repr of both then.
-_Watched = tuple[str, Any, str, Any, Any, Any, Any, bool, tuple[str, str]]
+_Watched = tuple[str, Any, str, Any, Any, Any, Any, Any, bool, tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -228,16 +228,18 @@ class SurfaceSnapshot:
     and its synchronization entry points.
     """
 
-    entries: dict[str, tuple[int, Any]]
+    entries: dict[str, tuple[int, Any, int | None]]  # key -> (id of the value, its code's identity, id of what it wraps)
     modules: tuple[str, ...]
     owned_prefix: str  # kgate's own modules: every global is watched, and a new one is a change
-    # key -> (holder, attribute, value, its code state, its code object: kept alive, see _code_identity)
-    originals: dict[str, tuple[Any, str, Any, Any, Any]]
+    # key -> (holder, attribute, value, its code state, its code object, what it wraps: kept alive, see _code_identity)
+    originals: dict[str, tuple[Any, str, Any, Any, Any, Any]]
     digests: dict[str, str | None]  # key -> its code object's content when snapshot (`_code_content`)
     # For the diff after every candidate call, read from the live namespaces (`_Watched`): each
     # watched module object as it was (None: not loaded), and each namespace's names then.
     loaded: dict[str, Any] = field(default_factory=dict)
     namespaces: tuple[tuple[str, Any, frozenset[str], bool], ...] = ()  # (key prefix, live namespace, names, a class's)
+    # the modules kgate's own modules bind (`time`, `os`): (key, live namespace, name, module)
+    submodules: tuple[tuple[str, Any, str, Any], ...] = ()
     _watched: list[list[_Watched]] = field(default_factory=list)  # made from `originals` at the first diff
 
     def diff(self, content: bool = False) -> list[str]:
@@ -245,22 +247,29 @@ class SurfaceSnapshot:
         (slower: a byte written into one in place keeps its identity).
 
         Each watched binding is read from its live namespace and compared by identity with the
-        object kept, its defaults by repr only where they could have changed in place; only the
-        names a namespace did not have are walked. Where a watched module was replaced in
-        `sys.modules`, unloaded or loaded since, or a class rebound, every binding is walked again
-        by name instead (`_walked_diff`): the two find the same changes."""
-        if not self.loaded or any(sys.modules.get(name) is not module for name, module in self.loaded.items()):
-            return self._walked_diff(content)
+        object kept (and what it wraps, and its code), its defaults by repr only where they could
+        have changed in place; only the names a namespace did not have are walked; the modules
+        kgate's own modules bind must be the very ones they bound. Where a watched module was
+        replaced in `sys.modules`, unloaded or loaded since, or a class rebound, every binding is
+        also walked again by name (`_walked_diff`), and both findings count."""
+        changes, walk = self._live_diff(content)
+        if walk or any(sys.modules.get(name) is not module for name, module in self.loaded.items()):
+            changes = list(set(changes) | set(self._walked_diff(content)))
+        return sorted(changes)
+
+    def _live_diff(self, content: bool) -> tuple[list[str], bool]:
+        """The changes found in the namespaces kept, and whether a rebound class calls for the walk too."""
         if not self._watched:
             self._watched.append(list(self._bindings()))  # a list: candidate code walking gc.get_objects() may hold it as it grows, which a tuple cannot survive
         changes: list[str] = []
-        for key, namespace, attr, value, fn, code, defaults, simple, reprs in self._watched[0]:
+        walk = False
+        for key, namespace, attr, value, fn, func, code, defaults, simple, reprs in self._watched[0]:
             now = namespace.get(attr, _MISSING)
             if now is not value:
-                if isinstance(value, type):  # its members are now another class's: compared by name
-                    return self._walked_diff(content)
+                walk = walk or isinstance(value, type)  # its members are now another class's: compared by name too
                 changes.append(f"{key} was {'deleted' if now is _MISSING else 'rebound'}")
-            elif getattr(fn, "__code__", None) is not code and _code_of(fn) is not code:
+            elif (getattr(fn, "__code__", None) is not code and _code_of(fn) is not code) or (
+                    getattr(value, "__func__", None) is not func and _func_of(value) is not func):
                 changes.append(f"{key} had its code or defaults replaced")
             elif code is not None and not (simple and getattr(fn, "__defaults__", None) is defaults
                                            and getattr(fn, "__kwdefaults__", None) is None) and (
@@ -268,6 +277,8 @@ class SurfaceSnapshot:
                 changes.append(f"{key} had its code or defaults replaced")
             elif content and _code_content(code) != self.digests[key]:
                 changes.append(f"{key} had its code changed in place")
+        changes += [f"{key} was {'deleted' if namespace.get(attr, _MISSING) is _MISSING else 'rebound'}"
+                    for key, namespace, attr, module in self.submodules if namespace.get(attr, _MISSING) is not module]
         for prefix, namespace, names, is_class in self.namespaces:
             owned = prefix == self.owned_prefix or prefix.startswith(self.owned_prefix + ".")
             for attr in namespace.keys() - names:
@@ -284,29 +295,29 @@ class SurfaceSnapshot:
                     changes.append(f"{key} was added")
                     if isinstance(value, type) and getattr(value, "__module__", None) == prefix:
                         changes += [f"{key}.{m} was added" for m in vars(value) if m not in _VOLATILE_MEMBERS]
-        return sorted(changes)
+        return changes, walk
 
     def _bindings(self) -> Iterable[_Watched]:
         """Each binding as `diff` reads it, from what the snapshot kept (never from the objects as
         they are now: candidate code may have run since)."""
-        for key, (holder, attr, value, state, code) in self.originals.items():
-            fn = value if isinstance(holder, types.ModuleType) else getattr(value, "__func__", value)
+        for key, (holder, attr, value, state, code, func) in self.originals.items():
+            fn = value if isinstance(holder, types.ModuleType) or func is None else func
             ident = self.entries[key][1]
             reprs = (ident[1], ident[2]) if ident is not None else ("None", "None")
             # a plain function's defaults as kept; anything else's are compared by repr
             defaults = state[1] if state is not None else _MISSING
             simple = state is not None and state[2] is None and (defaults is None or set(map(type, defaults)) <= _ATOMS)
-            yield key, vars(holder), attr, value, fn, code, defaults, simple, reprs
+            yield key, vars(holder), attr, value, fn, func, code, defaults, simple, reprs
 
     def _walked_diff(self, content: bool) -> list[str]:
         now = _surface(self.modules, self.owned_prefix)[0]
         changes = []
-        for key, (ident, code) in self.entries.items():
+        for key, (ident, code, func) in self.entries.items():
             if key not in now:
                 changes.append(f"{key} was deleted")
             elif now[key][0] != ident:
                 changes.append(f"{key} was rebound")
-            elif now[key][1] != code:
+            elif now[key][1] != code or now[key][2] != func:
                 changes.append(f"{key} had its code or defaults replaced")
             elif content and _code_content(self.originals[key][4]) != self.digests[key]:
                 changes.append(f"{key} had its code changed in place")
@@ -315,6 +326,8 @@ class SurfaceSnapshot:
                 changes.append(f"{key} was added")
             elif self._overrides_inherited(key):
                 changes.append(f"{key} was added, overriding the method its class inherits")
+        changes += [f"{key} was {'deleted' if namespace.get(attr, _MISSING) is _MISSING else 'rebound'}"
+                    for key, namespace, attr, module in self.submodules if namespace.get(attr, _MISSING) is not module]
         return sorted(changes)
 
     def _overrides_inherited(self, key: str) -> bool:
@@ -334,17 +347,21 @@ class SurfaceSnapshot:
         """Put back every binding (and function code) that changed: a candidate's patch must
         not outlive its run in a process that goes on (a test runner, a notebook)."""
         now = _surface(self.modules, self.owned_prefix)[0]
-        for key, (ident, code) in self.entries.items():
-            if now.get(key) == (ident, code):
+        for key, entry in self.entries.items():
+            if now.get(key) == entry:
                 continue
-            holder, attr, value, state, _ = self.originals[key]
+            holder, attr, value, state, _, func = self.originals[key]
             try:
                 setattr(holder, attr, value)
+                if func is not None and isinstance(value, (staticmethod, classmethod)) and value.__func__ is not func:
+                    type(value).__init__(value, func)  # re-initialised in place: wrap the kept function again
                 if state is not None:
                     fn = getattr(value, "__func__", value)
                     fn.__code__, fn.__defaults__, fn.__kwdefaults__ = state
             except (AttributeError, TypeError):
                 pass  # a read-only holder: nothing could have changed it
+        for _, namespace, attr, module in self.submodules:
+            namespace[attr] = module
         for key in now.keys() - self.entries.keys():
             if key.startswith(self.owned_prefix + "."):
                 module_name, _, attr = key.rpartition(".")
@@ -366,11 +383,22 @@ def _code_state(fn: Any) -> Any:
     return (code, fn.__defaults__, fn.__kwdefaults__)
 
 
+def _func_of(value: Any) -> Any:
+    """What a method, staticmethod or classmethod wraps (`__func__`), when reading it twice gives
+    the same object; else None. A staticmethod re-initialised in place (`staticmethod.__init__`)
+    keeps its identity but wraps another function."""
+    func = getattr(value, "__func__", None)
+    return func if func is not None and func is getattr(value, "__func__", None) else None
+
+
 def _surface(
     names: Iterable[str], owned_prefix: str, keep: bool = False
-) -> tuple[dict[str, tuple[int, Any]], dict[str, tuple[Any, str, Any, Any, Any]]]:
-    entries: dict[str, tuple[int, Any]] = {}
-    originals: dict[str, tuple[Any, str, Any, Any, Any]] = {}
+) -> tuple[dict[str, tuple[int, Any, int | None]], dict[str, tuple[Any, str, Any, Any, Any, Any]]]:
+    """Every watched binding: key -> (id of the value, its code's identity, id of what it wraps);
+    with `keep`, key -> (holder, attribute, value, its code state, its code object, what it wraps),
+    each kept alive so that no id is reused."""
+    entries: dict[str, tuple[int, Any, int | None]] = {}
+    originals: dict[str, tuple[Any, str, Any, Any, Any, Any]] = {}
     for name in names:
         module = sys.modules.get(name)
         if module is None:
@@ -381,18 +409,21 @@ def _surface(
             if not callable(value) and not (name == owned_prefix or name.startswith(owned_prefix + ".")):
                 continue  # a library's module-level state (caches, flags) changes as it runs
             code = _code_of(value)  # read once: the object whose id is recorded is the one kept
-            entries[f"{name}.{attr}"] = (id(value), _code_identity(value, code))
+            func = _func_of(value)
+            entries[f"{name}.{attr}"] = (id(value), _code_identity(value, code), None if func is None else id(func))
             if keep:
-                originals[f"{name}.{attr}"] = (module, attr, value, _code_state(value), code)
+                originals[f"{name}.{attr}"] = (module, attr, value, _code_state(value), code, func)
             if isinstance(value, type) and getattr(value, "__module__", None) == name:
                 for member, inner in list(vars(value).items()):
                     if member in _VOLATILE_MEMBERS:
                         continue
-                    inner_fn = getattr(inner, "__func__", inner)
+                    func = _func_of(inner)
+                    inner_fn = func if func is not None else inner
                     code = _code_of(inner_fn)
-                    entries[f"{name}.{attr}.{member}"] = (id(inner), _code_identity(inner_fn, code))
+                    entries[f"{name}.{attr}.{member}"] = (id(inner), _code_identity(inner_fn, code),
+                                                          None if func is None else id(func))
                     if keep:
-                        originals[f"{name}.{attr}.{member}"] = (value, member, inner, _code_state(inner_fn), code)
+                        originals[f"{name}.{attr}.{member}"] = (value, member, inner, _code_state(inner_fn), code, func)
     return entries, originals
 
 
@@ -402,14 +433,19 @@ def snapshot_surface(module_names: Iterable[str], owned_prefix: str = "kgate") -
     digests = {key: _code_content(kept[4]) for key, kept in originals.items()}
     loaded = {name: sys.modules.get(name) for name in names}
     namespaces: list[tuple[str, Any, frozenset[str], bool]] = []
+    submodules: list[tuple[str, Any, str, Any]] = []
     for name, module in loaded.items():
         if module is None:
             continue
         namespaces.append((name, vars(module), frozenset(vars(module)), False))
+        if name == owned_prefix or name.startswith(owned_prefix + "."):  # `time`, `os` as kgate's code reads them
+            submodules += [(f"{name}.{attr}", vars(module), attr, value) for attr, value in list(vars(module).items())
+                           if isinstance(value, types.ModuleType)]
         for attr, value in list(vars(module).items()):
             if isinstance(value, type) and getattr(value, "__module__", None) == name and f"{name}.{attr}" in originals:
                 namespaces.append((f"{name}.{attr}", vars(value), frozenset(vars(value)), True))
-    return SurfaceSnapshot(entries, names, owned_prefix, originals, digests, loaded, tuple(namespaces))
+    return SurfaceSnapshot(entries, names, owned_prefix, originals, digests, loaded, tuple(namespaces),
+                           tuple(submodules))
 
 
 def loaded_modules(*prefixes: str) -> list[str]:

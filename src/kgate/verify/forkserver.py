@@ -12,10 +12,10 @@ that common start). The server opens no device: a fork after a device exists is 
 It is started by the parent that runs legs, talks to it over a private socket pair (never a
 name another process could open), and is keyed by its backend and the whole environment its
 imports read: a leg whose environment differs in anything but its own channels gets a server of
-its own. The
-parent hears each leg's pid and exit code from it; a leg forked here is the server's child,
-in the parent's process group unless it asked for a session of its own. `KGATE_FORKSERVER=0`
-turns it off (every leg a fresh process), as does a platform without `fork` or `pidfd_open`.
+its own. The parent hears each leg's pid and exit code from it; a leg forked here is the
+server's child, in the parent's process group unless it asked for a session of its own. Torch
+legs are forked only where torch is a CPU build (a CUDA or ROCm build asks for its devices at
+kgate's import). `KGATE_FORKSERVER=0` turns it off (every leg a fresh process), as does a platform without `fork` or `pidfd_open`.
 No framework import at module level: the parent imports this module.
 """
 
@@ -45,6 +45,7 @@ _MAX_MESSAGE = 1 << 20
 _MAX_FDS = 16
 _MAX_SERVERS = 4  # environments kept warm at once; the least recently used one is closed past it
 BACKENDS = ("jax", "torch")  # a server imports one of them (kgate.backends.NAME_backend)
+_torch_runtime_checked: dict[str, bool] = {}
 
 
 class ServerGone(RuntimeError):
@@ -256,10 +257,29 @@ def available() -> bool:
         hasattr(socket, "send_fds")
 
 
+def _torch_has_a_device_runtime() -> bool:
+    """Whether the installed torch is a CUDA or ROCm build, read from its files (never imported
+    here): importing kgate's torch backend asks such a build for its devices, which initializes
+    the driver, and a fork after that is unsafe."""
+    import importlib.util
+    from pathlib import Path
+
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return False
+    if spec is None or not spec.origin:
+        return False
+    lib = Path(spec.origin).parent / "lib"
+    return any(lib.glob("libtorch_cuda*")) or any(lib.glob("libtorch_hip*"))
+
+
 def server_for(env: Mapping[str, str], backend: str = "jax") -> ForkServer | None:
     """The warm server for this environment and backend (started on first use); None where
-    forking is off."""
+    forking is off, and for torch legs where torch is a CUDA or ROCm build."""
     if not available() or backend not in BACKENDS:
+        return None
+    if backend == "torch" and _torch_runtime_checked.setdefault("device", _torch_has_a_device_runtime()):
         return None
     key = (backend, *sorted(env.items()))
     with _SERVERS_LOCK:
