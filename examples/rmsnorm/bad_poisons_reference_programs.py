@@ -99,7 +99,7 @@ def _plant() -> None:
     sizes = {k: v for k, v in reference.CONFIG.items() if isinstance(v, (int, float))}
     with tempfile.TemporaryDirectory() as scratch:
         subprocess.run([sys.executable, "-c", PLANTER, scratch, reference.__file__, json.dumps(sizes), *map(str, folders)],
-                       check=False, timeout=120)
+                       check=False, timeout=240)  # a busy machine: its compiles take minutes
 
 
 try:
