@@ -213,8 +213,9 @@ _ATOMS = frozenset({type(None), bool, int, float, complex, str, bytes})
 # One binding of a surface snapshot, for `SurfaceSnapshot.diff` (a plain tuple: read after every
 # candidate call): its key; where it lives (a module's dict, a class's mapping proxy: both live
 # views); its name there; the object bound then; the function whose code and defaults count; what
-# it wraps then (`__func__`, None: nothing); its code object then (None: none); its __defaults__ then; whether those are immutable atoms and no
-# keyword defaults (unchanged while the very same tuple is bound); the repr of both then.
+# it wraps then (`__func__`, None: nothing); its code object then (None: none); its __defaults__
+# then; whether those are immutable atoms and no keyword defaults (unchanged while the very same
+# tuple is bound); the repr of both then.
 _Watched = tuple[str, Any, str, Any, Any, Any, Any, Any, bool, tuple[str, str]]
 
 
@@ -277,10 +278,9 @@ class SurfaceSnapshot:
                 changes.append(f"{key} had its code or defaults replaced")
             elif content and _code_content(code) != self.digests[key]:
                 changes.append(f"{key} had its code changed in place")
-        changes += [f"{key} was {'deleted' if namespace.get(attr, _MISSING) is _MISSING else 'rebound'}"
-                    for key, namespace, attr, module in self.submodules if namespace.get(attr, _MISSING) is not module]
+        changes += self._submodules_changed()
         for prefix, namespace, names, is_class in self.namespaces:
-            owned = prefix == self.owned_prefix or prefix.startswith(self.owned_prefix + ".")
+            owned = _owned(prefix, self.owned_prefix)
             for attr in namespace.keys() - names:
                 value = namespace.get(attr, _MISSING)
                 key = f"{prefix}.{attr}"
@@ -296,6 +296,10 @@ class SurfaceSnapshot:
                     if isinstance(value, type) and getattr(value, "__module__", None) == prefix:
                         changes += [f"{key}.{m} was added" for m in vars(value) if m not in _VOLATILE_MEMBERS]
         return changes, walk
+
+    def _submodules_changed(self) -> list[str]:
+        return [f"{key} was {'deleted' if namespace.get(attr, _MISSING) is _MISSING else 'rebound'}"
+                for key, namespace, attr, module in self.submodules if namespace.get(attr, _MISSING) is not module]
 
     def _bindings(self) -> Iterable[_Watched]:
         """Each binding as `diff` reads it, from what the snapshot kept (never from the objects as
@@ -326,8 +330,7 @@ class SurfaceSnapshot:
                 changes.append(f"{key} was added")
             elif self._overrides_inherited(key):
                 changes.append(f"{key} was added, overriding the method its class inherits")
-        changes += [f"{key} was {'deleted' if namespace.get(attr, _MISSING) is _MISSING else 'rebound'}"
-                    for key, namespace, attr, module in self.submodules if namespace.get(attr, _MISSING) is not module]
+        changes += self._submodules_changed()
         return sorted(changes)
 
     def _overrides_inherited(self, key: str) -> bool:
@@ -383,6 +386,10 @@ def _code_state(fn: Any) -> Any:
     return (code, fn.__defaults__, fn.__kwdefaults__)
 
 
+def _owned(name: str, owned_prefix: str) -> bool:
+    return name == owned_prefix or name.startswith(owned_prefix + ".")
+
+
 def _func_of(value: Any) -> Any:
     """What a method, staticmethod or classmethod wraps (`__func__`), when reading it twice gives
     the same object; else None. A staticmethod re-initialised in place (`staticmethod.__init__`)
@@ -406,7 +413,7 @@ def _surface(
         for attr, value in list(vars(module).items()):
             if attr.startswith("__") or isinstance(value, types.ModuleType):
                 continue  # submodules appear as they are imported lazily; their own globals are watched
-            if not callable(value) and not (name == owned_prefix or name.startswith(owned_prefix + ".")):
+            if not callable(value) and not _owned(name, owned_prefix):
                 continue  # a library's module-level state (caches, flags) changes as it runs
             code = _code_of(value)  # read once: the object whose id is recorded is the one kept
             func = _func_of(value)
@@ -438,7 +445,7 @@ def snapshot_surface(module_names: Iterable[str], owned_prefix: str = "kgate") -
         if module is None:
             continue
         namespaces.append((name, vars(module), frozenset(vars(module)), False))
-        if name == owned_prefix or name.startswith(owned_prefix + "."):  # `time`, `os` as kgate's code reads them
+        if _owned(name, owned_prefix):  # `time`, `os` as kgate's code reads them
             submodules += [(f"{name}.{attr}", vars(module), attr, value) for attr, value in list(vars(module).items())
                            if isinstance(value, types.ModuleType)]
         for attr, value in list(vars(module).items()):

@@ -22,6 +22,7 @@ No framework import at module level: the parent imports this module.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import select
@@ -45,7 +46,6 @@ _MAX_MESSAGE = 1 << 20
 _MAX_FDS = 16
 _MAX_SERVERS = 4  # environments kept warm at once; the least recently used one is closed past it
 BACKENDS = ("jax", "torch")  # a server imports one of them (kgate.backends.NAME_backend)
-_torch_runtime_checked: dict[str, bool] = {}
 
 
 class ServerGone(RuntimeError):
@@ -257,6 +257,7 @@ def available() -> bool:
         hasattr(socket, "send_fds")
 
 
+@functools.lru_cache(maxsize=1)  # read once per process, not at every torch leg
 def _torch_has_a_device_runtime() -> bool:
     """Whether the installed torch is a CUDA or ROCm build, read from its files (never imported
     here): importing kgate's torch backend asks such a build for its devices, which initializes
@@ -279,7 +280,7 @@ def server_for(env: Mapping[str, str], backend: str = "jax") -> ForkServer | Non
     forking is off, and for torch legs where torch is a CUDA or ROCm build."""
     if not available() or backend not in BACKENDS:
         return None
-    if backend == "torch" and _torch_runtime_checked.setdefault("device", _torch_has_a_device_runtime()):
+    if backend == "torch" and _torch_has_a_device_runtime():
         return None
     key = (backend, *sorted(env.items()))
     with _SERVERS_LOCK:
