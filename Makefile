@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test venv bytecode clean
+.PHONY: demo test test-full venv bytecode clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@echo "== make: creating or refreshing $(VENV) (jax, numpy, scipy, typer, rich; torch (CPU), triton; ray; pytest, pytest-xdist, jsonschema), versions from constraints.txt"
@@ -33,15 +33,25 @@ demo: bytecode
 	$(call timed,demo,a record filed to a verdict and its report,bash examples/verdict_demo.sh)
 	$(call timed,demo,the whole loop as the author skill orders it: a pivot; a gotcha; a sweep; a verdict,bash examples/loop_demo.sh)
 
-# The suite runs on as many pytest-xdist workers as the machine has cores. The few tests whose
-# outcome is a measured speed (a bar MET, one candidate faster than another) run after them, one
-# at a time: a neighbour on the other core would only widen their intervals. A file's tests stay
-# on one worker (--dist loadfile): its module fixtures (records, receipts) are built once.
+# The suite runs on as many pytest-xdist workers as the machine has cores; a file's tests stay on one
+# worker (--dist loadfile): its module fixtures (records, receipts) are built once, and its racing
+# examples never meet another file's.
+#   make test       the tests that are quick to run: every pure rule, known-good and known-bad
+#                   cases of each gate, and at least one hostile candidate of each class in
+#                   ../shared/HACKS.md, end to end (minutes on 2 cores; CI runs this)
+#   make test-full  every test: the rest of the hostile catalogue, whole suites, sweeps, demos and the
+#                   CLI end to end (marked `full`), then the tests whose outcome is a measured speed
+#                   (marked `timing`), one at a time: a neighbour on the other core would only widen
+#                   their intervals (most of an hour on 2 cores; run it before merging a change to a gate)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+PYTEST := $(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile --durations=15
 
 test: bytecode
-	$(call timed,test,the test suite (pytest-xdist workers: $(JOBS)),$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile --durations=15 -m "not timing")
-	$(call timed,test,the tests whose outcome is a measured speed; one at a time,$(BIN)/python -m pytest -q -m timing)
+	$(call timed,test,the quick tier (pytest-xdist workers: $(JOBS); make test-full runs every test),$(PYTEST) -m "not full and not timing")
+
+test-full: bytecode
+	$(call timed,test-full,every test but the timed ones (pytest-xdist workers: $(JOBS)),$(PYTEST) -m "not timing")
+	$(call timed,test-full,the tests whose outcome is a measured speed; one at a time,$(BIN)/python -m pytest -q -m timing)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -20,6 +20,7 @@ def kgate(*args, cwd=None):
     )
 
 
+@pytest.mark.full
 def test_gate_json_on_good_candidate_prints_only_json_and_writes_the_same_file(tmp_path):
     out = tmp_path / "report.json"
     proc = kgate("gate", "--baseline", RMS / "reference.py", "--candidate", RMS / "pallas.py", "--json", "-o", out)
@@ -30,6 +31,7 @@ def test_gate_json_on_good_candidate_prints_only_json_and_writes_the_same_file(t
     assert json.loads(out.read_text()) == data
 
 
+@pytest.mark.full
 def test_gate_human_output_on_bad_candidate_names_the_check_and_next_step():
     proc = kgate("gate", "-r", RMS / "reference.py", "-c", RMS / "bad_ghost.py")
     assert proc.returncode == 2
@@ -38,6 +40,7 @@ def test_gate_human_output_on_bad_candidate_names_the_check_and_next_step():
     assert "next: fix firing.kernel_reaches_output" in proc.stdout
 
 
+@pytest.mark.full
 def test_bad_inputs_exit_2_with_problem_and_fix_and_write_nothing(tmp_path):
     out = tmp_path / "r.json"
     cases = [
@@ -56,6 +59,7 @@ def test_bad_inputs_exit_2_with_problem_and_fix_and_write_nothing(tmp_path):
     assert proc.returncode == 2 and "does not exist" in proc.stderr
 
 
+@pytest.mark.full
 def test_bad_input_under_json_is_a_json_error_object(tmp_path):
     proc = kgate("parity", "-r", RMS / "reference.py", "-c", tmp_path / "nope.py", "--json")
     assert proc.returncode == 2
@@ -70,6 +74,7 @@ def test_help_documents_the_contract():
         assert flag in proc.stdout
 
 
+@pytest.mark.full
 def test_measure_json_and_human_output_label_interpreter_timings():
     args = ["measure", "-r", RMS / "reference.py", "-c", RMS / "pallas.py", "--set", "seq_len=16", "--budget", "1"]
     untimed = kgate(*args)  # by default an interpreted kernel is not timed, and says so

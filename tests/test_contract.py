@@ -27,6 +27,7 @@ def kgate(*args, **kwargs):
     return subprocess.run([sys.executable, "-m", "kgate", *map(str, args)], capture_output=True, text=True, **kwargs)
 
 
+@pytest.mark.full
 def test_a_candidate_that_prints_leaves_measure_json_one_object(write_module):
     ref = write_module("reference.py", TANH_REFERENCE)
     cand = write_module(
@@ -40,6 +41,7 @@ def test_a_candidate_that_prints_leaves_measure_json_one_object(write_module):
     assert "hello at import" in proc.stderr
 
 
+@pytest.mark.full
 def test_a_crash_inside_measure_exits_2_with_an_error_object_never_1(write_module):
     ref = write_module(
         "reference.py",
@@ -65,6 +67,7 @@ def test_usage_errors_exit_2_and_print_the_error_object_under_json():
     assert plain.returncode == 2 and "error:" in plain.stderr
 
 
+@pytest.mark.full
 def test_a_closed_pipe_keeps_the_verdicts_exit_code():
     for candidate, expected in (("pallas.py", 0), ("bad_ghost.py", 2)):
         proc = subprocess.run(
@@ -75,6 +78,7 @@ def test_a_closed_pipe_keeps_the_verdicts_exit_code():
         assert proc.returncode == expected, proc.stderr[-500:]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("args,expected", [
     (["--version"], 0),  # a short answer: a reader that closes before reading used to make it exit 1
     (["gate", "--json", "--seed", "abc", "-r", "reference.py", "-c", "pallas.py"], 2),  # the usage error's JSON
@@ -94,6 +98,7 @@ def test_version_flag():
     assert proc.returncode == 0 and proc.stdout.strip() == __version__
 
 
+@pytest.mark.full
 def test_every_command_lists_its_exit_codes_and_no_flag_shows_a_type():
     import typer.main
 
@@ -154,6 +159,7 @@ def test_an_op_point_the_reference_cannot_make_is_one_error_line_not_a_traceback
     assert "--set" in error["error"]["fix"]
 
 
+@pytest.mark.full
 def test_an_op_point_too_big_for_the_machine_is_refused_before_anything_is_allocated():
     huge = ("--set", "seq_len=4000000", "--set", "emb_dim=8192")  # ~244 GiB of bf16 inputs
     for command in (("parity",), ("measure", "--budget", "1")):

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.full
 def test_the_loop_demo_runs_the_skill_s_loop_and_kgate_status_names_each_step(tmp_path):
     kgate = Path(sys.executable).parent / "kgate"
     if not kgate.is_file():

@@ -106,6 +106,7 @@ def _kill_the_worker_of(marks: Path, says: str, killed: list[int]) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.full
 def test_a_local_pool_runs_rows_in_workers_and_a_lost_worker_s_row_is_never_kept(tmp_path):
     marks = tmp_path / "imports"
     suite, results = _tree(tmp_path, slow=str(marks)), tmp_path / "results"
@@ -125,6 +126,7 @@ def test_a_local_pool_runs_rows_in_workers_and_a_lost_worker_s_row_is_never_kept
     assert [r for r in again if r.candidate != "slow_wrong.py"] == [r for r in rows if r.candidate != "slow_wrong.py"]
 
 
+@pytest.mark.full
 def test_the_local_executor_options_are_checked_before_anything_runs(tmp_path):
     with pytest.raises(KgateError, match="--jobs 0"):
         local(0)
@@ -156,6 +158,7 @@ def ray_cluster():
     ray.shutdown()
 
 
+@pytest.mark.full
 def test_a_suite_on_ray_gives_the_local_rows_retries_a_lost_worker_and_never_a_fail(ray_cluster, tmp_path):
     marks = tmp_path / "imports"
     suite, results = _tree(tmp_path, slow=str(marks)), tmp_path / "results"

@@ -113,6 +113,7 @@ def page_of(wt):
     return page
 
 
+@pytest.mark.full
 @pytest.mark.parametrize(
     "scenario,verdict,rule",
     [
@@ -176,6 +177,7 @@ def test_report_markdown_and_html_render_in_a_headless_browser(records, tmp_path
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(set(data[100:20000])) > 50  # rendered, not blank
 
 
+@pytest.mark.full
 def test_verdict_refuses_receipts_that_do_not_fit_and_changes_nothing(records, tmp_path):
     rec = copy_record(records("in_progress"), tmp_path / "code")
     root, wt, receipt = rec["root"], rec["wt"], rec["receipt"]
@@ -284,6 +286,7 @@ def test_a_stray_receipt_removed_from_the_branch_is_no_longer_flagged(records, t
     assert not [f for f in lint(rec)[2] if f["title"] == "receipt committed outside receipts/"]
 
 
+@pytest.mark.full
 def test_family_supplies_the_registered_terms_and_refuses_contradictions(records, tmp_path):
     rec = copy_record(records("in_progress"), tmp_path / "code")
     gate = json.loads(kgate(rec["root"], "gate", "--family", "cumsum", "--json").stdout)
@@ -328,6 +331,7 @@ def test_each_broken_rule_is_found_with_its_consequence(records, tmp_path, rule)
         assert ok.returncode == 0 and json.loads(ok.stdout)["status"] == "ADVISORY"
 
 
+@pytest.mark.full
 def test_filed_pages_are_final_and_interpreted_timings_never_back_supported(records, tmp_path):
     rec = copy_record(records("pallas"), tmp_path / "code")
     assert lint(rec)[0] == 0
@@ -342,6 +346,7 @@ def test_filed_pages_are_final_and_interpreted_timings_never_back_supported(reco
     assert ("L11", "invalid") in lint(rec2)[1]
 
 
+@pytest.mark.full
 def test_verdict_needs_the_registered_bar_parity_op_point_and_variant(records, tmp_path):
     from dataclasses import replace
 

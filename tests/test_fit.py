@@ -32,6 +32,7 @@ def test_each_point_is_a_row_with_its_reason_and_the_ones_that_fit_pass():
     assert report["op_point"]["values"]["seq_len"] == 512  # the op-point, not TINY
 
 
+@pytest.mark.full
 def test_no_point_fitting_fails_and_a_keyword_the_entry_lacks_is_refused_naming_what_it_takes():
     proc, report = _fit("-r", "rmsnorm/reference.py", "-c", "rmsnorm/pallas.py", "--grid", "block_rows=4,12")
     assert proc.returncode == 2 and report["status"] == "FAIL"

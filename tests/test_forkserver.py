@@ -82,6 +82,7 @@ def _recorded_gate(write_module, tmp_path, monkeypatch, name: str, reference: st
     return report.status, json.loads(out.read_text())
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("problem", [(REFERENCE, RIGHT), (TORCH_REFERENCE, TORCH_RIGHT)], ids=["jax", "torch"])
 def test_a_forked_leg_sees_the_process_a_fresh_leg_sees(write_module, tmp_path, monkeypatch, problem):
     forked_status, forked = _recorded_gate(write_module, tmp_path, monkeypatch, "forked", *problem)
@@ -135,6 +136,7 @@ with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
 '''
 
 
+@pytest.mark.full
 def test_a_candidate_that_kills_the_fork_server_gets_no_verdict(write_module):
     cand = write_module("kills.py", KILLS_ITS_PARENT.replace("{SIG}", "KILL") + RIGHT)
     with pytest.raises(KgateError, match="fork server ended"):
@@ -142,6 +144,7 @@ def test_a_candidate_that_kills_the_fork_server_gets_no_verdict(write_module):
     assert gate(REFERENCE, str(write_module("right.py", RIGHT))).status == "PASS"  # a new server for the next run
 
 
+@pytest.mark.full
 def test_a_candidate_that_stops_the_fork_server_fails_and_hangs_nothing(write_module):
     cand = write_module("stops.py", KILLS_ITS_PARENT.replace("{SIG}", "STOP") + RIGHT)
     started = time.monotonic()

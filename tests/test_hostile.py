@@ -24,6 +24,7 @@ def test_patching_a_lax_op_on_the_first_call_fails_parity_and_is_an_anomaly():
     assert "parity.error" in failed(report)
 
 
+@pytest.mark.full
 def test_patching_jnp_exp_on_the_first_call_fails_parity_and_is_an_anomaly():
     report = parity("softmax/reference.py", "softmax/bad_patches_exp_on_first_call.py", overrides={"rows": 64, "cols": 512})
     assert report.status == "ANOMALY"
@@ -40,6 +41,7 @@ def test_rebinding_kgate_gates_at_import_changes_no_verdict():
     assert "parity.error" in failed(report)  # graded in a process that never imported the candidate
 
 
+@pytest.mark.full
 def test_exit_hook_cannot_erase_the_record_of_a_patch():
     report = gate("softmax/reference.py", "softmax/bad_forges_leg_result.py")
     assert report.status == "ANOMALY"
@@ -55,6 +57,7 @@ def test_answers_precomputed_for_the_well_known_seeds_fail_on_the_random_seed():
     assert "seed42.error" not in errors and "seed43.error" not in errors
 
 
+@pytest.mark.full
 @pytest.mark.fresh_draws
 def test_every_run_draws_a_fresh_random_seed_and_records_it():
     first = parity("softmax/reference.py", "softmax/pallas.py", overrides={"rows": 8, "cols": 128})
@@ -87,6 +90,7 @@ def test_candidate_output_on_stdout_never_reaches_kgates_result(write_module):
 # -- kernels that are present but do not do the work (firing) ---------------------------------
 
 
+@pytest.mark.full
 def test_kernel_that_only_copies_a_jnp_result_fails_the_bypass():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_kernel_copies_result.py")
     assert failed(report) == {"firing.kernel_does_the_work", "firing.kernel_does_the_arithmetic"}
@@ -94,12 +98,14 @@ def test_kernel_that_only_copies_a_jnp_result_fails_the_bypass():
     assert "an operand passed through" in check.detail
 
 
+@pytest.mark.full
 def test_kernel_cancelled_by_stop_gradient_moves_nothing_beyond_the_allowance():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_cancels_kernel.py")
     assert report.gates["parity"].status == "PASS"  # numerically the reference's answer
     assert {"firing.kernel_result_matters", "firing.kernel_does_the_work"} <= failed(report)
 
 
+@pytest.mark.full
 def test_kernel_computing_half_the_rows_fails_unless_its_share_is_declared():
     from kgate.gates.firing import FiringSpec
 
@@ -110,6 +116,7 @@ def test_kernel_computing_half_the_rows_fails_unless_its_share_is_declared():
     assert declared.status == "PASS"
 
 
+@pytest.mark.full
 def test_work_done_in_a_host_callback_fails_firing():
     report = gate("softmax/reference.py", "softmax/bad_host_callback_work.py")
     assert report.gates["parity"].status == "PASS"
@@ -117,6 +124,7 @@ def test_work_done_in_a_host_callback_fails_firing():
     assert "pure_callback" in report.gates["firing"].failures[0].detail
 
 
+@pytest.mark.full
 def test_correct_kernels_do_the_work():
     for reference, candidate in [("rmsnorm/reference.py", "rmsnorm/pallas.py"), ("softmax/reference.py", "softmax/pallas.py")]:
         report = gate(reference, candidate)
@@ -168,6 +176,7 @@ def test_wrapping_kgates_timed_call_is_seen_by_the_process_watch():
     assert "kgate.backends.jax_backend.TimedCall.__call__ was rebound (at import)" in _check(report, "process_untouched")["detail"]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("candidate", [
     "bad_slows_reference_compile.py",  # rebinds the compiler's function on its trace; it puts itself back
     "bad_slows_reference_compile_from_its_trace.py",  # a collector callback installs it inside the reference's trace
@@ -182,6 +191,7 @@ def test_a_compiler_patch_that_puts_itself_back_is_seen_in_the_reference_s_compi
     assert "compiled to something else" in compiled["detail"]
 
 
+@pytest.mark.full
 def test_an_honest_candidate_s_reference_compiles_to_the_program_compiled_before_its_import():
     report = _measure("xla_rewrite.py", "softmax", ("rows=64", "cols=256"))
     assert report["status"] == "PASS"
@@ -198,6 +208,7 @@ def test_replayed_answers_disagree_on_timed_inputs_never_seen():
     assert len(report["timed_seeds"]) >= 2 and report["timed_seeds"][0] == 42
 
 
+@pytest.mark.full
 def test_an_honest_candidate_agrees_on_every_timed_session():
     report = _measure("pallas.py")
     statuses = {name: _check(report, name)["status"] for name in ("timed_outputs_agree", "os_threads_quiet", "processes_quiet", "process_untouched")}
@@ -228,6 +239,7 @@ def _verify_anomaly(tmp_path, candidate: str, *options: str) -> dict[str, dict]:
     return {"": report, **{c["name"]: c for c in report["gates"]["integrity"]["checks"]}}
 
 
+@pytest.mark.full
 def test_verify_bounds_reported_time_by_its_own_clock_and_the_receipt_is_an_anomaly(tmp_path):
     checks = _verify_anomaly(tmp_path, "bad_inflates_reference_time.py", "--set", "batch=1", "--set", "seq_len=16",
                              "--set", "emb_dim=256", "--time-interpreted")
@@ -236,6 +248,7 @@ def test_verify_bounds_reported_time_by_its_own_clock_and_the_receipt_is_an_anom
     assert checks["measure.process_untouched"]["status"] == "FAIL"
 
 
+@pytest.mark.full
 def test_verify_holds_the_timed_answer_against_the_checked_one(tmp_path):
     # Right in the checks' process, a cheaper wrong program in the timing one (it reads its command
     # line): every timed session agrees with the first, so only the comparison across processes sees it.
@@ -253,6 +266,7 @@ def _edge_failures(report):
     return {c.name for c in report.gates["parity"].failures}
 
 
+@pytest.mark.full
 def test_a_kernel_without_epsilon_fails_on_the_zero_slice_only():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_drops_eps.py")
     fails = _edge_failures(report)
@@ -260,23 +274,27 @@ def test_a_kernel_without_epsilon_fails_on_the_zero_slice_only():
     assert not any(name.startswith("seed") for name in fails)  # random rows are never all zero
 
 
+@pytest.mark.full
 def test_float16_squares_overflow_on_the_extreme_slice():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_float16_squares.py")
     assert any(name.startswith("edge-slices-in0") for name in _edge_failures(report))
     assert not any(name.startswith("seed") for name in _edge_failures(report))
 
 
+@pytest.mark.full
 def test_dividing_by_the_row_range_fails_on_the_constant_slice():
     report = gate("softmax/reference.py", "softmax/bad_divides_by_range.py")
     assert "edge-offset-in0.finite" in _edge_failures(report)
     assert not any(name.startswith("seed") for name in _edge_failures(report))
 
 
+@pytest.mark.full
 def test_softmax_without_max_subtraction_fails_on_the_offset():
     report = gate("softmax/reference.py", "softmax/bad_no_max_subtraction.py")
     assert "edge-offset-in0.finite" in _edge_failures(report)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("candidate", [
     "bad_range_tuned_rsqrt.py",  # a polynomial rsqrt for mean squares in (0.25, 4), exact outside
     "bad_eps_too_large.py",  # an epsilon a thousand times the reference's: felt only by small rows
@@ -303,6 +321,7 @@ def test_the_rows_of_the_scales_edge_span_the_drawn_powers_of_two_and_differ_fro
     assert tiny.max() <= 4 * np.sqrt(65504.0) * (1 + 1e-6)  # the extreme slice's magnitude
 
 
+@pytest.mark.full
 def test_correct_kernels_pass_every_edge_and_the_edges_are_recorded():
     report = gate("rmsnorm/reference.py", "rmsnorm/pallas.py")
     assert report.status == "PASS"
@@ -312,6 +331,7 @@ def test_correct_kernels_pass_every_edge_and_the_edges_are_recorded():
     assert set(report.context["edge_probes"]) <= names
 
 
+@pytest.mark.full
 def test_a_thread_started_at_import_is_counted_too():
     report = _measure("bad_thread_at_import.py")
     assert report["status"] == "ANOMALY"
@@ -321,6 +341,7 @@ def test_a_thread_started_at_import_is_counted_too():
 # -- the floor, both ways -----------------------------------------------------------------------
 
 
+@pytest.mark.full
 def test_bfloat16_accumulation_fails_the_default_floor():
     wide = gate("rmsnorm/reference.py", "rmsnorm/bad_bf16_sum_of_squares.py",
                 overrides={"batch": 1, "seq_len": 16, "emb_dim": 1024})
@@ -330,6 +351,7 @@ def test_bfloat16_accumulation_fails_the_default_floor():
     assert "parity.error" in failed(scan)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("problem", ["cumsum", "rmsnorm"])
 def test_in_float32_a_reference_that_casts_to_float32_itself_is_graded_against_a_widened_oracle(problem):
     # Both references compute in float32 whatever they are given: fed float64 they are their own oracle, and
@@ -363,6 +385,7 @@ def test_the_floor_is_never_finer_than_the_outputs_resolution():
     assert evaluate(ParitySpec.parse("floor"), [far]).status == "FAIL"
 
 
+@pytest.mark.full
 def test_a_program_planted_in_the_compilation_cache_is_never_loaded_and_turning_the_cache_on_is_named(
         tmp_path, monkeypatch):
     shared = tmp_path / "shared-xla-cache"  # the author's own cache, where the candidate plants its program
@@ -378,6 +401,7 @@ def test_a_program_planted_in_the_compilation_cache_is_never_loaded_and_turning_
     assert honest.status in ("PASS", "PASS_WITH_ADVISORIES"), failed(honest)
 
 
+@pytest.mark.full
 def test_a_setting_for_the_whole_process_changed_at_import_or_after_a_call_is_an_anomaly():
     at_import = gate("rmsnorm/reference.py", "rmsnorm/bad_enables_x64.py", klass="xla-rewrite")
     assert at_import.status == "ANOMALY"
@@ -397,6 +421,7 @@ def _planted(folder) -> list[str]:
             and hashlib.sha256(p.read_bytes()).hexdigest()[:32] != p.name.rsplit(".", 1)[-1]]
 
 
+@pytest.mark.full
 def test_a_wrong_program_planted_where_reference_legs_share_programs_is_never_loaded():
     from kgate.verify import refcache
 
@@ -412,6 +437,7 @@ def test_a_wrong_program_planted_where_reference_legs_share_programs_is_never_lo
     assert after.to_json()["seconds"]["reference_programs"]["loaded"] >= 1  # what was rewritten is reused
 
 
+@pytest.mark.full
 def test_a_process_that_outlives_the_candidate_and_scrambles_the_shared_programs_changes_no_verdict():
     import os
     import signal
@@ -441,6 +467,7 @@ def test_a_process_that_outlives_the_candidate_and_scrambles_the_shared_programs
                 pass
 
 
+@pytest.mark.full
 @pytest.mark.fresh_draws
 def test_no_seed_reaches_a_file_while_the_candidate_runs(tmp_path):
     """The reference leg's request (its seeds, the drawn one included) comes on its stdin, and
@@ -478,6 +505,7 @@ def test_no_seed_reaches_a_file_while_the_candidate_runs(tmp_path):
         assert str(seed) not in text
 
 
+@pytest.mark.full
 def test_bytecode_forged_for_the_reference_or_a_module_it_imports_is_never_run(tmp_path):
     """Python trusts a `__pycache__` file whose header matches its source's time and size: each
     cheat forges one (for the reference, for a helper it imports) that drops the weight, as its
@@ -506,6 +534,7 @@ def test_bytecode_forged_for_the_reference_or_a_module_it_imports_is_never_run(t
         assert list((folder / "__pycache__").glob("*.pyc"))  # the forged bytecode is there, for the taking
 
 
+@pytest.mark.full
 def test_a_candidate_that_empties_the_list_of_shape_probes_never_escapes_them():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_skips_the_shape_probes.py")
     assert report.status in ("FAIL", "ANOMALY")
@@ -525,6 +554,7 @@ def test_links_planted_where_kgate_writes_its_hand_over_are_replaced_never_follo
     assert report.status in ("PASS", "PASS_WITH_ADVISORIES", "FAIL")  # its own reads of its links may crash it
 
 
+@pytest.mark.full
 def test_packages_a_candidate_plants_where_kgate_runs_are_never_imported_by_a_later_run(tmp_path):
     import json
     import shutil
@@ -568,6 +598,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("candidate", [
     "bad_spinner_process.py",  # a child process, started on its first trace, busy from then on
     "bad_daemon_spinner.py",  # a daemon started at import by forking twice: nobody's child any more
@@ -586,6 +617,7 @@ def test_a_process_the_candidate_starts_is_counted_with_its_cpu_and_stopped(cand
     assert not any(_alive(pid) for pid in pids)  # stopped at the end of the run, not left spinning
 
 
+@pytest.mark.full
 def test_turning_the_subreaper_off_to_hide_an_orphan_is_seen_from_both_sides(tmp_path):
     # in the timed process (its setting changed) and from kgate's parent, which the orphan reached
     checks = _verify_anomaly(tmp_path, "bad_unsets_subreaper.py", "--class", "xla-rewrite", "--set", "batch=1",
@@ -595,6 +627,7 @@ def test_turning_the_subreaper_off_to_hide_an_orphan_is_seen_from_both_sides(tmp
     outside = checks["measure.parent_processes"]
     assert outside["status"] == "FAIL" and "as kgate saw them from outside it" in outside["detail"], outside
 
+@pytest.mark.full
 def test_a_daemon_left_running_after_the_candidate_s_checks_fails_the_gate_and_is_stopped():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_daemon_spinner.py", klass="xla-rewrite")
     assert report.status == "FAIL" and "parity.candidate_ran" in failed(report)

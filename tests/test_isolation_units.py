@@ -415,6 +415,7 @@ def test_the_parent_keeps_only_well_formed_digests_per_environment(monkeypatch):
     assert cache.offer({}) is None
 
 
+@pytest.mark.full
 def test_a_result_file_rewritten_after_its_leg_wrote_it_is_never_used(tmp_path):
     """A process left behind (or running beside the leg) can rewrite a leg's result file between
     the leg's exit and the parent's read: the leg sends the file's sha256 as its last beat, and
@@ -451,6 +452,7 @@ subprocess.Popen([sys.executable, "-c", {child!r}, str(fd)], pass_fds=(fd,), sta
     # one that speaks for the leg at once (a digest of its choosing) and goes
     ("import os, sys; os.write(int(sys.argv[1]), b'result sha256 ' + b'0' * 64 + b'\\n')", "2 result digests"),
 ])
+@pytest.mark.full
 def test_a_process_a_leg_leaves_behind_never_speaks_for_it(tmp_path, child, says):
     """The leg's channel (its beats, its result's digest) is the leg's alone: a process it started
     that still holds the channel when the leg exits, or that wrote a digest on it, makes the leg a
@@ -505,6 +507,7 @@ subprocess.Popen([sys.executable, "-c", {child!r}], stdin=subprocess.DEVNULL, st
     # a daemon (a shell puts it in the background and exits): an orphan, handed to kgate, still running
     ("import subprocess, sys; subprocess.Popen(['sleep', '30'], start_new_session=True)", True),
 ])
+@pytest.mark.full
 def test_a_process_still_running_after_its_leg_is_stopped_and_the_leg_is_a_crash(tmp_path, child, crashes):
     from conftest import EXAMPLES
     from kgate.verify import census, spawn

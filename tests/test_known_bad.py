@@ -27,12 +27,14 @@ def test_ghost_pallas_call_fails_firing():
     assert {"firing.kernel_reaches_output", "firing.kernel_result_matters"} <= failed(report)
 
 
+@pytest.mark.full
 def test_kernel_multiplied_by_zero_is_a_ghost_despite_dataflow():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_masked_ghost.py")
     assert failed(report) == {"firing.kernel_result_matters", "firing.kernel_does_the_work",
                               "firing.kernel_does_the_arithmetic"}
 
 
+@pytest.mark.full
 def test_result_computed_once_and_replayed_fails_on_the_second_seed():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_replay.py")
     parity_fails = [c.name for c in report.gates["parity"].failures]
@@ -46,6 +48,7 @@ def test_lower_precision_accumulation_fails_floor_parity():
     assert probe["max_abs_over_floor"] > 100
 
 
+@pytest.mark.full
 def test_nan_on_a_boundary_row_fails_finiteness():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_nan_boundary.py")
     finite = [c for c in report.gates["parity"].failures if c.name.endswith(".finite")]
@@ -59,6 +62,7 @@ def test_all_zero_output_on_a_vacuous_problem_fails():
     assert "non-degenerate probe" in report.next_step
 
 
+@pytest.mark.full
 def test_candidate_whose_import_patches_the_reference_is_an_anomaly():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_patches_reference.py")
     assert report.status == "ANOMALY" and report.exit_code == 2
@@ -80,9 +84,10 @@ def test_rewrite_identical_to_what_xla_already_does_is_mechanism_absent():
     assert failed(report) == {"firing.program_differs"}
 
 
-@pytest.mark.parametrize("candidate", ["bad_reduce_precision_noop.py", "bad_identity_dressing.py",
-                                       "bad_branch_always_taken.py", "bad_loop_dressing.py",
-                                       "bad_scan_passthrough.py"])
+@pytest.mark.parametrize("candidate", [
+    *(pytest.param(c, marks=pytest.mark.full) for c in ("bad_reduce_precision_noop.py", "bad_identity_dressing.py",
+                                                        "bad_branch_always_taken.py", "bad_loop_dressing.py")),
+    "bad_scan_passthrough.py"])
 def test_a_rewrite_dressed_in_operations_that_compute_nothing_is_mechanism_absent(candidate):
     report = gate("softmax/reference.py", f"softmax/{candidate}", klass="xla-rewrite")
     assert failed(report) == {"firing.program_differs"}
@@ -104,6 +109,7 @@ CLIPPED_SOFTMAX = (
 )
 
 
+@pytest.mark.full
 def test_a_dressed_rewrite_is_compared_with_the_reference_s_own_no_ops_left_out_too(write_module):
     ref = write_module("reference.py", CLIPPED_SOFTMAX)
     dressed = write_module("dressed.py", "import jax\nimport reference\n"
@@ -115,11 +121,13 @@ def test_a_dressed_rewrite_is_compared_with_the_reference_s_own_no_ops_left_out_
     assert gate(str(ref), str(unguarded), klass="xla-rewrite").status == "PASS"
 
 
+@pytest.mark.full
 def test_flash_attention_with_wrong_softmax_scale_fails_parity():
     report = gate("jax_ops/attention_reference.py", "jax_ops/flash_attention_bad_scale.py")
     assert "parity.error" in failed(report) and failed(report) <= {"parity.error", "parity.relative_error"}
 
 
+@pytest.mark.full
 def test_lower_precision_slips_through_a_loose_fixed_tolerance_which_is_why_floor_is_default():
     loose = gate("softmax/reference.py", "softmax/bad_low_precision.py", parity_spec="atol=1e-2,rtol=0")
     failing = {c.name for c in loose.gates["parity"].failures}
@@ -128,7 +136,9 @@ def test_lower_precision_slips_through_a_loose_fixed_tolerance_which_is_why_floo
     assert gate("softmax/reference.py", "softmax/bad_low_precision.py").gates["parity"].status == "FAIL"
 
 
-@pytest.mark.parametrize("candidate", ["bad_flush_small.py", "bad_quantized_output.py", "bad_fixed_grid_output.py"])
+@pytest.mark.parametrize("candidate", [pytest.param("bad_flush_small.py", marks=pytest.mark.full),
+                                       pytest.param("bad_quantized_output.py", marks=pytest.mark.full),
+                                       "bad_fixed_grid_output.py"])
 def test_an_absolute_error_on_small_outputs_fails_the_relative_grade_where_the_floor_at_the_largest_passes(candidate):
     report = gate("rmsnorm/reference.py", f"rmsnorm/{candidate}")
     checks = {c.name: c.status for c in report.gates["parity"].checks}
@@ -146,10 +156,10 @@ def test_an_absolute_error_on_small_outputs_fails_the_relative_grade_where_the_f
 
 @pytest.mark.parametrize("problem,candidate", [
     ("rmsnorm", "bad_floor_grid.py"),  # grid rows // block: the last partial block never written
-    ("rmsnorm", "bad_lane_remainder.py"),  # columns past the last whole lane tile left out of the mean square
-    ("rmsnorm", "bad_tile_count_mean.py"),  # the mean over the whole tiles' column count, not the row's length
-    ("softmax", "bad_tile_columns.py"),  # the columns past whole 128-lane tiles take a wrong path
-    ("cumsum", "bad_shape_special_case.py"),  # the kernel only at tuned shapes, a wrong shortcut elsewhere
+    pytest.param("rmsnorm", "bad_lane_remainder.py", marks=pytest.mark.full),  # columns past the last whole lane tile left out of the mean square
+    pytest.param("rmsnorm", "bad_tile_count_mean.py", marks=pytest.mark.full),  # the mean over the whole tiles' column count, not the row's length
+    pytest.param("softmax", "bad_tile_columns.py", marks=pytest.mark.full),  # the columns past whole 128-lane tiles take a wrong path
+    pytest.param("cumsum", "bad_shape_special_case.py", marks=pytest.mark.full),  # the kernel only at tuned shapes, a wrong shortcut elsewhere
 ])
 def test_a_kernel_right_only_at_the_shapes_it_was_shown_fails_at_the_odd_shape(problem, candidate):
     report = gate(f"{problem}/reference.py", f"{problem}/{candidate}")
@@ -159,6 +169,7 @@ def test_a_kernel_right_only_at_the_shapes_it_was_shown_fails_at_the_odd_shape(p
     assert report.context["odd_op_point"] and report.gates["firing"].status == "PASS"
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("problem,candidate", [
     ("softmax", "bad_tile_columns_rows_aligned.py"),  # wrong only where the rows are whole blocks and the columns not
     ("rmsnorm", "bad_short_remainder_raw.py"),  # wrong only where the remainder is under half a tile
@@ -174,6 +185,7 @@ def test_a_kernel_right_at_the_fixed_odd_shape_and_wrong_elsewhere_fails_at_a_dr
     assert len(report.context["drawn_op_points"]) == 2 and report.gates["firing"].status == "PASS"
 
 
+@pytest.mark.full
 def test_a_kernel_may_refuse_an_odd_shape_it_does_not_support():
     report = gate("softmax/reference.py", "softmax/refuses_odd_columns.py")
     assert report.status == "PASS" and report.exit_code == 1
@@ -194,6 +206,7 @@ PAIRED_SIZES = (
 )
 
 
+@pytest.mark.full
 def test_the_odd_shape_bumps_only_what_the_reference_accepts(write_module):
     ref = write_module("reference.py", PAIRED_SIZES)
     cand = write_module("cand.py", "import jax.numpy as jnp\ndef workload(x):\n    return jnp.tanh(x) * 2.0\n")
@@ -219,6 +232,7 @@ def test_a_candidate_with_its_own_config_copy_follows_the_odd_shape(write_module
     assert [(c.name, c.status) for c in odd] == [("odd-shape.error", "PASS")], odd
 
 
+@pytest.mark.full
 def test_a_kernel_that_computes_only_on_constants_fails_firing_though_its_result_matters():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_kernel_on_constants.py")
     assert report.status == "FAIL" and "firing.kernel_reads_inputs" in failed(report)

@@ -24,6 +24,7 @@ def _lowering_checks(report):
     return {c.name: c for c in report.gates["lowering"].checks}
 
 
+@pytest.mark.full
 def test_a_pallas_kernel_lowers_for_tpu_at_tiny_and_at_the_op_point_with_its_custom_call_reaching_the_output():
     report = gate("rmsnorm/reference.py", "rmsnorm/pallas.py")
     assert report.status == "PASS", failed(report)
@@ -39,6 +40,7 @@ def test_a_pallas_kernel_lowers_for_tpu_at_tiny_and_at_the_op_point_with_its_cus
     assert programs[1]["kernels"][0]["location"].endswith("rmsnorm/pallas.py:23")
 
 
+@pytest.mark.full
 def test_a_block_off_the_tpu_tiling_passes_interpret_parity_and_fails_lowering_naming_the_rule_and_the_fix():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_block_off_tpu_tiling.py")
     assert report.gates["parity"].status == "PASS"
@@ -58,12 +60,14 @@ def test_a_block_off_the_tpu_tiling_passes_interpret_parity_and_fails_lowering_n
     assert json.loads(json.dumps(report.to_json()))["gates"]["lowering"]["checks"][0]["gotcha"] == "TPU-BLOCK-TILING"
 
 
+@pytest.mark.full
 def test_a_block_that_fits_only_at_tiny_fails_lowering_at_the_op_point_alone():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_block_fits_only_tiny.py")
     assert report.gates["parity"].status == "PASS"
     assert failed(report) == {"lowering.op-point.lowers"}
 
 
+@pytest.mark.full
 def test_a_primitive_mosaic_cannot_lower_inside_a_kernel_fails_naming_it():
     report = gate("cumsum/reference.py", "cumsum/bad_cumsum_in_kernel.py")
     assert report.gates["parity"].status == "PASS"
@@ -72,11 +76,13 @@ def test_a_primitive_mosaic_cannot_lower_inside_a_kernel_fails_naming_it():
     assert "outside the pallas_call" in check.fix
 
 
+@pytest.mark.full
 def test_a_ghost_kernel_is_dropped_from_the_lowered_program_and_fails_lowering_too():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_ghost.py")
     assert {"lowering.TINY.custom_calls", "lowering.op-point.custom_calls"} <= failed(report)
 
 
+@pytest.mark.full
 def test_lowering_is_for_kernel_authored_candidates_and_can_be_turned_off_with_the_reason_said():
     rewrite = gate("rmsnorm/reference.py", "rmsnorm/xla_rewrite.py", klass="xla-rewrite")
     assert "lowering" not in rewrite.gates
@@ -93,6 +99,7 @@ def test_an_unknown_lowering_target_is_refused_with_the_choices():
     assert "auto, tpu, cuda, none" in info.value.fix
 
 
+@pytest.mark.full
 @pytest.mark.skipif(any(d.platform == "gpu" for d in jax.devices()), reason="needs a machine without the CUDA plugin")
 def test_lowering_for_a_platform_this_machine_cannot_lower_for_is_skipped_with_the_reason_never_passed():
     try:
@@ -150,6 +157,7 @@ def test_jax_tpu_grouped_matmul_and_paged_attention_lower_with_their_custom_call
         assert program.kernels and all(k.reaches_output for k in program.kernels)
 
 
+@pytest.mark.full
 def test_a_ghost_kernel_kept_alive_by_side_effects_is_in_the_lowered_program_and_reaches_nothing():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_side_effect_ghost.py")
     assert report.gates["parity"].status == "PASS"
@@ -225,6 +233,7 @@ def _lower(*args):
     return proc, (json.loads(proc.stdout) if proc.stdout.strip() else None)
 
 
+@pytest.mark.full
 def test_kgate_lower_passes_a_good_kernel_and_fails_one_the_tpu_rejects_at_the_op_point_in_seconds():
     proc, good = _lower("-r", "rmsnorm/reference.py", "-c", "rmsnorm/pallas.py")
     assert proc.returncode == 0 and good["status"] == "PASS", proc.stderr
@@ -238,6 +247,7 @@ def test_kgate_lower_passes_a_good_kernel_and_fails_one_the_tpu_rejects_at_the_o
     assert "bfloat16[4, 512, 512]" in lowered["op-point.lowers"]["detail"]
 
 
+@pytest.mark.full
 def test_kgate_lower_fails_what_it_cannot_lower_and_refuses_bad_input_with_exit_2():
     proc, rewrite = _lower("-r", "rmsnorm/reference.py", "-c", "rmsnorm/xla_rewrite.py")
     assert proc.returncode == 2 and rewrite["gates"]["lowering"]["checks"][0]["name"] == "kernel_present"
@@ -252,6 +262,7 @@ def test_kgate_lower_of_a_candidate_that_patches_kgate_at_import_is_an_anomaly()
     assert proc.returncode == 2 and report["status"] == "ANOMALY", proc.stderr
 
 
+@pytest.mark.full
 def test_a_candidate_that_rewrites_kgates_lowering_in_its_own_process_is_an_anomaly_in_gate_and_lower():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_forges_lowering.py")
     assert report.status == "ANOMALY"
@@ -263,6 +274,7 @@ def test_a_candidate_that_rewrites_kgates_lowering_in_its_own_process_is_an_anom
 
 # -- static output coverage: what the grid writes, from the index maps, at any shape ------------
 
+@pytest.mark.full
 def test_a_grid_that_drops_the_last_block_at_the_op_point_alone_fails_static_coverage_there():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_floor_grid_at_op_point.py")
     # the seeds at TINY pass (one block, the whole array); only the runs at other shapes and the static check see it
@@ -415,6 +427,7 @@ def test_the_chip_is_a_generation_or_a_device_kind_and_a_familys_tpu_variant_nam
 
 # -- candidates that try to dodge the lowering gate ---------------------------------------------
 
+@pytest.mark.full
 def test_a_candidate_claiming_this_machine_cannot_lower_for_tpu_fails_on_its_own_lowering_error():
     """Whether a platform can be lowered for here is decided by kgate's own kernel, never by the
     candidate's error text."""
@@ -426,6 +439,7 @@ def test_a_candidate_claiming_this_machine_cannot_lower_for_tpu_fails_on_its_own
     assert "lowering rules changed after kgate started" in detail and "kgate_example_identity" in detail
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("candidate", ["bad_lowers_another_program.py", "bad_looks_for_the_lowering.py"])
 def test_a_candidate_that_shows_the_device_another_program_than_parity_ran_fails(candidate):
     report = gate("rmsnorm/reference.py", f"rmsnorm/{candidate}")
@@ -437,6 +451,7 @@ def test_a_candidate_that_shows_the_device_another_program_than_parity_ran_fails
     assert "different program for the device" in check.detail or "divisible by 8 and 128" in check.detail
 
 
+@pytest.mark.full
 def test_a_kernel_naming_another_platform_fails_when_the_target_is_a_tpu():
     proc, report = _lower("-r", "rmsnorm/reference.py", "-c", "rmsnorm/bad_claims_gpu_params.py", "--chip-kind", "v5e")
     assert proc.returncode == 2
@@ -492,6 +507,7 @@ def test_dataflow_follows_each_result_of_a_call_on_its_own_even_through_ops_anot
     assert found == {"k": True, "g": False}  # @ghost is never called
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("candidate, words", [
     ("bad_index_map.py", "different program for the device"),  # only the index map differs
     ("bad_zero_mode.py", "different program for the device"),  # NaN- vs zero-filled runs differ

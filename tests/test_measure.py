@@ -17,7 +17,7 @@ from kgate.jsonio import clean
 from kgate.verify.calibrate import CalibrateRequest, run_calibrate
 from kgate.verify.measure import MeasureRequest, run_measure
 
-# Directions and effects, measured: each runs alone under `make test` (see the Makefile).
+# Directions and effects, measured: each runs alone under `make test-full` (see the Makefile).
 pytestmark = pytest.mark.timing
 
 RMS = EXAMPLES / "rmsnorm"

@@ -285,6 +285,7 @@ def test_a_model_candidate_against_a_config_reference_is_refused(write_module):
 # -- the examples, end to end -----------------------------------------------------------------
 
 
+@pytest.mark.full
 def test_a_pallas_candidate_in_the_model_protocol_passes_and_set_shrinks_the_op_point():
     report = gate(M + "reference.py", M + "pallas.py", overrides={"batch_size": 8})
     assert report.status == "PASS", failed(report)
@@ -295,12 +296,14 @@ def test_a_pallas_candidate_in_the_model_protocol_passes_and_set_shrinks_the_op_
     assert model["weights"]["given_sha256"] == report.context["reference"]["model"]["weights"]["sha256"]
 
 
+@pytest.mark.full
 def test_a_candidate_that_draws_its_own_weights_is_given_the_reference_s_by_name():
     report = gate(M + "reference.py", M + "own_init.py")
     assert report.status == "PASS", failed(report)
     assert report.context["candidate"]["model"]["weights"]["shared_by"] == "by name"
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("candidate, says", [
     ("bad_renamed_weights.py", "the reference has weight, bias and the candidate does not; the candidate has w, b"),
     ("bad_ignores_weights.py", "left its own weight, bias in place"),
@@ -312,6 +315,7 @@ def test_weights_that_cannot_be_given_are_refused_with_exit_2(candidate, says, t
     assert error["status"] == "ERROR" and says in error["error"]["problem"]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("candidate, reason", [
     ("bad_patches_reference_class.py", "reference.Model.forward was rebound"),
     ("bad_zeroes_reference_weights.py", "are not those the reference's own process built"),
@@ -324,11 +328,13 @@ def test_a_candidate_that_changes_the_reference_in_its_own_process_fails_integri
     assert reason in check.detail
 
 
+@pytest.mark.full
 def test_a_kernel_that_only_re_lays_the_weights_fails_firing():
     report = gate(M + "reference.py", M + "bad_kernel_on_weights_only.py", overrides={"batch_size": 8})
     assert report.status == "FAIL" and failed(report) == {"firing.kernel_reads_inputs", "firing.kernel_does_the_arithmetic"}
 
 
+@pytest.mark.full
 def test_a_candidate_whose_shape_globals_disagree_with_the_reference_s_fails_integrity():
     report = parity(M + "reference.py", M + "bad_own_batch_size.py",
                     overrides={"in_features": 128, "out_features": 128})
@@ -405,6 +411,7 @@ def test_random_weights_on_a_config_module_are_refused_with_the_fix(write_module
     assert "applies to a Model module" in info.value.problem and "create_inputs" in info.value.fix
 
 
+@pytest.mark.full
 def test_a_zero_weight_reference_is_vacuous_as_shipped_and_checkable_with_random_weights():
     shipped = gate(M + "zero_init_reference.py", M + "pallas.py")
     assert shipped.status == "FAIL" and "parity.vacuous" in failed(shipped)
@@ -419,6 +426,7 @@ def test_a_zero_weight_reference_is_vacuous_as_shipped_and_checkable_with_random
     assert zeros.status == "FAIL" and "parity.error" in failed(zeros) and "parity.vacuous" not in failed(zeros)
 
 
+@pytest.mark.full
 def test_verify_keeps_the_weights_in_the_receipt_and_the_receipt_verifies(tmp_path):
     receipt = tmp_path / "receipt.json"
     done = kgate(tmp_path, "verify", "-r", EXAMPLES / M / "zero_init_reference.py", "-c", EXAMPLES / M / "pallas.py",

@@ -53,6 +53,7 @@ EXP_REFERENCE = (
 )
 
 
+@pytest.mark.full
 def test_jaxbench_baseline_loads_unchanged_and_gets_injected_seeds(write_module):
     ref = write_module("baseline.py", JAXBENCH_BASELINE)
     cand = write_module("kernel.py", PALLAS_TANH)
@@ -67,6 +68,7 @@ def test_jaxbench_baseline_loads_unchanged_and_gets_injected_seeds(write_module)
     assert report.exit_code == 1  # PASS with an advisory
 
 
+@pytest.mark.full
 def test_from_imported_prngkey_is_injected_too(write_module):
     ref = write_module(
         "baseline.py", JAXBENCH_BASELINE.replace("import jax.numpy as jnp", "import jax.numpy as jnp\nfrom jax.random import PRNGKey").replace("jax.random.PRNGKey(42)", "PRNGKey(42)")
@@ -177,6 +179,7 @@ def test_candidate_that_monkeypatches_a_library_the_reference_uses(write_module)
     assert "jax.numpy.tanh was rebound (at import)" in details
 
 
+@pytest.mark.full
 def test_entry_selects_a_named_candidate_function(write_module):
     ref = write_module("reference.py", EXP_REFERENCE)
     cand = write_module("cand.py", "import jax.numpy as jnp\ndef fast_exp(x):\n    return jnp.exp(x)\n")

@@ -62,6 +62,7 @@ def test_init_then_family_new_makes_binding_results_and_worktree(repo):
     assert "kernel_experiments/rmsnorm/family.toml" in untracked and ".repo" not in untracked
 
 
+@pytest.mark.full
 def test_records_toml_holds_any_path_text_and_key(repo):
     """A backslash, a character outside the Basic Multilingual Plane, a non-ASCII --set key and a
     tuple value all read back as written, and the family they describe can be stubbed."""
@@ -101,6 +102,7 @@ def test_an_array_op_point_matches_itself_from_toml_and_from_json(repo):
         registered.resolve(terms, overrides={"block": [16, 128]})
 
 
+@pytest.mark.full
 def test_bad_family_inputs_change_nothing(repo):
     kgate(repo, "init")
     (repo / "ops" / "untracked_ref.py").write_text("CONFIG = {'n': 8}\n")
@@ -175,6 +177,7 @@ def test_stub_commits_the_pre_registration_on_its_own_branch(repo, family):
     assert sh(wt, "git", "status", "--porcelain") == ""
 
 
+@pytest.mark.full
 def test_git_runs_hardened_and_a_hung_hook_stops_with_a_clear_error_and_nothing_moved(repo, family):
     """Every git kgate runs gets LC_ALL=C, no terminal prompt and no optional locks (seen from a real
     hook's environment); a hook that hangs is stopped at the timeout, with its children, and the
@@ -208,6 +211,7 @@ def kgate_env(cwd, extra, *args):
                           env={**os.environ, **extra})
 
 
+@pytest.mark.full
 def test_a_taken_branch_gets_the_next_free_name_and_is_left_alone(repo, family):
     wt = family / ".repo"
     sh(wt, "git", "branch", "kernel/rmsnorm-v001")
@@ -242,6 +246,7 @@ def test_bad_stubs_change_nothing(repo, family, args, message):
     assert sh(wt, "git", "branch", "--list") == branches and sh(wt, "git", "status", "--porcelain") == ""
 
 
+@pytest.mark.full
 def test_stub_refuses_a_dirty_worktree_and_an_edited_reference(repo, family):
     wt = family / ".repo"
     (wt / "ops" / "rmsnorm_ref.py").write_text("CONFIG = {'n': 9}\n")
@@ -303,6 +308,7 @@ def _receipt(wt, tmp_path, name, *command):
     return out
 
 
+@pytest.mark.full
 def test_authoring_phase_end_to_end(example_repo, tmp_path):
     repo = example_repo
     wt, page = _stub(repo, "--plan", "cand3: pallas, one row block per step — predict 1.1x")
@@ -354,6 +360,7 @@ def test_authoring_phase_end_to_end(example_repo, tmp_path):
         json.loads(r1.read_text())["candidate"]["sha256"]
 
 
+@pytest.mark.full
 def test_abandon_extension_and_pivot(example_repo):
     repo = example_repo
     wt, page = _stub(repo)
@@ -437,6 +444,7 @@ def test_bad_candidates_change_nothing(example_repo, tmp_path, setup, args, mess
     assert _state(wt, page) == before
 
 
+@pytest.mark.full
 def test_a_recorded_candidate_is_not_overwritten_and_pivot_needs_a_clean_work_dir(example_repo):
     repo = example_repo
     wt, page = _stub(repo)
@@ -454,6 +462,7 @@ def test_a_recorded_candidate_is_not_overwritten_and_pivot_needs_a_clean_work_di
         assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
 
 
+@pytest.mark.full
 def test_a_candidate_records_the_gotcha_row_that_fired_and_lint_checks_it_exists(example_repo):
     repo = example_repo
     wt, page = _stub(repo)
@@ -471,6 +480,7 @@ def test_a_candidate_records_the_gotcha_row_that_fired_and_lint_checks_it_exists
     assert any(f["code"] == "L13" and "TPU-MADE-UP" in f["evidence"] for f in json.loads(lint.stdout)["findings"])
 
 
+@pytest.mark.full
 def test_a_no_peek_violation_is_refused_with_evidence_and_a_hand_made_one_invalidates(example_repo):
     repo = example_repo
     wt = repo / "kernel_experiments" / "rmsnorm" / ".repo"
@@ -509,6 +519,7 @@ def test_a_no_peek_violation_is_refused_with_evidence_and_a_hand_made_one_invali
     assert bad.returncode == 2 and "outside the home repo" in bad.stderr
 
 
+@pytest.mark.full
 def test_a_candidate_never_commits_a_profile_a_trace_or_a_large_file(example_repo):
     repo = example_repo
     wt, page = _stub(repo)
@@ -528,6 +539,7 @@ def test_a_candidate_never_commits_a_profile_a_trace_or_a_large_file(example_rep
     assert kgate(repo, "cand", "rmsnorm", "cand1", "--why", "kept").returncode == 0
 
 
+@pytest.mark.full
 def test_a_lead_is_committed_alone_listed_in_the_report_and_refused_once_filed(example_repo):
     repo = example_repo
     wt, page = _stub(repo)
@@ -549,6 +561,7 @@ def test_a_lead_is_committed_alone_listed_in_the_report_and_refused_once_filed(e
         assert proc.returncode == 2 and message in proc.stderr
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("budget, over", [("90", True), ("180", False)])
 def test_the_reading_budget_is_checked_from_the_commit_times(example_repo, budget, over):
     repo = example_repo
@@ -577,6 +590,7 @@ def _one_failed_attempt(repo, tmp_path):
     return wt, page, transcript
 
 
+@pytest.mark.full
 def test_the_honorable_exit_files_blocked_with_the_transcript_only_after_two_attempts(example_repo, tmp_path):
     repo = example_repo
     wt, page, transcript = _one_failed_attempt(repo, tmp_path)
@@ -610,6 +624,7 @@ def test_the_honorable_exit_files_blocked_with_the_transcript_only_after_two_att
     assert "**blocked**" in report and "filed blocked (tooling): the transcript is receipts/v001-blocked-transcript.txt" in report
 
 
+@pytest.mark.full
 def test_blocked_is_not_a_way_around_the_record(example_repo, tmp_path):
     """Attempts are kgate cand commits that did not pass; a page edited to say blocked waives nothing;
     a lead does not commit hand edits of the page."""
@@ -631,6 +646,7 @@ def test_blocked_is_not_a_way_around_the_record(example_repo, tmp_path):
     assert any(f["code"] == "L02" and "cand1" in f["evidence"] for f in findings)
 
 
+@pytest.mark.full
 def test_brief_names_every_missing_item(repo, family):
     assert kgate(repo, "stub", "rmsnorm", *STUB).returncode == 0  # no diagnosis, no reading
     proc = kgate(repo, "brief", "rmsnorm")
@@ -650,6 +666,7 @@ def test_brief_names_every_missing_item(repo, family):
     assert any(m.startswith("bar:") for m in data["missing"])
 
 
+@pytest.mark.full
 def test_a_failed_commit_puts_page_receipt_and_index_back(example_repo, tmp_path):
     repo = example_repo
     wt, page = _stub(repo)
@@ -730,6 +747,7 @@ def test_the_cost_ladder_is_climbed_only_after_the_cheaper_class_missed_the_bar(
     assert "escalation cand3: xla-rewrite→kernel-authored: XLA fuses both passes already" in report.stdout
 
 
+@pytest.mark.full
 def test_a_recorded_sweep_commits_every_point_with_its_receipt_and_lints_clean(example_repo):
     repo = example_repo
     wt, page = _stub(repo)

@@ -46,6 +46,7 @@ def test_peaks_are_upper_bounds_a_cpu_core_never_reaches_and_gpus_come_from_thei
     assert math.isinf(evaluate(Work(flops=1.0), PEAKS, {"candidate": 0.0})[1]["legs"]["candidate"]["roofline_util"])
 
 
+@pytest.mark.full
 def test_measure_fails_a_candidate_timed_below_the_floor_of_the_declared_work(write_module):
     # The reference is slow (a loop whose result is multiplied by zero) and declares traffic worth
     # 2 ms at this machine's ceiling; the candidate computes the same answer in well under that.
@@ -90,6 +91,7 @@ def test_a_receipt_s_roofline_is_re_derived_from_its_medians():
     assert rederive_roofline(bare, skipped, "0.3.0") == [] and rederive_roofline(bare, {"checks": []}) == []
 
 
+@pytest.mark.full
 def test_a_reference_that_declares_no_work_says_the_floor_was_not_checked(write_module):
     ref = write_module("reference.py", (
         "import jax\nCONFIG = {'n': 64}\n"

@@ -14,6 +14,7 @@ def kgate(cwd, *args):
     return subprocess.run([sys.executable, "-m", "kgate", *map(str, args)], cwd=cwd, capture_output=True, text=True)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("template", sorted(TEMPLATES))
 def test_a_new_problem_passes_the_gate_as_generated(tmp_path, template):
     proc = kgate(tmp_path, "new", "my_op", "--from", template)

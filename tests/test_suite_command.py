@@ -100,6 +100,7 @@ def _tree(root: Path) -> Path:
     return root / "suite"
 
 
+@pytest.mark.full
 def test_a_tree_runs_end_to_end_and_the_summary_is_the_rows_own(tmp_path):
     suite = _tree(tmp_path)
     args = ["suite", suite, "--class", "xla-rewrite", "--results", tmp_path / "results", "--budget", "2",
@@ -124,6 +125,7 @@ def test_a_tree_runs_end_to_end_and_the_summary_is_the_rows_own(tmp_path):
     assert json.loads(again.stdout)["rows"] == report["rows"]
 
 
+@pytest.mark.full
 def test_an_interrupted_suite_keeps_what_finished_and_resumes_without_redoing_it(tmp_path):
     suite = _tree(tmp_path)
     (suite / "cumsum" / "xla_rewrite.py").unlink()  # the gate-only candidates: quick

@@ -18,6 +18,7 @@ def _check(report, name: str):
     return next(c for g, gate_result in report.gates.items() for c in gate_result.checks if f"{g}.{c.name}" == name)
 
 
+@pytest.mark.full
 def test_labels_differing_between_baseline_and_optimized_are_reported_not_an_anomaly_and_a_scalar_input_hashes_as_itself():
     report = gate(S + "scaled_tanh_baseline.py", S + "scaled_tanh_optimized.py")
     assert report.status == "PASS", failed(report)
@@ -29,6 +30,7 @@ def test_labels_differing_between_baseline_and_optimized_are_reported_not_an_ano
     assert _check(report, "integrity.inputs_unchanged").status == "PASS"
 
 
+@pytest.mark.full
 def test_a_size_that_differs_between_the_pair_is_still_an_anomaly(write_module):
     optimized = (EXAMPLES / S / "scaled_tanh_optimized.py").read_text().replace('"hidden": 256', '"hidden": 512')
     cand = write_module("resized_optimized.py", optimized)
@@ -53,6 +55,7 @@ def test_measure_refuses_an_override_that_changes_nothing_before_timing_anything
                                    candidate=EXAMPLES / S / "hardcoded_baseline.py", overrides={"hidden": 64}))
 
 
+@pytest.mark.full
 def test_a_python_int_input_is_a_static_argument_and_recorded():
     report = gate(S + "chunks_baseline.py", S + "chunks_optimized.py", klass="xla-rewrite")
     assert report.status == "PASS", failed(report)
@@ -60,6 +63,7 @@ def test_a_python_int_input_is_a_static_argument_and_recorded():
     assert report.context["odd_op_point"] is not None  # sized by shapes alone, the int bound in place
 
 
+@pytest.mark.full
 def test_an_eager_reference_is_honoured_and_said():
     report = gate(S + "eager_baseline.py", S + "eager_optimized.py", klass="xla-rewrite")
     assert report.context["reference"]["eager"] is True
@@ -68,6 +72,7 @@ def test_an_eager_reference_is_honoured_and_said():
     assert report.context["reference_self_check"].startswith("not needed")
 
 
+@pytest.mark.full
 def test_the_float64_oracles_failure_is_the_oracles_and_the_float32_oracle_is_used():
     report = gate(S + "pinned_conv_baseline.py", S + "pinned_conv_optimized.py", klass="xla-rewrite")
     assert "parity" not in {name for name, _ in report.failed_checks}, failed(report)
@@ -86,6 +91,7 @@ def test_reference_entry_names_the_references_function_and_the_error_names_both_
     assert "parity" not in {name for name, _ in report.failed_checks}, failed(report)
 
 
+@pytest.mark.full
 def test_an_error_inside_an_interpret_mode_callback_is_reported_by_its_innermost_exception_and_kernel_line():
     report = gate(S + "twice_baseline.py", S + "oob_read_optimized.py")
     ran = _check(report, "parity.seed42.candidate_ran")
@@ -95,6 +101,7 @@ def test_an_error_inside_an_interpret_mode_callback_is_reported_by_its_innermost
     assert "oob_read_optimized.py:9: o_ref[...] = x_ref[pl.ds(i * 8 + 64, 8), :]" in ran.detail
 
 
+@pytest.mark.full
 def test_an_interpreter_limitation_cannot_be_evaluated_here_and_is_not_the_kernels_failure():
     report = gate(S + "twice_baseline.py", S + "ref_reshape_optimized.py")
     check = _check(report, "parity.seed42.evaluable")
@@ -112,6 +119,7 @@ def test_a_removed_pallas_api_is_named_with_what_replaced_it():
 
 # The phase budget in these two sits well above what the reference's own phases take on a slow machine
 # (making inputs: 1 s here, more than 2 s on CI's) and far below the candidate's tracing (about a minute).
+@pytest.mark.full
 def test_a_phase_past_its_budget_is_stopped_and_the_report_names_the_phase_and_cause():
     report = gate(S + "twice_baseline.py", S + "unrolled_optimized.py", klass="xla-rewrite", phase_budget_s=15.0)
     ran = _check(report, "parity.candidate_ran")
@@ -120,6 +128,7 @@ def test_a_phase_past_its_budget_is_stopped_and_the_report_names_the_phase_and_c
     assert "Python loop unrolled" in ran.detail and "--phase-budget" in ran.fix
 
 
+@pytest.mark.full
 def test_a_reference_whose_compiled_program_disagrees_with_itself_is_never_graded_against():
     for candidate in ("softmax_optimized.py", "compiled_differs_baseline.py"):  # a right one and a copy: neither graded
         with pytest.raises(KgateError) as info:
@@ -128,6 +137,7 @@ def test_a_reference_whose_compiled_program_disagrees_with_itself_is_never_grade
         assert "--xla_cpu_experimental_ynn_fusion_type=" in info.value.fix
 
 
+@pytest.mark.full
 def test_cli_json_error_for_the_compiler_disagreement(tmp_path):
     result = kgate(tmp_path, "gate", "-r", str(EXAMPLES / S / "compiled_differs_baseline.py"),
                    "-c", str(EXAMPLES / S / "softmax_optimized.py"), "--class", "xla-rewrite", "--json")
@@ -136,6 +146,7 @@ def test_cli_json_error_for_the_compiler_disagreement(tmp_path):
     assert error["status"] == "ERROR" and "disagrees with itself" in error["error"]["problem"]
 
 
+@pytest.mark.full
 def test_verify_of_a_candidate_stopped_at_its_phase_budget_is_a_fail_with_a_sound_receipt(tmp_path):
     receipt = tmp_path / "receipt.json"
     result = kgate(tmp_path, "verify", "-r", EXAMPLES / S / "twice_baseline.py", "-c", EXAMPLES / S / "unrolled_optimized.py",
@@ -157,6 +168,7 @@ def test_verify_of_a_candidate_stopped_at_its_phase_budget_is_a_fail_with_a_soun
     assert kgate(tmp_path, "verify-receipt", receipt).returncode == 2
 
 
+@pytest.mark.full
 def test_a_candidate_declaring_itself_eager_is_compiled_and_timed_like_any_other():
     report = run_measure(MeasureRequest(reference=EXAMPLES / S / "matmul_baseline.py",
                                         candidate=EXAMPLES / S / "bad_declares_itself_eager.py",
@@ -167,6 +179,7 @@ def test_a_candidate_declaring_itself_eager_is_compiled_and_timed_like_any_other
     assert "eager" not in report.context["candidate"] and not any("runs eagerly" in n for n in report.notes)
 
 
+@pytest.mark.full
 def test_keys_that_matter_only_together_are_an_effect_and_a_tile_knob_beside_a_size_is_not_refused(write_module):
     ref = write_module("joint_baseline.py", '''
 import jax, jax.numpy as jnp
@@ -183,6 +196,7 @@ def workload(x):
     assert gate(str(ref), str(ref), klass="xla-rewrite").context["op_point"]["source"] == "TINY"
 
 
+@pytest.mark.full
 def test_a_string_static_input_is_graded_and_recorded(write_module):
     ref = write_module("act_baseline.py", '''
 import jax, jax.numpy as jnp
@@ -197,6 +211,7 @@ def workload(x, activation):
     assert "parity" not in {name for name, _ in report.failed_checks}, failed(report)
 
 
+@pytest.mark.full
 def test_a_compiler_simplification_the_oracle_agrees_with_is_not_called_a_fault(write_module):
     ref = write_module("logexp_baseline.py", '''
 import jax, jax.numpy as jnp

@@ -58,6 +58,7 @@ def test_kwargs_parse_as_literals_and_cross_to_a_leg_unchanged():
             parse_kwargs(bad)
 
 
+@pytest.mark.full
 def test_a_kwarg_the_entry_does_not_take_is_refused_with_what_it_takes(tmp_path):
     proc = kgate(EXAMPLES, "gate", "-r", "rmsnorm/reference.py", "-c", "rmsnorm/pallas.py", "--kwarg", "blk=16", "--json")
     assert proc.returncode == 2
@@ -65,6 +66,7 @@ def test_a_kwarg_the_entry_does_not_take_is_refused_with_what_it_takes(tmp_path)
     assert "takes no keyword argument 'blk'" in error["problem"] and "block_rows" in error["problem"]
 
 
+@pytest.mark.full
 def test_a_sweep_gates_every_point_and_never_times_a_failing_one():
     # block_rows=4 breaks the TPU's tiling (lowering FAIL, interpret parity right); sub_rows=12
     # leaves rows unwritten where it does not divide block_rows (parity FAIL). The docs' session
@@ -87,6 +89,7 @@ def test_a_sweep_gates_every_point_and_never_times_a_failing_one():
     assert "sweep: point 4/4" in proc.stderr  # progress, on stderr only
 
 
+@pytest.mark.full
 def test_a_point_right_at_the_gate_and_wrong_where_it_is_timed_is_never_timed_or_best(tmp_path):
     # The bundled RMSNorm problem with a small op-point (64 rows; TINY 16). mode=1 is right at the
     # gate's shapes (16 rows, 23 at the odd shape, at most 32 at a drawn one: a drawn size grows by

@@ -43,6 +43,7 @@ def verified(tmp_path_factory):
     return folder, receipt, proc
 
 
+@pytest.mark.full
 def test_screen_verify_passes_a_good_candidate_and_writes_a_sealed_receipt(verified):
     folder, receipt, proc = verified
     report = json.loads(proc.stdout)
@@ -76,6 +77,7 @@ def not_timed(verified):
     return receipt, proc
 
 
+@pytest.mark.full
 def test_an_interpreted_kernel_is_checked_but_not_timed_and_its_receipt_holds(not_timed):
     receipt, proc = not_timed
     report = json.loads(proc.stdout)
@@ -106,6 +108,7 @@ def test_a_receipt_cannot_claim_a_timed_outcome_without_timings(not_timed, tmp_p
     assert result["status"] == "TAMPERED", result
 
 
+@pytest.mark.full
 def test_verify_receipt_ok_on_a_fresh_receipt(verified):
     _, receipt, _ = verified
     proc = kgate("verify-receipt", receipt, "--json")
@@ -231,6 +234,7 @@ def test_compare_says_which_candidate_is_faster_with_an_interval(verified, slowe
     assert same["faster"] is None and same["verdict"].startswith("not distinguishable")
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("edit,reseal,message", [
     (lambda d: d["modules"]["reference"].update(sha256="0" * 64), True, "receipts of different problems"),
     (lambda d: d["op_point"]["values"].update(seq_len=32), True, "the op-point differs"),
@@ -289,6 +293,7 @@ def test_a_truncated_receipt_is_incomplete(verified, tmp_path):
     assert result["status"] == "INCOMPLETE"
 
 
+@pytest.mark.full
 def test_a_changed_reference_is_a_mismatch(verified, tmp_path):
     folder, receipt, _ = verified
     moved = tmp_path / "p"
@@ -332,6 +337,7 @@ def test_lock_is_compatible_with_the_flock_command(tmp_path):
     assert proc.returncode == 0 and time.monotonic() - started >= 0.6
 
 
+@pytest.mark.full
 def test_interrupting_verify_leaves_no_receipt(tmp_path):
     for name in ("reference.py", "xla_rewrite.py"):
         shutil.copy(RMS / name, tmp_path / name)
@@ -390,6 +396,7 @@ def test_published_schema_requires_what_verify_receipt_requires(verified):
     assert schema_errors(passing_with_a_failed_gate, "receipt")
 
 
+@pytest.mark.full
 def test_full_mode_names_skipped_rows_checks_the_claim_and_captures(tmp_path):
     for name in ("reference.py", "pallas.py", "bad_partial.py"):
         shutil.copy(RMS / name, tmp_path / name)
@@ -543,6 +550,7 @@ def test_lock_files_are_shared_with_the_other_users_of_the_machine():
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize(
     "candidate,klass,gate,check",
     [

@@ -74,6 +74,7 @@ def test_a_loop_that_looks_like_one_trip_but_never_counts_up_is_of_unknown_lengt
     outside_share("rmsnorm/reference.py", str(COUNTING / "bad_rms_while.py"), unknown_loops=1)
 
 
+@pytest.mark.full
 def test_honest_kernels_leave_little_arithmetic_outside_and_cheap_steps_leave_the_answer_outside():
     honest = {c: outside_share(r, c) for r, c in HONEST}
     cheats = {c: outside_share(r, c) for r, c in CHEAP_STEP}
@@ -101,6 +102,7 @@ def test_against_the_candidate_s_own_work_a_scan_around_a_negating_kernel_is_mos
     assert max(honest.values()) < OUTSIDE_WORK_LIMIT / 1.5, honest
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("reference, candidate", [
     ("cumsum/reference.py", "cumsum/bad_kernel_negates.py"),
     ("cumsum/reference.py", "cumsum/bad_kernel_doubles.py"),
