@@ -5,7 +5,7 @@ Each bad candidate is a file under examples/ whose docstring says what it gets w
 
 import pytest
 
-from conftest import failed, gate
+from conftest import failed, gate, parity
 
 
 def test_partial_work_grid_covering_half_the_rows_fails_parity():
@@ -183,6 +183,35 @@ def test_a_kernel_right_at_the_fixed_odd_shape_and_wrong_elsewhere_fails_at_a_dr
     at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
     assert at and at <= {"drawn-shape1", "drawn-shape2"}  # TINY, its edges and the fixed odd shape all passed
     assert len(report.context["drawn_op_points"]) == 2 and report.gates["firing"].status == "PASS"
+
+
+@pytest.mark.parametrize("problem,candidate,op_point", [
+    # it keeps the op-point's shape from its import and takes a wrong shortcut at any other
+    ("softmax", "bad_right_only_at_its_op_point.py", {"rows": 32, "cols": 512}),
+    pytest.param("rmsnorm", "bad_floor_grid.py", {"seq_len": 64}, marks=pytest.mark.full),  # 256 rows: whole blocks
+    pytest.param("softmax", "bad_tile_columns.py", {"rows": 32, "cols": 512}, marks=pytest.mark.full),  # whole lane tiles
+])
+def test_a_kernel_right_at_the_op_point_it_is_checked_at_fails_at_the_shapes_moved_from_tiny(problem, candidate,
+                                                                                              op_point):
+    # `parity` (and verify's checks) grade the op-point; the odd and drawn shapes move from TINY (cheap), so a
+    # kernel right at the op-point's shape alone is seen there, as the gate sees one right at TINY's alone
+    report = parity(f"{problem}/reference.py", f"{problem}/{candidate}", overrides=op_point)
+    assert report.status == "FAIL"
+    at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
+    assert at and at <= {"odd-shape", "drawn-shape1", "drawn-shape2"}, at  # every seed and edge at the op-point passed
+    values = report.context["op_point"]["values"]
+    assert all(values[k] == v for k, v in op_point.items())
+    tiny = {"softmax": {"rows": 16, "cols": 256}, "rmsnorm": {"batch": 1, "seq_len": 16, "emb_dim": 256}}[problem]
+    for shape in (report.context["odd_op_point"], *report.context["drawn_op_points"]):
+        assert set(shape) == set(tiny) and all(shape[k] <= 4 * tiny[k] for k in tiny), shape  # moved from TINY
+    assert len(report.context["drawn_op_points"]) == 2
+
+
+def test_a_kernel_may_refuse_the_shapes_parity_moves_from_tiny_at_the_op_point_it_supports():
+    report = parity("softmax/reference.py", "softmax/refuses_odd_columns.py", overrides={"rows": 32, "cols": 512})
+    assert report.status == "PASS" and report.exit_code == 1
+    refused = next(c for c in report.gates["parity"].checks if c.name == "odd-shape.refused")
+    assert refused.status == "ADVISORY" and "rows=23, cols=383" in refused.detail
 
 
 @pytest.mark.full

@@ -330,10 +330,11 @@ def test_a_receipt_cannot_borrow_an_edge_probes_floor_or_invent_a_mean_unit():
     other_oracle = copy.deepcopy(gate)  # an edge graded against another oracle than the seeds it names
     other_oracle["probes"][2]["against"] = "oracle-float64"
     assert any("not a seed probe of this output's shape, dtype and oracle" in p for p in rederive_parity(other_oracle))
-    odd = copy.deepcopy(gate)  # the odd-shape probe never shares
-    odd["probes"][2]["name"] = odd["probes"][2]["label"] = "odd-shape"
-    odd["probes"][2]["outputs"][0]["floor"]["shared_with"][-1] = "odd-shape"
-    assert any("neither a seed probe nor an edge probe" in p for p in rederive_parity(odd))
+    other = copy.deepcopy(gate)  # a probe of no kind kgate makes never shares
+    other["probes"][2]["name"] = other["probes"][2]["label"] = "lucky-shape"
+    other["probes"][2]["outputs"][0]["floor"]["shared_with"][-1] = "lucky-shape"
+    assert any("neither a seed probe, an edge probe nor a probe at another shape" in p
+               for p in rederive_parity(other))
     loose = copy.deepcopy(gate)
     loose["probes"][0]["outputs"][0]["floor"]["mean_abs_used"] = 1.0
     assert any("mean-abs unit used" in p for p in rederive_parity(loose))
@@ -342,15 +343,27 @@ def test_a_receipt_cannot_borrow_an_edge_probes_floor_or_invent_a_mean_unit():
 def test_a_probe_at_another_shape_receives_the_seeds_floor_and_keeps_its_own_where_larger():
     from dataclasses import replace
 
+    import copy
+
+    from kgate.verify.receipt import rederive_parity
+
     def graded(own, err, label="drawn-shape1"):
         shaped = replace(synthetic(7, own, err, n=96), label=label)  # another shape, the same rank
         result = evaluate(ParitySpec("floor", 5), [synthetic(1, 1e-3, 1e-3), synthetic(2, 1e-3, 1e-3), shaped])
-        return statuses(result)[f"{label}.error"], result.details["probes"][2]["outputs"][0]["floor"]
+        gate = json.loads(json.dumps(clean(result.to_json())))
+        assert rederive_parity(gate) == []  # a receipt of `parity` or verify holds these probes: each re-derives
+        return statuses(result)[f"{label}.error"], result.details["probes"][2]["outputs"][0]["floor"], gate
 
-    status, floor = graded(1e-4, 3e-3)  # 30x its own floor (one lucky draw), 3x the seeds'
+    status, floor, gate = graded(1e-4, 3e-3)  # 30x its own floor (one lucky draw), 3x the seeds'
     assert status == "PASS" and floor["shared_with"] == ["seed1", "seed2", "drawn-shape1"]
     assert graded(1e-4, 6e-3, "odd-shape")[0] == "FAIL"  # 6x the seeds' floor
     assert graded(1e-2, 3e-2)[0] == "PASS" and graded(1e-2, 6e-2)[0] == "FAIL"  # its own, larger floor holds
+    lowered = copy.deepcopy(gate)  # a receipt that claims the shape probe's floor was its own, smaller one
+    lowered["probes"][2]["outputs"][0]["floor"]["max_abs_used"] = lowered["probes"][2]["outputs"][0]["floor"]["max_abs"]
+    assert any("not the largest of the floors" in p for p in rederive_parity(lowered))
+    ranked = copy.deepcopy(gate)  # the seeds it names at another rank
+    ranked["probes"][0]["outputs"][0]["shape"] = [1, 256]
+    assert any("of this output's rank, dtype and oracle" in p for p in rederive_parity(ranked))
 
 
 def test_the_relative_grade_fails_an_absolute_error_on_small_values_and_the_receipt_re_derives_it():

@@ -572,6 +572,26 @@ def test_screen_verify_fails_known_bad_candidates_in_the_gate_that_names_them(tm
     assert (tmp_path / "r.json").exists()  # a failing verification still leaves its receipt
 
 
+@pytest.mark.full
+def test_screen_verify_fails_a_kernel_right_only_at_the_op_point_it_verifies_and_its_receipt_holds(tmp_path):
+    soft = EXAMPLES / "softmax"
+    receipt = tmp_path / "r.json"
+    proc = kgate(
+        "verify", "-r", soft / "reference.py", "-c", soft / "bad_right_only_at_its_op_point.py", "--class", "xla-rewrite",
+        "--set", "rows=32", "--set", "cols=512", "--budget", "1", "--sessions", "2", "--lock-dir", tmp_path,
+        "--receipt", receipt, "--json",
+    )
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 2 and report["status"] == "FAIL", proc.stderr[-2000:]
+    failed = {c["name"] for c in report["gates"]["parity"]["checks"] if c["status"] == "FAIL"}
+    assert failed and all(name.startswith(("odd-shape.", "drawn-shape")) for name in failed), failed
+    assert report["gates"]["firing"]["status"] == "PASS"  # a real rewrite at the op-point, right there
+    shapes = [report["odd_op_point"], *report["drawn_op_points"]]
+    assert len(shapes) == 3 and all(s["rows"] <= 64 and s["cols"] <= 1024 for s in shapes), shapes  # from TINY
+    again = kgate("verify-receipt", receipt, "--json", "--no-regenerate")
+    assert again.returncode == 0 and json.loads(again.stdout)["status"] == "OK", again.stdout  # a FAIL, re-derived
+
+
 def _tolerance_gate(spec, status, max_abs, violations=None, expected=1.0):
     out = {"path": "out", "candidate": {"max_abs": max_abs, "mean_abs": max_abs / 10, "max_rel": 0.0, "expected": expected}}
     if violations is not None:

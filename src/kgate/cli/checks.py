@@ -317,7 +317,8 @@ def parity(
     """Parity gate: does the candidate compute what the reference computes?
 
     Multi-seed (the given seeds plus one drawn at random for this run), at the module's
-    CONFIG op-point (with --set overrides). The default spec compares against the
+    CONFIG op-point (with --set overrides), plus an odd shape and two drawn shapes moved
+    from TINY (a kernel may refuse those: an advisory). The default spec compares against the
     reference recomputed in float32 (float64 when that floor is degenerate) and allows
     MULT x the reference's own error. The reference and the candidate run in separate
     fresh processes; this one grades.
@@ -613,7 +614,8 @@ def verify(
 ) -> None:
     """Independent verification: every leg in a fresh process, one report, one receipt.
 
-    --mode screen: integrity + multi-seed parity + firing audit at the op-point, then
+    --mode screen: integrity + multi-seed parity (with shape probes moved from TINY) +
+    firing audit at the op-point, then
     co-measured timing (+ the bar), each leg in a fresh process holding the chip lock,
     with no persistent compilation cache; a kernel the checks found running in an
     interpreter is not timed (--time-interpreted times it anyway). --mode full adds a second cold process in

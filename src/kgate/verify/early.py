@@ -101,7 +101,8 @@ def run_probe_legs(
     with tempfile.TemporaryDirectory(prefix="kgate-probes-") as scratch:
         folder = Path(workdir) if workdir is not None else Path(scratch)
         ref_dir, cand_dir = folder / "reference", folder / "candidate"
-        ref_req = {**common, "seeds": list(seeds), "workdir": str(ref_dir), "edges": True, "odd": use_tiny,
+        ref_req = {**common, "seeds": list(seeds), "workdir": str(ref_dir), "edges": True,
+                   "odd": True if use_tiny else "tiny",  # other shapes: from the op-point (TINY), or from TINY
                    "programs": refcache.SHARED.offer(env),
                    "reference_compiled": with_firing and request.klass != "kernel-authored",
                    "reference_arithmetic": with_firing and request.klass == "kernel-authored"}

@@ -11,6 +11,7 @@ in the parent, which imports neither module.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -60,7 +61,8 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
         # every probe is held at once: a first estimate (the shape probes at least the op-point's size),
         # and the memory free now, before any input exists; once chosen, each shape counts at its own
         available = backend.available_memory()
-        held = len(req["seeds"]) + (3 if req.get("edges") else 0) + (3 if req.get("odd") else 0)
+        base = tiny_base(reference, op_point.values) if req.get("odd") == "tiny" else {}
+        held = len(req["seeds"]) + (3 if req.get("edges") else 0) + (3 if req.get("odd") and not base else 0)
         sized = backend.ensure_fits(reference, req["dtype"], held, op_point.values)
         for seed in req["seeds"]:
             inputs, how = backend.create_inputs(reference, seed, req["dtype"])
@@ -71,29 +73,37 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
         # the candidate's process starts on these while the shape probes' inputs are made
         handed = announce(probes, 0)
         beat("phase making the shape probes' inputs")
-        odd = odd_op_point(backend, reference, req["dtype"], op_point.values) if req.get("odd") and sized else None
         odd_note = ""
-        if req.get("odd") and not odd:
-            odd_note = ("no odd-shape probe: " + ("create_inputs cannot be sized by shapes alone (it needs concrete "
-                        "values)" if not sized else "the reference accepts no integer size "
-                        "made odd (3 x 2^a - 1, or plus one), or its shapes do not follow its op-point (CONFIG or "
-                        "shape globals)"))
-        if odd:
-            room = shape_room(backend, reference, req["dtype"], available, len(made), op_point.values, [odd])
-            with config_set(odd, reference.config):
-                inputs, how = backend.create_inputs(reference, req["seeds"][0], req["dtype"])
-            hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": ODD_LABEL, "seeding": how,
-                       "config": odd}, inputs)
-            # two more shapes, from the run's drawn seed: which sizes move, and by how much
-            shapes = drawn_op_points(backend, reference, req["dtype"], op_point.values, req["seeds"][-1], odd, room)
-            if len(shapes) < 2:
-                odd_note = (f"{len(shapes)} of 2 drawn-shape probes: no other draw of {DRAWS} the reference accepts, that "
-                            "builds another program, and fits (at most 4x the op-point's bytes, and the memory left)")
-            for n, drawn in enumerate(shapes, 1):
-                with config_set(drawn, reference.config):
-                    inputs, how = backend.create_inputs(reference, req["seeds"][-1], req["dtype"])
-                hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][-1], "label": f"{DRAWN_LABEL}{n}",
-                           "seeding": how, "config": drawn}, inputs)
+        # the shapes move from `base` over the op-point: from the op-point itself (the gate's, TINY
+        # already), or, at a verified op-point, from TINY (a kernel right only at the op-point's
+        # shapes meets other ones at the cost of TINY's); each probe's config is whole from there
+        at_op_point = backend.footprint(reference, req["dtype"]) if base and sized else None
+        with config_set(base, reference.config) if base else contextlib.nullcontext():
+            values = {**op_point.values, **base}
+            odd = odd_op_point(backend, reference, req["dtype"], values) if req.get("odd") and sized else None
+            if req.get("odd") and not odd:
+                odd_note = ("no odd-shape probe: " + ("create_inputs cannot be sized by shapes alone (it needs "
+                            "concrete values)" if not sized else "the reference accepts no integer size "
+                            "made odd (3 x 2^a - 1, or plus one), or its shapes do not follow its op-point (CONFIG "
+                            "or shape globals)"))
+            if odd:
+                room = shape_room(backend, reference, req["dtype"], available, len(made), op_point.values, [odd],
+                                  at_op_point)
+                with config_set(odd, reference.config):
+                    inputs, how = backend.create_inputs(reference, req["seeds"][0], req["dtype"])
+                hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": ODD_LABEL, "seeding": how,
+                           "config": {**base, **odd}}, inputs)
+                # two more shapes, from the run's drawn seed: which sizes move, and by how much
+                shapes = drawn_op_points(backend, reference, req["dtype"], values, req["seeds"][-1], odd, room)
+                if len(shapes) < 2:
+                    odd_note = (f"{len(shapes)} of 2 drawn-shape probes: no other draw of {DRAWS} the reference accepts, "
+                                "that builds another program, and fits (at most 4x the bytes of the shape they move "
+                                "from, and the memory left)")
+                for n, drawn in enumerate(shapes, 1):
+                    with config_set(drawn, reference.config):
+                        inputs, how = backend.create_inputs(reference, req["seeds"][-1], req["dtype"])
+                    hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][-1], "label": f"{DRAWN_LABEL}{n}",
+                               "seeding": how, "config": {**base, **drawn}}, inputs)
         announce(probes[handed:], 1)
         arithmetic: dict[str, Any] | None = None
         if req.get("reference_arithmetic") and made and hasattr(backend, "arithmetic"):
@@ -249,6 +259,17 @@ def tile_unfriendly(n: int) -> int:
     return m
 
 
+def tiny_base(reference: Any, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The sizes of the module's TINY that differ from the op-point's `values` (a verified
+    op-point's shape probes move from there); empty without a TINY, where they move from the
+    op-point itself."""
+    tiny = vars(reference.module).get("TINY")
+    if not isinstance(tiny, Mapping):
+        return {}
+    return {k: v for k, v in tiny.items() if k in values and isinstance(v, int) and not isinstance(v, bool)
+            and v != values[k]}
+
+
 def odd_op_point(backend: Any, reference: Any, dtype: str | None, values: Mapping[str, Any]) -> dict[str, int] | None:
     """Sizes that are not multiples of any tile, with large remainders: every integer op-point
     key taken to `tile_unfriendly` size (or, where the reference cannot make that, to size plus
@@ -315,11 +336,12 @@ def shape_draws(values: Mapping[str, Any], seed: int) -> list[list[dict[str, int
 
 
 def shape_room(backend: Any, reference: Any, dtype: str | None, available: tuple[int, str] | None, probes: int,
-               values: Mapping[str, Any], shapes: list[dict[str, int]]) -> float:
+               values: Mapping[str, Any], shapes: list[dict[str, int]], at_op_point: Any = None) -> float:
     """Bytes left of `available` (taken before any input was made) for more probes once `probes`
     probes at the op-point and one at each of `shapes` are held, each counted at its own size
-    (refused when they cannot fit); unbounded where the memory or the footprint is unknown."""
-    size = backend.footprint(reference, dtype)
+    (refused when they cannot fit); unbounded where the memory or the footprint is unknown.
+    `at_op_point`: the op-point's footprint where the shapes move from elsewhere (TINY, set now)."""
+    size = at_op_point if at_op_point is not None else backend.footprint(reference, dtype)
     if available is None or size is None:
         return math.inf
     footprints = []

@@ -23,7 +23,7 @@ import numpy as np
 from kgate.errors import KgateError
 from kgate.gates import stats
 from kgate.gates.bar import evaluate_bar, ordering_status, parse_bar
-from kgate.gates.parity import EDGE_PREFIX, SMALLEST_SHARE, ParitySpec, graded_relative, half_ulp
+from kgate.gates.parity import DRAWN_LABEL, EDGE_PREFIX, ODD_LABEL, SMALLEST_SHARE, ParitySpec, graded_relative, half_ulp
 from kgate.jsonio import check_schema, clean, write_atomic
 
 SCHEMA = "kgate.receipt"
@@ -87,9 +87,10 @@ def _floor_source_problems(
     where: str, name: str, out: Mapping[str, Any], records: Mapping[tuple[str, str], tuple[Mapping[str, Any], Mapping[str, Any]]]
 ) -> list[str]:
     """The floor graded against must be the probe's own, or the largest of its own and, scaled
-    to its own largest output, the relative floors of the seed probes of the same shape and
-    dtype it names whose floor goes beyond the output's rounding (`computes`); half an ulp
-    only where all of those are exactly zero. The mean-abs unit follows the same way."""
+    to its own largest output, the relative floors of the seed probes of the same shape (for a
+    probe at another shape, the same rank) and dtype it names whose floor goes beyond the
+    output's rounding (`computes`); half an ulp only where all of those are exactly zero. The
+    mean-abs unit follows the same way."""
     floor, path = out["floor"], out["path"]
     names = list(floor.get("shared_with") or [name])
     if name not in names:
@@ -98,13 +99,25 @@ def _floor_source_problems(
     if missing:
         return [f"{where}: the floor is shared with probes the receipt does not hold: {missing}"]
     own = records[(name, path)][0]  # held: the probe is among the names, none missing
-    if len(names) > 1 and own.get("label") and not str(own["label"]).startswith(EDGE_PREFIX):
-        return [f"{where}: a probe that is neither a seed probe nor an edge probe shares a floor"]
+    label = str(own.get("label") or "")
+    # a probe at another shape (the odd and drawn shapes) receives the floor of seed probes of the
+    # same rank; an edge probe, of seed probes of its very shape
+    shaped = label == ODD_LABEL or label.startswith(DRAWN_LABEL)
+    if len(names) > 1 and label and not label.startswith(EDGE_PREFIX) and not shaped:
+        return [f"{where}: a probe that is neither a seed probe, an edge probe nor a probe at another shape "
+                "shares a floor"]
+
+    def same_shape(o: Mapping[str, Any]) -> bool:
+        theirs, mine = o.get("shape"), out.get("shape")
+        if shaped:
+            return isinstance(theirs, list) and isinstance(mine, list) and len(theirs) == len(mine)
+        return theirs == mine
+
     others = [records[(n, path)] for n in names if n != name]
-    if any(p.get("label") or o.get("shape") != out.get("shape") or o.get("dtype") != out.get("dtype")
+    if any(p.get("label") or not same_shape(o) or o.get("dtype") != out.get("dtype")
            or p.get("against") != own.get("against") for p, o in others):
-        return [f"{where}: the floor is shared with a probe that is not a seed probe of this output's shape, dtype "
-                "and oracle"]
+        return [f"{where}: the floor is shared with a probe that is not a seed probe of this output's "
+                f"{'rank' if shaped else 'shape'}, dtype and oracle"]
     size = float(floor.get("scale", 0.0)) if len(names) > 1 else 0.0
     largest, largest_mean = float(floor["max_abs"]), float(floor["mean_abs"])
     for _, other in [records[(n, path)] for n in names]:

@@ -336,6 +336,9 @@ def _finish(
         "op_point": source.get("op_point", {}),
         "seeds": list(checks_leg.get("seeds", request.seeds)),
         "random_seed": checks_leg.get("random_seed"),
+        # the shape probes' sizes, moved from TINY (`kgate parity`): what a rerun needs besides the seeds
+        "odd_op_point": checks_leg.get("odd_op_point"),
+        "drawn_op_points": checks_leg.get("drawn_op_points", []),
         "input_dtypes": checks_leg.get("input_dtypes", measure_leg.get("input_dtypes", [])),
         "static_inputs": checks_leg.get("static_inputs", measure_leg.get("static_inputs", [])),
         "device": source.get("device", {}),
@@ -550,6 +553,8 @@ def _receipt_body(
         "op_point": data.get("op_point", {}),
         "seeds": list(data.get("seeds", request.seeds)),
         "random_seed": data.get("random_seed"),
+        "odd_op_point": data.get("odd_op_point"),
+        "drawn_op_points": data.get("drawn_op_points", []),
         "inputs": checks_leg.get("input_sha256", {}),
         "outputs": checks_leg.get("output_sha256", {}),
         "timed_inputs": measure_leg.get("input_sha256"),
