@@ -41,6 +41,22 @@ def test_rebinding_kgate_gates_at_import_changes_no_verdict():
     assert "parity.error" in failed(report)  # graded in a process that never imported the candidate
 
 
+HELD = "had what it holds replaced in place"
+
+
+@pytest.mark.parametrize("candidate,where", [
+    ("bad_swaps_jit_in_its_closure.py", "jax.jit"),  # a closure cell's contents, on the first call
+    pytest.param("bad_reinits_a_property.py", "jaxlib._jax.ArrayImpl.dtype", marks=pytest.mark.full),  # at import
+    pytest.param("bad_resets_a_partial.py", "jax._src.lax.lax._ones", marks=pytest.mark.full),  # __setstate__
+])
+def test_a_patch_inside_what_a_library_callable_holds_is_an_anomaly(candidate, where):
+    # the callable stays the same object, with the same code and defaults: only what it holds changed
+    report = gate("softmax/reference.py", f"softmax/{candidate}", klass="xla-rewrite")
+    assert report.status == "ANOMALY"
+    assert f"{where} {HELD}" in _integrity_text(report), _integrity_text(report)
+    assert report.gates["parity"].status == "PASS"  # right answers: the patch alone is the anomaly
+
+
 @pytest.mark.full
 def test_exit_hook_cannot_erase_the_record_of_a_patch():
     report = gate("softmax/reference.py", "softmax/bad_forges_leg_result.py")

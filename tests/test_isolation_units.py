@@ -55,6 +55,52 @@ def test_surface_watch_names_rebound_functions_class_members_and_replaced_code_a
         del sys.modules["kgate_fake_watch"]
 
 
+HOLDERS = (
+    "import functools\n"
+    "def _wrap(real):\n"
+    "    def wrapper(*a):\n"
+    "        return real(*a)\n"
+    "    return wrapper\n"
+    "def double(x):\n    return 2 * x\n"
+    "jit = _wrap(double)\n"
+    "ones = functools.partial(double, x=1)\n"
+    "class Array:\n"
+    "    @property\n"
+    "    def dtype(self):\n        return 'float32'\n"
+    "    @staticmethod\n"
+    "    def make(x):\n        return jit(x)\n"
+)
+
+
+def test_a_patch_made_inside_what_a_watched_callable_holds_is_named_and_put_back():
+    lib = types.ModuleType("libfake_holders")
+    exec(HOLDERS, vars(lib))
+    lib.Array.__module__ = lib.__name__
+    sys.modules[lib.__name__] = lib
+    try:
+        snap = snapshot_surface([lib.__name__])
+        jit_cell, real = lib.jit.__closure__[0], lib.double
+        keywords, prop = lib.ones.keywords, vars(lib.Array)["dtype"]
+        assert snap.diff() == [] and lib.jit(2) == 4 and lib.ones() == 2 and lib.Array().dtype == "float32"
+        jit_cell.cell_contents = lambda x: -x  # the closure cell: `jit` is the same object, same code
+        lib.ones.__setstate__((lambda x: 0, (), keywords, None))  # the partial's function, in place
+        property.__init__(prop, lambda self: "bfloat16")  # the property re-initialised in place
+        assert lib.jit(2) == -2 and lib.ones() == 0 and lib.Array().dtype == "bfloat16"
+        held = "had what it holds replaced in place (a closure cell, a partial's arguments or a property's accessors)"
+        assert snap.diff() == [f"libfake_holders.{name} {held}" for name in ("Array.dtype", "jit", "ones")]
+        snap.restore()
+        assert snap.diff() == [] and lib.jit(2) == 4 and lib.ones() == 2 and lib.Array().dtype == "float32"
+        assert lib.ones.keywords is keywords and vars(lib.Array)["dtype"] is prop
+        keywords["x"] = 5  # a keyword's value changed in the dict the partial keeps
+        del jit_cell.cell_contents  # a cell emptied
+        assert snap.diff() == [f"libfake_holders.{name} {held}" for name in ("jit", "ones")]
+        snap.restore()
+        assert snap.diff() == [] and lib.jit(2) == 4 and lib.ones() == 2
+        assert jit_cell.cell_contents is real
+    finally:
+        del sys.modules[lib.__name__]
+
+
 def test_a_librarys_state_changing_is_not_a_patch_but_its_functions_are():
     mod = _module("libfake_state")
     try:

@@ -9,7 +9,9 @@ against. Taking a snapshot before the import and diffing after names each change
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
+import itertools
 import sys
 import types
 from collections.abc import Iterable
@@ -60,6 +62,73 @@ def _code_content(code: Any) -> str | None:
     h = hashlib.sha256(code.co_code)
     h.update(repr(code.co_consts).encode())
     return h.hexdigest()[:16]
+
+
+def _held(value: Any) -> tuple[Any, tuple[Any, ...]] | None:
+    """What a watched callable holds besides its code, each part an object that can be swapped
+    in place while the callable, its code and its defaults stay the same objects: a function's
+    closure cells' contents (`jax.jit` is a wrapper whose cell holds the real jit), a partial's
+    function, arguments and keywords (`partial.__setstate__`), a property's accessors
+    (`property.__init__` called again). As (where to read them again, what they were): for a
+    closure its cells (a function's cells are fixed: `__closure__` cannot be assigned, nor code
+    with other free variables), else the object itself. None for what holds none of these."""
+    fn = getattr(value, "__func__", value)
+    if isinstance(fn, types.FunctionType) and fn.__closure__:
+        return fn.__closure__, tuple(_cell_contents(cell) for cell in fn.__closure__)
+    if isinstance(value, (functools.partial, property)):
+        return value, _holds(value)
+    return None
+
+
+def _holds(value: Any) -> tuple[Any, ...]:
+    """A partial's or a property's parts (`_held`): a partial's keywords dict, and each key and value in it."""
+    if isinstance(value, functools.partial):
+        return (value.func, value.args, value.keywords, *itertools.chain.from_iterable(value.keywords.items()))
+    return (value.fget, value.fset, value.fdel)
+
+
+_EMPTY_CELL = object()  # what an empty cell (`del cell.cell_contents`) holds
+
+
+def _cell_contents(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _EMPTY_CELL
+
+
+def _held_changed(held: tuple[Any, tuple[Any, ...]]) -> bool:
+    """Whether anything `_held` recorded is not the very object it was (read after every timed
+    round: the common case, a closure's cells, is one identity test per cell)."""
+    where, kept = held
+    if type(where) is tuple:
+        try:
+            for cell, was in zip(where, kept):
+                if cell.cell_contents is not was:
+                    return True
+            return False
+        except ValueError:  # a cell empty now (or then)
+            return any(_cell_contents(cell) is not was for cell, was in zip(where, kept))
+    now = _holds(where)
+    return len(now) != len(kept) or any(a is not b for a, b in zip(now, kept))
+
+
+def _put_back_held(held: tuple[Any, tuple[Any, ...]]) -> None:
+    """Put what a callable held back in place (`_held`)."""
+    where, kept = held
+    if type(where) is tuple:
+        for cell, was in zip(where, kept):
+            if was is not _EMPTY_CELL:
+                cell.cell_contents = was
+            elif _cell_contents(cell) is not _EMPTY_CELL:
+                del cell.cell_contents
+    elif isinstance(where, functools.partial):
+        func, args, keywords = kept[:3]
+        keywords.clear()
+        keywords.update(zip(kept[3::2], kept[4::2]))
+        where.__setstate__((func, args, keywords, vars(where) or None))
+    else:
+        property.__init__(where, *kept, where.__doc__)
 
 
 def _code_identity(fn: Any, code: Any) -> tuple[int, str, str] | None:
@@ -215,8 +284,8 @@ _ATOMS = frozenset({type(None), bool, int, float, complex, str, bytes})
 # views); its name there; the object bound then; the function whose code and defaults count; what
 # it wraps then (`__func__`, None: nothing); its code object then (None: none); its __defaults__
 # then; whether those are immutable atoms and no keyword defaults (unchanged while the very same
-# tuple is bound); the repr of both then.
-_Watched = tuple[str, Any, str, Any, Any, Any, Any, Any, bool, tuple[str, str]]
+# tuple is bound); the repr of both then; what it held then (`_held`; None: nothing).
+_Watched = tuple[str, Any, str, Any, Any, Any, Any, Any, bool, tuple[str, str], Any]
 
 
 @dataclass(frozen=True)
@@ -241,6 +310,7 @@ class SurfaceSnapshot:
     namespaces: tuple[tuple[str, Any, frozenset[str], bool], ...] = ()  # (key prefix, live namespace, names, a class's)
     # the modules kgate's own modules bind (`time`, `os`): (key, live namespace, name, module)
     submodules: tuple[tuple[str, Any, str, Any], ...] = ()
+    held: dict[str, tuple[Any, tuple[Any, ...]]] = field(default_factory=dict)  # key -> what it held (`_held`), kept alive
     _watched: list[list[_Watched]] = field(default_factory=list)  # made from `originals` at the first diff
 
     def diff(self, content: bool = False) -> list[str]:
@@ -264,7 +334,7 @@ class SurfaceSnapshot:
             self._watched.append(list(self._bindings()))  # a list: candidate code walking gc.get_objects() may hold it as it grows, which a tuple cannot survive
         changes: list[str] = []
         walk = False
-        for key, namespace, attr, value, fn, func, code, defaults, simple, reprs in self._watched[0]:
+        for key, namespace, attr, value, fn, func, code, defaults, simple, reprs, held in self._watched[0]:
             now = namespace.get(attr, _MISSING)
             if now is not value:
                 walk = walk or isinstance(value, type)  # its members are now another class's: compared by name too
@@ -276,6 +346,9 @@ class SurfaceSnapshot:
                                            and getattr(fn, "__kwdefaults__", None) is None) and (
                     repr(getattr(fn, "__defaults__", None)), repr(getattr(fn, "__kwdefaults__", None))) != reprs:
                 changes.append(f"{key} had its code or defaults replaced")
+            elif held is not None and _held_changed(held):
+                changes.append(f"{key} had what it holds replaced in place (a closure cell, a partial's arguments "
+                               "or a property's accessors)")
             elif content and _code_content(code) != self.digests[key]:
                 changes.append(f"{key} had its code changed in place")
         changes += self._submodules_changed()
@@ -311,7 +384,7 @@ class SurfaceSnapshot:
             # a plain function's defaults as kept; anything else's are compared by repr
             defaults = state[1] if state is not None else _MISSING
             simple = state is not None and state[2] is None and (defaults is None or set(map(type, defaults)) <= _ATOMS)
-            yield key, vars(holder), attr, value, fn, func, code, defaults, simple, reprs
+            yield key, vars(holder), attr, value, fn, func, code, defaults, simple, reprs, self.held.get(key)
 
     def _walked_diff(self, content: bool) -> list[str]:
         now = _surface(self.modules, self.owned_prefix)[0]
@@ -363,6 +436,12 @@ class SurfaceSnapshot:
                     fn.__code__, fn.__defaults__, fn.__kwdefaults__ = state
             except (AttributeError, TypeError):
                 pass  # a read-only holder: nothing could have changed it
+        for held in self.held.values():
+            if _held_changed(held):
+                try:
+                    _put_back_held(held)
+                except (AttributeError, TypeError, ValueError):
+                    pass
         for _, namespace, attr, module in self.submodules:
             namespace[attr] = module
         for key in now.keys() - self.entries.keys():
@@ -438,6 +517,7 @@ def snapshot_surface(module_names: Iterable[str], owned_prefix: str = "kgate") -
     names = tuple(sorted(set(module_names)))
     entries, originals = _surface(names, owned_prefix, keep=True)
     digests = {key: _code_content(kept[4]) for key, kept in originals.items()}
+    held = {key: found for key, kept in originals.items() if (found := _held(kept[2])) is not None}
     loaded = {name: sys.modules.get(name) for name in names}
     namespaces: list[tuple[str, Any, frozenset[str], bool]] = []
     submodules: list[tuple[str, Any, str, Any]] = []
@@ -452,7 +532,7 @@ def snapshot_surface(module_names: Iterable[str], owned_prefix: str = "kgate") -
             if isinstance(value, type) and getattr(value, "__module__", None) == name and f"{name}.{attr}" in originals:
                 namespaces.append((f"{name}.{attr}", vars(value), frozenset(vars(value)), True))
     return SurfaceSnapshot(entries, names, owned_prefix, originals, digests, loaded, tuple(namespaces),
-                           tuple(submodules))
+                           tuple(submodules), held)
 
 
 def loaded_modules(*prefixes: str) -> list[str]:
