@@ -643,6 +643,39 @@ def test_turning_the_subreaper_off_to_hide_an_orphan_is_seen_from_both_sides(tmp
     outside = checks["measure.parent_processes"]
     assert outside["status"] == "FAIL" and "as kgate saw them from outside it" in outside["detail"], outside
 
+def _running(marker: str) -> list[int]:
+    """The live processes whose command line carries `marker`."""
+    import os
+
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                if marker.encode() in cmdline.read() and _alive(int(entry)):
+                    found.append(int(entry))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
+def test_a_leg_stopped_past_its_phase_budget_takes_the_daemon_it_started_with_it():
+    import os
+    import signal
+
+    marker = "kgate-bad-daemon-then-hangs"
+    try:
+        report = gate("rmsnorm/reference.py", "rmsnorm/bad_daemon_then_hangs.py", klass="xla-rewrite",
+                      phase_budget_s=4)
+        assert report.status == "FAIL" and "parity.candidate_ran" in failed(report)
+        (ran,) = [c for c in report.gates["parity"].checks if c.name == "candidate_ran"]
+        assert "was stopped" in ran.detail and "the candidate on probe p0" in ran.detail, ran.detail
+        assert _running(marker) == []  # stopped with the leg, not left spinning beside what runs next
+    finally:
+        for pid in _running(marker):  # never leave one behind in the test run
+            os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.full
 def test_a_daemon_left_running_after_the_candidate_s_checks_fails_the_gate_and_is_stopped():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_daemon_spinner.py", klass="xla-rewrite")

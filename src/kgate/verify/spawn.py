@@ -87,15 +87,23 @@ class LegProcess:
             self.stdin = None
 
     def discard(self) -> None:
-        """End a held leg that will not be needed (the run stopped before timing)."""
-        if self.proc.poll() is None:
-            self.kill_group()
-            self.proc.kill()
-        self.proc.wait()
+        """End a held leg that will not be needed (the run stopped before timing), and whatever it
+        started."""
+        self._end()
         if self.stdin is not None:
             self.stdin.close()
             self.stdin = None
         self._join()
+        self.left_behind(linger_s=0.0)
+
+    def _end(self) -> None:
+        """Stop the leg and its process group, having looked once more at what runs below it (a
+        process in a session of its own escapes the group: it is found again as an orphan)."""
+        if self.proc.poll() is None:
+            self.look()
+            self.kill_group()
+            self.proc.kill()
+        self.proc.wait()
 
     def wait_beat(self, text: str, timeout_s: float = 600.0, budget_s: float | None = None) -> bool:
         """Block until the leg writes `text` on its beat channel; False if it exited first, or
@@ -140,10 +148,9 @@ class LegProcess:
         over = self.overrun(budget_s) if budget_s else None
         if over is None:
             return None
-        self.kill_group()
-        self.proc.kill()
-        self.proc.wait()
+        self._end()
         self._join()
+        self.left_behind(linger_s=0.0)  # what it started dies with it: nothing of it runs on beside the next leg
         phase, elapsed = over
         cause = next((text for prefix, text in PHASE_CAUSES.items() if phase.startswith(prefix)), "unknown")
         return {"status": "CRASHED", "returncode": self.proc.returncode, "error": {
@@ -165,8 +172,9 @@ class LegProcess:
         try:
             self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+            self._end()
+            self._join()
+            self.left_behind(linger_s=0.0)
             return self._crashed(f"the {self.kind} leg ran past {timeout_s:.0f} s and was stopped")
         finally:
             if self.stdin is not None:
@@ -246,15 +254,19 @@ class LegProcess:
         """Orphans here that are not another live leg's (by its session: a leg that runs candidate
         code leads one); those of a finished leg, or of none, count for every leg."""
         found = census.strays(self.before)
-        others = {leg.proc.pid for leg in _LIVE if leg is not self and leg.own_session and leg.proc.poll() is None}
+        # a copy taken at once (the GIL holds through it): the legs' watcher threads read _LIVE while the
+        # thread that ends a leg takes it out, and a set changed mid-iteration would end the watcher
+        others = {leg.proc.pid for leg in list(_LIVE)
+                  if leg is not self and leg.own_session and leg.proc.poll() is None}
         return {pid: s for pid, s in found.items() if s.session not in others}
 
-    def left_behind(self) -> list[dict[str, Any]]:
+    def left_behind(self, linger_s: float | None = None) -> list[dict[str, Any]]:
         """After the leg exited: what it started (below it, or come here as an orphan) that is still
-        running LINGER_S later, stopped (SIGKILL) and reaped; a zombie is reaped and not counted."""
+        running `linger_s` (default LINGER_S) later, stopped (SIGKILL) and reaped; a zombie is reaped
+        and not counted. A leg kgate stopped itself (past its budget, or not needed) gets no grace: 0."""
         if not census.processes_available():
             return []
-        deadline = time.monotonic() + LINGER_S
+        deadline = time.monotonic() + (LINGER_S if linger_s is None else linger_s)
         while True:
             self.look(tree=False)
             alive = {pid: r for pid, r in self.processes.items()
