@@ -65,6 +65,9 @@ def test_usage_errors_exit_2_and_print_the_error_object_under_json():
     assert bad_value.returncode == 2 and "--seed" in json.loads(bad_value.stdout)["error"]["problem"]
     plain = kgate("gate", "--no-such-option")
     assert plain.returncode == 2 and "error:" in plain.stderr
+    for words in ((), ("family",)):  # no command: the help, then what is missing, never an empty error line
+        bare = kgate(*words)
+        assert bare.returncode == 2 and "error: no command given." in bare.stderr, bare.stderr[-300:]
 
 
 @pytest.mark.full

@@ -27,6 +27,9 @@ def test_a_transition_climbs_two_rungs_of_the_ladder():
                       ("refute->flag", "is not FROM->TO"), ("xla-rewrite", "is not FROM->TO")]:
         with pytest.raises(KgateError, match=said):
             ladder.parse(bad)
+    with pytest.raises(KgateError) as skipped:
+        ladder.parse("flag->kernel-authored")
+    assert "an xla-rewrite candidate that misses the bar first" in skipped.value.fix  # never "a xla-rewrite"
 
 
 def test_only_a_miss_of_the_registered_bar_by_the_cheaper_class_backs_a_climb():

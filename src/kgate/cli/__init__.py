@@ -69,7 +69,9 @@ def main() -> None:
         if code == 130:  # typer's own exit for a Ctrl-C it caught: an interruption is exit 2 here
             code = _fail(as_json, KgateError("interrupted: nothing was written.", "run the command again."))
     except click_exceptions.UsageError as exc:
-        code = _fail(as_json, KgateError(exc.format_message(), _usage_fix(exc)))
+        # no command at all (`kgate`, `kgate family`): the help was printed; say what is missing
+        problem = exc.format_message().strip() or "no command given."
+        code = _fail(as_json, KgateError(problem, _usage_fix(exc)))
     except _ABORT:
         code = _fail(as_json, KgateError("interrupted: nothing was written.", "run the command again."))
     except BrokenPipeError:

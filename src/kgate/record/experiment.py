@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
-from kgate.errors import KgateError
+from kgate.errors import KgateError, article
 from kgate.jsonio import as_json, write_atomic
 from kgate.problem.module import file_sha256
 from kgate.record.stub import planned_what
@@ -383,7 +383,7 @@ def _escalation(ex: Experiment, page: Page, request: CandRequest) -> tuple[str, 
             summaries[row.candidate] = None
     if (why := ladder.unbacked(src, page.front.get("bar"), ladder.earlier(page.ledger.rows, summaries))) is not None:
         raise KgateError(f"--escalate {src}->{dst} is not backed: {why}.",
-                         f"climb the ladder only after a {src} candidate, measured against the registered bar "
+                         f"climb the ladder only after {article(src)} {src} candidate, measured against the registered bar "
                          f"(kgate measure --family {ex.family.slug}), missed it.")
     return src, dst
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kgate.errors import KgateError
+from kgate.errors import KgateError, article
 from kgate.record.summary import ReportSummary
 
 LADDER: Final = ("flag", "xla-rewrite", "kernel-authored")  # cheapest first; `refute` is not a rung
@@ -34,7 +34,7 @@ def parse(transition: str) -> tuple[str, str]:
     if rung(dst) != rung(src) + 1:  # type: ignore[operator]
         skipped = LADDER[rung(src) + 1]  # type: ignore[operator]
         raise KgateError(f"--escalate {src}->{dst} skips the {skipped} rung.",
-                         f"climb one rung at a time: a {skipped} candidate that misses the bar first "
+                         f"climb one rung at a time: {article(skipped)} {skipped} candidate that misses the bar first "
                          f"(--escalate {src}->{skipped}, then {skipped}->{dst}).")
     return src, dst
 

@@ -442,13 +442,15 @@ def _seconds(ref: Mapping[str, Any], cand: Mapping[str, Any], grading_s: float) 
 
 
 def _marginal(spec: ParitySpec, gate: GateResult) -> str:
-    """Why a parity FAIL at TINY may not hold at the op-point: every failure is an error
-    within 2x of the limit (few elements, a coarse floor). The FAIL stands; this says so."""
+    """Why a parity FAIL at TINY may not hold at the op-point: every failure is an error (or the
+    relative grade of one, which a float output's max-abs FAIL always brings with it) within 2x
+    of the limit (few elements, a coarse floor). The FAIL stands; this says so."""
     failed = gate.failures
-    if not failed or spec.kind != "floor" or not all(c.name.endswith(".error") for c in failed):
+    if not failed or spec.kind != "floor" or not all(c.name.endswith((".error", ".relative_error")) for c in failed):
         return ""
-    ratios = [float(out["max_abs_over_floor"]) for probe in gate.details.get("probes", [])
-              for out in probe.get("outputs", []) if isinstance(out.get("max_abs_over_floor"), (int, float))]
+    ratios = [float(ratio) for probe in gate.details.get("probes", []) for out in probe.get("outputs", [])
+              for ratio in (out.get("max_abs_over_floor"), (out.get("relative") or {}).get("ratio"))
+              if isinstance(ratio, (int, float))]
     worst = max(ratios, default=float("inf"))
     if not worst <= 2 * spec.multiplier:
         return ""
