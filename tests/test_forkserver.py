@@ -183,18 +183,22 @@ def test_forked_legs_leave_no_descriptor_behind_in_the_parent(tmp_path):
     def open_fds() -> int:
         return len(os.listdir("/proc/self/fd"))
 
+    import gc
+
     spawn.start("inputs", None, tmp_path / "warm", held=True).discard()  # the server started
+    gc.collect()  # what earlier tests in this worker left to the collector closes its descriptors now
     before = open_fds()
     for n in range(5):
         leg = spawn.start("inputs", None, tmp_path / f"leg{n}", held=True)
         leg.discard()
         assert leg.proc.returncode is not None
-    # a worker process of the test run has other threads (an earlier test's fork servers and legs) that
-    # open and close descriptors of their own: a leak stays, their moment passes
+    # the worker holds other tests' fork servers and legs, whose threads open and close descriptors of
+    # their own (one more, or one fewer, seen in clean-clone runs): a leak of the legs' (five or more) stays
     settled = time.monotonic() + 3.0
-    while open_fds() != before and time.monotonic() < settled:
+    while open_fds() > before and time.monotonic() < settled:
+        gc.collect()
         time.sleep(0.05)
-    assert open_fds() == before
+    assert open_fds() <= before
 
 
 _LATE_IMPORTS = r"""
