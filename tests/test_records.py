@@ -100,6 +100,13 @@ def test_an_array_op_point_matches_itself_from_toml_and_from_json(repo):
     assert registered.resolve(terms, overrides={"block": [8, 128]})["overrides"] == {"block": (8, 128)}
     with pytest.raises(KgateError, match="contradicts"):
         registered.resolve(terms, overrides={"block": [16, 128]})
+    # a part of the registered op-point typed again agrees, and the run takes the whole of it
+    two = Terms("rmsnorm", repo / "ops" / "rmsnorm_ref.py", repo / "ops" / "rmsnorm.py", {"batch": 1, "n": 16},
+                "bfloat16", "floor:5", None, None, None, None)
+    assert registered.resolve(two, overrides={"batch": 1})["overrides"] == {"batch": 1, "n": 16}
+    for other in ({"batch": 2}, {"eps": 1e-5}):  # another value, or a key the registration leaves as it is
+        with pytest.raises(KgateError, match="contradicts"):
+            registered.resolve(two, overrides=other)
 
 
 @pytest.mark.full
@@ -115,6 +122,7 @@ def test_bad_family_inputs_change_nothing(repo):
         (["rmsnorm", "--reference", "ops/rmsnorm_ref.py", "--target", "ops/x.py", "--set", "m=4"], "not a CONFIG key"),
         (["rmsnorm", "--reference", "ops/rmsnorm_ref.py", "--target", "ops/x.py", "--set", "n=big"], "give n an int value"),
         (["rmsnorm", "--reference", "ops/untracked_ref.py", "--target", "ops/x.py"], "is not committed"),
+        (["rmsnorm", "--reference", "ops/rmsnorm_ref.py", "--target", "ops/x.py", "--dtype", "float99"], "graded dtype"),
     ]:
         proc = kgate(repo, "family", "new", *args)
         assert proc.returncode == 2 and message in proc.stderr and "fix:" in proc.stderr, (args, proc.stderr)
