@@ -232,7 +232,7 @@ EXIT_CODES = {
 def exit_codes_in_help(typer_app: typer.Typer) -> None:
     """Give every command (sub-commands included) the exit-code line of its --help, and each
     group (`kgate`, `kgate family`) the convention with a pointer to its commands' own."""
-    if getattr(typer_app.info.epilog, "value", typer_app.info.epilog) is None:  # typer's placeholder for "not given"
+    if _unset(typer_app.info.epilog):
         typer_app.info.epilog = ("Exit codes: 0 pass, 1 pass with advisories, 2 fail, anomaly, bad input or could not "
                                  "evaluate; each command's --help lists the ones it returns.")
     for info in typer_app.registered_commands:
@@ -242,8 +242,13 @@ def exit_codes_in_help(typer_app: typer.Typer) -> None:
     for group in typer_app.registered_groups:
         if group.typer_instance is not None:
             exit_codes_in_help(group.typer_instance)
-            if getattr(group.epilog, "value", group.epilog) is None:  # the group's own entry shows its help
+            if _unset(group.epilog):  # the group's own entry shows its help
                 group.epilog = group.typer_instance.info.epilog
+
+
+def _unset(value: Any) -> bool:
+    """Whether a typer setting was never given (None, or typer's placeholder holding None)."""
+    return getattr(value, "value", value) is None
 
 
 def fail_usage(exc: KgateError, as_json: bool) -> None:

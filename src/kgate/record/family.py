@@ -15,7 +15,7 @@ from kgate.errors import KgateError
 from kgate.jsonio import write_atomic
 from kgate.problem.module import file_sha256
 from kgate.record import git, slug as slugs, tomlfile
-from kgate.record.workspace import DTYPES, Workspace
+from kgate.record.workspace import Workspace, check_graded_dtype
 
 RESULTS_COLUMNS = (
     "exp_id", "date", "p50_ms", "speedup", "tflops", "roofline_util", "parity", "class", "activity", "status", "description",
@@ -109,8 +109,7 @@ def new(
         )
     spec = ParitySpec.parse(parity or ws.parity).describe()
     dtype = graded_dtype or ws.graded_dtype
-    if dtype not in DTYPES:
-        raise KgateError(f"graded dtype {dtype!r} is not one of {', '.join(DTYPES)}.", "pass --dtype bfloat16, say.")
+    check_graded_dtype(dtype)
     if not git.has_commits(repo):
         raise KgateError(f"the home repo {repo} has no commits.", "commit something first: worktrees need a base.")
     _check_pinnable(repo, ref_abs, dict(op_point or {}), say)

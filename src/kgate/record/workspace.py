@@ -16,6 +16,12 @@ FILENAME = "kgate.toml"
 DTYPES = ("bfloat16", "float16", "float32", "float64")
 
 
+def check_graded_dtype(dtype: str) -> None:
+    """Refuse a graded dtype kgate does not grade in (a workspace's default, a family's)."""
+    if dtype not in DTYPES:
+        raise KgateError(f"graded dtype {dtype!r} is not one of {', '.join(DTYPES)}.", "pass --dtype bfloat16, say.")
+
+
 @dataclass(frozen=True)
 class Workspace:
     root: Path  # the folder holding kgate.toml
@@ -52,8 +58,7 @@ def init(
     path = root / FILENAME
     if path.exists():
         raise KgateError(f"{path} already exists: this workspace is initialized.", "edit it, or remove it first.")
-    if graded_dtype not in DTYPES:
-        raise KgateError(f"graded dtype {graded_dtype!r} is not one of {', '.join(DTYPES)}.", "pass --dtype bfloat16, say.")
+    check_graded_dtype(graded_dtype)
     ParitySpec.parse(parity)
     if chip < 0:
         raise KgateError(f"chip {chip} is negative.", "pass --chip 0 or another chip index.")

@@ -89,21 +89,22 @@ class LegProcess:
     def discard(self) -> None:
         """End a held leg that will not be needed (the run stopped before timing), and whatever it
         started."""
-        self._end()
-        if self.stdin is not None:
-            self.stdin.close()
-            self.stdin = None
-        self._join()
-        self.left_behind(linger_s=0.0)
+        self._stop()
 
-    def _end(self) -> None:
+    def _stop(self) -> None:
         """Stop the leg and its process group, having looked once more at what runs below it (a
-        process in a session of its own escapes the group: it is found again as an orphan)."""
+        process in a session of its own escapes the group: it is found again as an orphan), then
+        whatever it started, at once: nothing of it runs on beside the next leg."""
         if self.proc.poll() is None:
             self.look()
             self.kill_group()
             self.proc.kill()
         self.proc.wait()
+        if self.stdin is not None:
+            self.stdin.close()
+            self.stdin = None
+        self._join()
+        self.left_behind(linger_s=0.0)
 
     def wait_beat(self, text: str, timeout_s: float = 600.0, budget_s: float | None = None) -> bool:
         """Block until the leg writes `text` on its beat channel; False if it exited first, or
@@ -148,9 +149,7 @@ class LegProcess:
         over = self.overrun(budget_s) if budget_s else None
         if over is None:
             return None
-        self._end()
-        self._join()
-        self.left_behind(linger_s=0.0)  # what it started dies with it: nothing of it runs on beside the next leg
+        self._stop()
         phase, elapsed = over
         cause = next((text for prefix, text in PHASE_CAUSES.items() if phase.startswith(prefix)), "unknown")
         return {"status": "CRASHED", "returncode": self.proc.returncode, "error": {
@@ -172,9 +171,7 @@ class LegProcess:
         try:
             self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            self._end()
-            self._join()
-            self.left_behind(linger_s=0.0)
+            self._stop()
             return self._crashed(f"the {self.kind} leg ran past {timeout_s:.0f} s and was stopped")
         finally:
             if self.stdin is not None:
