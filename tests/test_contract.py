@@ -123,6 +123,24 @@ def test_every_command_lists_its_exit_codes_and_no_flag_shows_a_type():
         assert "<bool>" not in proc.stdout, path
 
 
+def test_help_paragraphs_are_reflowed_so_a_narrow_terminal_never_breaks_a_line_mid_sentence():
+    import typer.main
+
+    from kgate.cli import app
+    from kgate.cli.common import reflow
+
+    assert reflow("One line\n    goes on.\n\nItems:\n- first\n  still first\n2. second") == \
+        "One line goes on.\n\nItems:\n- first still first\n2. second"
+
+    def helps(group):
+        for command in group.commands.values():
+            yield from helps(command) if hasattr(command, "commands") else [(command.name, command.help or "")]
+
+    for name, text in helps(typer.main.get_command(app)):
+        for paragraph in text.split("\n\n"):  # a paragraph's lines are list items, each whole
+            assert all(line[:2] in ("- ", "* ") or line[:1].isdigit() for line in paragraph.splitlines()[1:]), (name, paragraph)
+
+
 def test_advisories_ok_turns_only_a_pass_with_advisories_into_0():
     from kgate.gates.common import Check, GateResult
     from kgate.verify.outcome import Report
@@ -160,6 +178,20 @@ def test_an_op_point_the_reference_cannot_make_is_one_error_line_not_a_traceback
     assert proc.returncode == 2 and error["status"] == "ERROR"
     assert "create_inputs failed at this op-point" in error["error"]["problem"] and "seq_len=-4" in error["error"]["problem"]
     assert "--set" in error["error"]["fix"]
+
+
+def test_an_op_point_with_empty_outputs_is_refused_before_anything_is_made():
+    """A zero size makes every candidate agree with the reference on nothing: refused up front,
+    from shapes, for the checks and for the timing."""
+    from kgate.backends.base import Footprint, fits
+    from kgate.errors import KgateError
+
+    with pytest.raises(KgateError, match="outputs with no elements.*sizes at 0: batch"):
+        fits(Footprint(0, 0, 0, output_elements=0), (2**30, "this machine"), 2, {"batch": 0, "n": 8})
+    assert fits(Footprint(8, 8, 16, output_elements=1), (2**30, "this machine"), 2, {"batch": 1})
+    proc = kgate("parity", "-r", RMS / "reference.py", "-c", RMS / "xla_rewrite.py", "--set", "batch=0", "--json")
+    error = json.loads(proc.stdout)
+    assert proc.returncode == 2 and error["status"] == "ERROR" and "no elements" in error["error"]["problem"], proc.stderr
 
 
 @pytest.mark.full
@@ -258,3 +290,18 @@ def test_an_output_that_could_not_be_written_or_a_number_that_is_not_one_is_refu
     assert proc.returncode == 2 and says.replace("{tmp}", str(tmp_path)) in problem, problem
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_folder"]  # no receipt, no report, no probe left
     assert not list((tmp_path / "a_folder").iterdir())
+
+
+def test_a_long_leg_tells_a_ci_log_its_phase_at_most_every_few_seconds_as_plain_text():
+    """Off a terminal, verify (and the sweep and suite rows that run it) print where a long leg
+    is, throttled; the phase name is the leg's own text, so only its printable part is shown."""
+    from kgate.verify.screen import phase_lines
+
+    lines: list[str] = []
+    tell = phase_lines("the measure leg", lines.append, every_s=3600)
+    tell("timing session 1")
+    tell("timing session 2")  # within the interval: not a line
+    assert len(lines) == 1 and lines[0].startswith("the measure leg: timing session 1 (")
+    every = phase_lines("the measure leg", lines.append, every_s=0)
+    every("compiling\x1b[2J session [/]\r 3" + "x" * 200)
+    assert "\x1b" not in lines[-1] and "\r" not in lines[-1] and "[/]" in lines[-1] and len(lines[-1]) < 110

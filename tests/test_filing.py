@@ -290,11 +290,13 @@ def test_a_stray_receipt_removed_from_the_branch_is_no_longer_flagged(records, t
 def test_family_supplies_the_registered_terms_and_refuses_contradictions(records, tmp_path):
     rec = copy_record(records("in_progress"), tmp_path / "code")
     gate = json.loads(kgate(rec["root"], "gate", "--family", "cumsum", "--json").stdout)
-    assert gate["class"] == "xla-rewrite" and gate["op_point"]["source"] == "TINY"  # the stub's class; still TINY
+    assert gate["class"] == "xla-rewrite" and gate["op_point"]["source"] == "registered+TINY"  # the stub's class; TINY
+    assert gate["op_point"]["values"] == {"batch": 4, "n": 256}  # over the registered op-point
     assert gate["candidate"]["path"].endswith("ops/cumsum.py") and gate["input_dtypes"] == ["bfloat16"]
     parity = json.loads(kgate(rec["root"], "parity", "--family", "cumsum", "--json").stdout)
     assert parity["op_point"]["values"] == {"batch": 16, "n": 1024} and parity["status"] == "PASS"
     for args, registered in ((["parity", "--set", "n=512"], "--set n=1024 batch=16"),
+                             (["gate", "--set", "batch=7"], "--set n=1024 batch=16"),
                              (["verify", "--bar", "speedup > 9x"], "--bar speedup > 1.3x"),
                              (["gate", "--class", "kernel-authored"], "--class xla-rewrite"),
                              (["parity", "--dtype", "float32"], "--dtype bfloat16")):

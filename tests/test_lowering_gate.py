@@ -537,3 +537,21 @@ def test_the_program_lowered_is_keyed_by_static_inputs_and_a_new_function_is_nev
     assert str(first) != str(second)  # the static input is part of which program
     programs = [backend._program(functools.partial(scaled, k=k), (x,))[0] for k in (4, 5)]
     assert str(programs[0]) != str(programs[1])  # a partial made in a loop may reuse an id: never the old program
+
+
+def test_lowering_at_the_op_point_uses_a_familys_registered_op_point_not_config():
+    """`gate --family` and `lower --family` run at TINY over the family's op-point: the program
+    lowered "at the op-point" is the registered one, not CONFIG's."""
+    from conftest import EXAMPLES
+
+    from kgate.verify import CheckRequest
+    from kgate.verify.early import run_lower
+
+    report = run_lower(CheckRequest(EXAMPLES / "rmsnorm" / "reference.py", EXAMPLES / "rmsnorm" / "pallas.py",
+                                    registered={"batch": 2, "seq_len": 256}, dtype="bfloat16"))
+    assert report.status == "PASS", report.to_json()
+    op_point = report.context["op_point"]
+    assert op_point["source"] == "registered" and op_point["values"]["seq_len"] == 256
+    assert op_point["tiny"]["seq_len"] == 16 and op_point["tiny"]["batch"] == 1  # TINY over the registered op-point
+    lowered = {c.name: c.detail for c in report.gates["lowering"].checks}
+    assert "[2, 256, 1024]" in lowered["op-point.lowers"] and "[1, 16, 256]" in lowered["TINY.lowers"], lowered

@@ -207,7 +207,8 @@ def test_verify_receipt_re_derives_every_look_and_the_stop():
     del hidden["timing"]["method"]["looks"][0]
     assert any("looks after every session" in p for p in receipts.rederive_timing(hidden["timing"], hidden["bar"]))
     claimed = json.loads(json.dumps(gates))  # a stop reason the last look does not back
-    claimed["timing"]["method"]["stop_reason"] = "time budget spent (6.0 s, compiles included): undecided"
+    claimed["timing"]["method"]["stop_reason"] = ("time budget spent: 6.1 s of 6.0 s (compiles included; another "
+                                                  "session takes about 0.4 s): undecided")
     assert any("stop reason" in p for p in receipts.rederive_timing(claimed["timing"], claimed["bar"]))
 
 
@@ -288,3 +289,14 @@ def test_an_undecided_bar_below_the_runs_power_says_what_would_resolve_it():
     assert f"{power['detectable_speedup']:.4f}x" in check.detail and "about 12 sessions" in check.detail
     assert _power_short_of_bar(bar, GateResult("bar", (), {"outcome": "MET"}, ""), power) is None  # decided: said enough
     assert _power_short_of_bar(parse_bar("speedup > 3x"), undecided, power) is None  # a bar above the power
+
+
+def test_the_budget_stops_before_a_session_that_would_pass_it_and_says_the_time_really_spent():
+    from kgate.verify.measure import budget_stop
+
+    assert budget_stop(1.0, 2, 3, 20.0) == ""  # the sessions asked for always run
+    assert budget_stop(3.0, 3, 3, 20.0) == ""  # another session (1 s) fits
+    near = budget_stop(19.2, 12, 3, 20.0)  # another session (1.6 s) would end at 20.8 s: stop now, under the budget
+    assert near.startswith("time budget spent: 19.2 s of 20.0 s") and "always run" not in near and "1.6 s" in near
+    over = budget_stop(3.79, 3, 3, 2.0)  # the asked sessions alone outgrew the budget: the real time is given
+    assert "3.8 s of 2.0 s" in over and "the 3 sessions asked for always run" in over and over.endswith("undecided")

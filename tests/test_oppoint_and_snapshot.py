@@ -6,7 +6,7 @@ import pytest
 
 from kgate.errors import KgateError
 from kgate.problem import parse_overrides, snapshot_module
-from kgate.problem.oppoint import resolve_op_point
+from kgate.problem.oppoint import OpPoint, resolve_op_point
 
 
 def test_overrides_parse_python_literals():
@@ -29,6 +29,18 @@ def test_tiny_then_set_with_source_label():
     updates, source = resolve_op_point({"n": 4096, "d": 512}, {"n": 16}, {"d": 128}, use_tiny=True)
     assert updates == {"n": 16, "d": 128} and source == "TINY+--set"
     assert resolve_op_point({"n": 1}, None, {}, use_tiny=True) == ({}, "CONFIG")
+
+
+def test_a_familys_registered_op_point_lies_under_tiny_and_comes_back_without_it():
+    """`gate --family` runs at TINY over the registered op-point, and lowers at that op-point."""
+    config = {"n": 4096, "d": 512, "eps": 1e-6}
+    updates, source = resolve_op_point(config, {"n": 16, "d": 8}, {"d": 4}, use_tiny=True, registered={"n": 2048, "eps": 1e-5})
+    assert updates == {"n": 16, "d": 4, "eps": 1e-5} and source == "registered+TINY+--set"
+    op_point = OpPoint({**config, **updates}, source, updates, {k: config[k] for k in updates})
+    assert op_point.without_tiny({"d": 4}, {"n": 2048, "eps": 1e-5}) == {"n": 2048, "eps": 1e-5}  # --set kept
+    assert op_point.without_tiny({}, None) == {"n": 4096, "d": 512, "eps": 1e-6}  # no family: CONFIG's
+    with pytest.raises(KgateError, match="registered op-point sets 'm'"):
+        resolve_op_point(config, None, {}, use_tiny=True, registered={"m": 1})
 
 
 def test_float_key_accepts_int_but_int_key_rejects_float():

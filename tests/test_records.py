@@ -414,6 +414,7 @@ def test_abandon_extension_and_pivot(example_repo):
         (None, ["cand1", "--what", "x"], "needs --why"),
         ("receipt", ["cand1", "--what", "x", "--receipt", "RECEIPT"], "is for a candidate with sha256"),
         ("dtype", ["cand1", "--what", "x", "--receipt", "RECEIPT"], "ran with float32 inputs; the family grades bfloat16"),
+        ("no_dtype", ["cand1", "--what", "x", "--receipt", "RECEIPT"], "made no floating-point inputs and gave no --dtype"),
         ("page", ["cand1", "--what", "x", "--why", "kept"], "edits kgate did not make"),
         ("clean", ["cand1", "--what", "x", "--why", "kept"], "nothing to commit"),
         ("detached", ["cand1", "--what", "x", "--why", "kept"], "detached HEAD"),
@@ -438,12 +439,13 @@ def test_bad_candidates_change_nothing(example_repo, tmp_path, setup, args, mess
         forged.write_text(json.dumps({"command": "gate", "status": "PASS", "gates": {},
                                       "candidate": {"sha256": "0" * 64}, "reference": {"sha256": "1" * 64}}))
         args = [forged if a == "RECEIPT" else a for a in args]
-    elif setup == "dtype":  # the right candidate, graded in another dtype than the family's
+    elif setup in ("dtype", "no_dtype"):  # the right candidate, graded in another dtype than the family's, or in one unknown
         import hashlib
 
         other = tmp_path / "float32.json"
         target_sha = hashlib.sha256((wt / "ops" / "rmsnorm.py").read_bytes()).hexdigest()
-        other.write_text(json.dumps({"command": "gate", "status": "PASS", "gates": {}, "input_dtypes": ["float32"],
+        other.write_text(json.dumps({"command": "gate", "status": "PASS", "gates": {},
+                                     "input_dtypes": ["float32"] if setup == "dtype" else [],  # integer inputs only
                                      "candidate": {"sha256": target_sha}, "reference": {"sha256": "1" * 64}}))
         args = [other if a == "RECEIPT" else a for a in args]
     before = _state(wt, page)

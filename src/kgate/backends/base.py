@@ -353,6 +353,7 @@ class Footprint:
     inputs: int  # bytes
     outputs: int
     oracle: int
+    output_elements: int | None = None  # the reference's outputs' elements, all leaves (None: not known)
 
     @property
     def per_probe(self) -> int:
@@ -545,8 +546,19 @@ def host_memory() -> tuple[int, str] | None:
 
 
 def fits(footprint: Footprint | None, available: tuple[int, str] | None, probes: int, values: dict[str, Any]) -> bool:
-    """Refuse (`refuse_if_too_big`) what cannot fit; False when the footprint is unknown
-    (nothing was checked)."""
+    """Refuse (`refuse_if_too_big`) what cannot fit, and an op-point whose outputs hold no
+    element (nothing would be compared: every candidate would agree); False when the footprint
+    is unknown (nothing was checked)."""
+    if footprint is not None and footprint.output_elements == 0:
+        from kgate.errors import KgateError
+        from kgate.problem.oppoint import shown
+
+        zero = [k for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool) and v == 0]
+        raise KgateError(
+            f"the op-point ({shown(values)}) makes outputs with no elements: nothing would be computed or compared "
+            f"(nothing was allocated){'; sizes at 0: ' + ', '.join(zero) if zero else ''}.",
+            "give every size a positive value (--set, or the module's CONFIG / TINY).",
+        )
     if footprint is not None and available is not None:
         refuse_if_too_big(footprint, probes, available[0], available[1], values)
     return footprint is not None

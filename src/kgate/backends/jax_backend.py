@@ -302,6 +302,7 @@ class JaxBackend:
             inputs=sum(_nbytes(x) for x in in_leaves),
             outputs=sum(_nbytes(x) for x in out_leaves),
             oracle=sum(wide(x) for x in in_leaves) + sum(wide(x) for x in out_leaves),
+            output_elements=sum(int(np.prod(x.shape, dtype=np.int64)) for x in out_leaves if hasattr(x, "shape")),
         )
 
     def input_shapes(self, problem: ProblemModule, dtype: str | None) -> tuple[Any, ...]:

@@ -9,9 +9,11 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from kgate.cli.common import (
     finite,
+    at_tiny,
     AdvisoriesOkOpt,
     FamilyCandidateOpt,
     FamilyOpt,
@@ -81,7 +83,7 @@ def gate(
     """Early-kill gate: integrity + parity at the TINY op-point + firing audit, in seconds.
 
     Runs the candidate in interpret mode on the CPU at the module's TINY op-point (or the
-    --set overrides), checks it against the reference on the given seeds plus one drawn at
+    --set overrides; with --family, TINY over the family's op-point), checks it against the reference on the given seeds plus one drawn at
     random for this run, and audits that the authored kernel is what ran and does the work.
     A kernel-authored candidate is also lowered for its device (TPU by default) from
     abstract shapes, at TINY and at the op-point: what the device's host would reject FAILs
@@ -92,13 +94,14 @@ def gate(
     from kgate.verify import run_gate
 
     def produce():  # -> Report
-        # the gate runs at TINY: the family's op-point is not applied, its other terms are
+        # the gate runs at TINY over the family's op-point (lowered at that op-point too)
         got = settings(family, weights=weights, reference=reference, candidate=candidate, klass=klass, dtype=dtype, parity=parity_spec,
-                       chip_kind=chip_kind)
+                       chip_kind=chip_kind, overrides=parse_overrides(overrides or []))
+        run_set, registered = at_tiny(got)
         return run_gate(problem_request(
-            got["reference"], got["candidate"], entry, got["klass"], parse_overrides(overrides or []), seed, got["dtype"],
+            got["reference"], got["candidate"], entry, got["klass"], run_set, seed, got["dtype"],
             got["parity"], expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share, reference_entry,
-            phase_budget, lower_for, got["chip_kind"], kwargs, got["weights"],
+            phase_budget, lower_for, got["chip_kind"], kwargs, got["weights"], registered,
         ))
 
     run_report(as_json, output, produce, advisories_ok)
@@ -136,11 +139,13 @@ def lower(
     from kgate.verify.early import run_lower
 
     def produce():  # -> Report
-        got = settings(family, weights=weights, reference=reference, candidate=candidate, dtype=dtype, chip_kind=chip_kind)
+        got = settings(family, weights=weights, reference=reference, candidate=candidate, dtype=dtype, chip_kind=chip_kind,
+                       overrides=parse_overrides(overrides or []))
+        run_set, registered = at_tiny(got)
         return run_lower(problem_request(
-            got["reference"], got["candidate"], entry, "kernel-authored", parse_overrides(overrides or []), None,
+            got["reference"], got["candidate"], entry, "kernel-authored", run_set, None,
             got["dtype"], "floor", reference_entry=reference_entry, phase_budget=phase_budget, lower_for=lower_for,
-            chip_kind=got["chip_kind"], kwargs=kwargs, weights=got["weights"],
+            chip_kind=got["chip_kind"], kwargs=kwargs, weights=got["weights"], registered=registered,
         ))
 
     run_report(as_json, output, produce, advisories_ok)
@@ -188,9 +193,10 @@ def fit(
 
     def produce():  # -> Report
         parsed = parse_grid(grid or [])
-        got = settings(family, weights=weights, reference=reference, candidate=candidate, dtype=dtype, chip_kind=chip_kind)
-        return run_fit(problem_request(
-            got["reference"], got["candidate"], entry, "kernel-authored", parse_overrides(overrides or []), None,
+        got = settings(family, weights=weights, reference=reference, candidate=candidate, dtype=dtype, chip_kind=chip_kind,
+                       overrides=parse_overrides(overrides or []))
+        return run_fit(problem_request(  # at the op-point: the family's registered one
+            got["reference"], got["candidate"], entry, "kernel-authored", got["overrides"], None,
             got["dtype"], "floor", reference_entry=reference_entry, phase_budget=phase_budget, lower_for=lower_for,
             chip_kind=got["chip_kind"], kwargs=kwargs, weights=got["weights"],
         ), parsed)
@@ -249,16 +255,17 @@ def sweep(
         if record is not None and family not in (None, record):
             raise KgateError(f"--record {record} and --family {family} name two families.", "name one: --record SLUG.")
         got = settings(record or family, weights=weights, reference=reference, candidate=candidate, klass=klass, dtype=dtype,
-                       parity=parity_spec, chip_kind=chip_kind)
+                       parity=parity_spec, chip_kind=chip_kind, overrides=parse_overrides(overrides or []))
+        run_set, registered = at_tiny(got)
         item = keep = None
         if record is not None:
             from kgate.record import sweep_record, workspace
 
             item, keep = sweep_record.prepare(workspace.find(Path.cwd()), record, got["candidate"]), []
         request = problem_request(
-            got["reference"], got["candidate"], entry, got["klass"], parse_overrides(overrides or []), seed,
+            got["reference"], got["candidate"], entry, got["klass"], run_set, seed,
             got["dtype"], got["parity"], reference_entry=reference_entry, phase_budget=phase_budget,
-            lower_for=lower_for, chip_kind=got["chip_kind"], kwargs=kwargs, weights=got["weights"],
+            lower_for=lower_for, chip_kind=got["chip_kind"], kwargs=kwargs, weights=got["weights"], registered=registered,
         )
         if budget <= 0:
             raise KgateError(f"--budget {budget:g} is not a time budget.", "give seconds per point, e.g. --budget 10.")
@@ -339,7 +346,7 @@ BarOpt = Annotated[
     Optional[str],
     typer.Option("--bar", help='Falsification bar, e.g. "p50 beats naive by >2% AND 3σ" or "speedup > 1.5x".'),
 ]
-BudgetOpt = Annotated[float, typer.Option("--budget", help="Time budget in seconds for timing, each session's compiles included (capped at 6 s on a CPU); the run stops earlier once the bar is decided, and never before --sessions sessions.", parser=finite)]
+BudgetOpt = Annotated[float, typer.Option("--budget", help="Time budget in seconds for timing, each session's compiles included (capped at 6 s on a CPU): no session starts that would end past it; the run stops earlier once the bar is decided, and never before --sessions sessions (the stop reason gives the seconds really spent).", parser=finite)]
 TargetCiOpt = Annotated[
     float, typer.Option("--target-ci", help="Stop when the speedup CI's relative width (high-low)/speedup is at most this.", parser=finite)
 ]
@@ -633,11 +640,11 @@ def verify(
     err = Console(stderr=True)
     spinner = err.status("kgate verify: starting") if (not as_json and err.is_terminal) else None
 
-    def say(message: str) -> None:
+    def say(message: str) -> None:  # a path or a leg's phase name is text, never markup
         if spinner is not None:
-            spinner.update(f"kgate verify: {message}")
+            spinner.update(Text(f"kgate verify: {message}"))
         elif not as_json:
-            err.print(f"kgate verify: {message}", soft_wrap=True)
+            err.print(f"kgate verify: {message}", soft_wrap=True, markup=False, highlight=False)
 
     def produce():  # -> Report
         got = settings(family, weights=weights, reference=reference, candidate=candidate, klass=klass,

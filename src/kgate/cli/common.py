@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import math
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -229,6 +231,25 @@ EXIT_CODES = {
 }
 
 
+_ITEM = re.compile(r"(?:[-*•]|\d+[.)])\s")
+
+
+def reflow(doc: str) -> str:
+    """A docstring as --help shows it at any width: each paragraph one line (the terminal wraps
+    it), a list item (`- `, `* `, `1. `) starting its own line, its indented continuation joined."""
+    paragraphs = []
+    for paragraph in doc.split("\n\n"):
+        lines: list[str] = []
+        for raw in paragraph.splitlines():
+            line = raw.strip()
+            if lines and line and not _ITEM.match(line):
+                lines[-1] += " " + line
+            elif line:
+                lines.append(line)
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(p for p in paragraphs if p)
+
+
 def exit_codes_in_help(typer_app: typer.Typer) -> None:
     """Give every command (sub-commands included) the exit-code line of its --help, and each
     group (`kgate`, `kgate family`) the convention with a pointer to its commands' own."""
@@ -239,6 +260,8 @@ def exit_codes_in_help(typer_app: typer.Typer) -> None:
         name = info.name or (info.callback.__name__.replace("_", "-") if info.callback else "")
         if info.epilog is None:
             info.epilog = EXIT_CODES.get(name, _RECORD_CODES)
+        if info.help is None and info.callback is not None and info.callback.__doc__:
+            info.help = reflow(inspect.getdoc(info.callback) or "")
     for group in typer_app.registered_groups:
         if group.typer_instance is not None:
             exit_codes_in_help(group.typer_instance)
@@ -387,6 +410,7 @@ def problem_request(
     chip_kind: str | None = None,
     kwargs: list[str] | None = None,
     weights: str = "shared",
+    registered: dict[str, Any] | None = None,
 ):  # -> CheckRequest
     from kgate.gates.parity import ParitySpec
     from kgate.problem.model import parse_weights
@@ -403,6 +427,7 @@ def problem_request(
         seeds=tuple(seeds) if seeds else (42, 43),
         dtype=dtype,
         overrides=dict(overrides),
+        registered=dict(registered or {}),
         parity_spec=ParitySpec.parse(parity_spec),
         firing_spec=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share, lower_for, chip_kind),
         kwargs=parse_kwargs(kwargs or []),
@@ -433,6 +458,14 @@ def firing_spec(
 
 
 _DEFAULTS = {"klass": "kernel-authored", "parity": "floor", "weights": "shared"}
+
+
+def at_tiny(got: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """For a command that runs at TINY (gate, lower, sweep): its `--set` and the family's
+    registered op-point that TINY is applied over. A `--set` that agrees with the family's
+    terms types part of that op-point again, so it does not move the TINY run."""
+    registered = dict(got.get("registered") or {})
+    return ({} if registered else dict(got.get("overrides") or {})), registered
 
 
 def settings(family: str | None, **given: Any) -> dict[str, Any]:

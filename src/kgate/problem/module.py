@@ -297,7 +297,7 @@ def _config_mismatches(
 @contextlib.contextmanager
 def load_reference(
     reference_path: str | Path, *, overrides: Mapping[str, Any] | None = None, use_tiny: bool = False,
-    entry: str = "workload", weights: str = SHARED,
+    entry: str = "workload", weights: str = SHARED, registered: Mapping[str, Any] | None = None,
 ) -> Iterator[tuple[ProblemModule, OpPoint]]:
     """Load the reference alone, with the op-point applied: a process that never sees the candidate."""
     ref_path = _check_path(Path(reference_path), "reference")
@@ -305,7 +305,7 @@ def load_reference(
     with _import_scope([ref_path.parent], [ref_name]):
         reference = _load(ref_path, "reference", ref_name, entry, weights=weights)
         updates, source = resolve_op_point(
-            reference.config, vars(reference.module).get("TINY"), dict(overrides or {}), use_tiny
+            reference.config, vars(reference.module).get("TINY"), dict(overrides or {}), use_tiny, registered
         )
         replaced = {k: (reference.config or {}).get(k) for k in updates}
         if reference.config is not None:
@@ -361,6 +361,7 @@ def load_pair(
     kwargs: Mapping[str, Any] | None = None,
     weights: str = SHARED,
     before_candidate: Callable[[ProblemModule], Any] | None = None,
+    registered: Mapping[str, Any] | None = None,
 ) -> Iterator[LoadedPair]:
     """Load reference then candidate in protocol order; the modules stay importable inside.
 
@@ -368,6 +369,8 @@ def load_pair(
     `weights`: a Model reference's weights policy (`parse_weights`); the candidate is given the same.
     `before_candidate`: called with the reference, at its op-point, before any candidate code
     exists (what must be taken from a process candidate code has not touched yet).
+
+    `registered`: a family's op-point, applied under TINY and `overrides` (`resolve_op_point`).
 
     `watch`: more modules (kgate's own clocks and statistics, say) whose bindings the
     candidate's import must not change; their changes are reported with the reference's.
@@ -380,7 +383,7 @@ def load_pair(
     with _import_scope(dirs, [ref_name, cand_name]):
         reference = _load(ref_path, "reference", ref_name, reference_entry, weights=weights)
         updates, source = resolve_op_point(
-            reference.config, vars(reference.module).get("TINY"), dict(overrides or {}), use_tiny
+            reference.config, vars(reference.module).get("TINY"), dict(overrides or {}), use_tiny, registered
         )
         replaced = {k: (reference.config or {}).get(k) for k in updates}
         if reference.config is not None:
@@ -410,4 +413,4 @@ def load_requested_pair(req: Mapping[str, Any], **extra: Any) -> Any:
     entries, and the candidate's keyword arguments."""
     return load_pair(req["reference"], req["candidate"], entry=req["entry"], overrides=req["overrides"],
                      reference_entry=req.get("reference_entry", "workload"), kwargs=kwargs_from_wire(req.get("kwargs")),
-                     weights=req.get("weights", SHARED), **extra)
+                     weights=req.get("weights", SHARED), registered=req.get("registered"), **extra)

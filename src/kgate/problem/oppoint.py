@@ -16,12 +16,18 @@ class OpPoint:
     """The op-point a run used: the final CONFIG values and where each change came from."""
 
     values: Mapping[str, Any]
-    source: str  # "CONFIG", "TINY", "TINY+--set", "--set", or "none" (module has no CONFIG)
+    source: str  # "CONFIG", "TINY", "TINY+--set", "--set", "registered+TINY", ... or "none" (module has no CONFIG)
     overrides: Mapping[str, Any] = field(default_factory=dict)
     replaced: Mapping[str, Any] = field(default_factory=dict)  # each overridden key's value before
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "values": dict(self.values), "overrides": dict(self.overrides)}
+
+    def without_tiny(self, overrides: Mapping[str, Any], registered: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The updates that give the op-point the run would use without TINY: each key changed
+        put back as the family registered it, else as CONFIG had it (`--set` still applies)."""
+        registered = registered or {}
+        return {k: registered.get(k, v) for k, v in self.replaced.items() if k not in overrides}
 
 
 def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
@@ -110,10 +116,16 @@ def resolve_op_point(
     tiny: Mapping[str, Any] | None,
     overrides: Mapping[str, Any],
     use_tiny: bool,
+    registered: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], str]:
-    """The updates to apply to CONFIG and a label for where they came from (pure)."""
+    """The updates to apply to CONFIG and a label for where they came from (pure): a family's
+    `registered` op-point, then TINY over it (when asked), then `--set`."""
     updates: dict[str, Any] = {}
     parts: list[str] = []
+    if registered:
+        validate_overrides(config, registered, "the family's registered op-point")
+        updates.update(registered)
+        parts.append("registered")
     if use_tiny and tiny:
         validate_overrides(config, tiny, "TINY")
         updates.update(tiny)

@@ -42,6 +42,7 @@ class ReportSummary:
     bar: str | None = None  # the bar the run graded (measure --bar, verify --bar), if any
     bar_outcome: str | None = None  # MET | MISSED | UNDECIDED
     kwargs: dict[str, Any] = field(default_factory=dict)  # the candidate entry's keyword arguments (--kwarg, a sweep point)
+    dtype: str | None = None  # the --dtype the run asked create_inputs for (None: the module's own default)
 
     @classmethod
     def load(cls, path: Path) -> ReportSummary:
@@ -106,15 +107,25 @@ class ReportSummary:
             bar=str(bar["bar"]) if "bar" in bar else None,
             bar_outcome=str(bar["outcome"]) if "outcome" in bar else None,
             kwargs=dict((modules.get("candidate") or {}).get("kwargs") or {}),
+            dtype=str(data["dtype"]) if data.get("dtype") else None,
         )
 
     def check_dtype(self, graded: str) -> None:
-        """A run in another dtype than the family grades is not evidence for it."""
+        """A run in another dtype than the family grades is not evidence for it: its floating
+        inputs show the dtype; a run that made none (integer inputs only) must have asked for the
+        graded one (--dtype, as --family does), or nothing shows it ran in it."""
         other = [d for d in self.input_dtypes if d != graded]
         if other:
             raise KgateError(
                 f"{self.path} ran with {', '.join(self.input_dtypes)} inputs; the family grades {graded}.",
                 f"re-run it with --dtype {graded} (or create the family with the dtype you grade in).",
+            )
+        if not self.input_dtypes and self.dtype != graded:
+            asked = f"asked for --dtype {self.dtype}" if self.dtype else "gave no --dtype"
+            raise KgateError(
+                f"{self.path} made no floating-point inputs and {asked}: nothing shows it ran in the {graded} the "
+                "family grades.",
+                f"re-run it under the family's terms (--family SLUG) or with --dtype {graded}.",
             )
 
     # -- the cells and the commit summary --------------------------------------------

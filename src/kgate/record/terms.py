@@ -111,6 +111,8 @@ def resolve(terms: Terms, **given: Any) -> dict[str, Any]:
             raise KgateError(f"{flag} {_shown(flag, typed, bare=True)} contradicts the {where} registered {shown}.",
                              f"drop {flag}: --family {terms.slug} supplies it (other terms need a new experiment).")
         out[name] = value if value is not None else typed
+    if "overrides" in given:  # the op-point alone, for a command that runs at TINY over it (gate, lower, sweep)
+        out["registered"] = dict(terms.overrides or {})
     if "chip_kind" in given:  # the chip VMEM is compared with: as given, else the experiment's TPU variant
         out["chip_kind"] = given["chip_kind"] or terms.chip
     # the stub's activity constraint: a candidate reaching a no-peek item is not checked under the family's terms

@@ -60,6 +60,7 @@ class CheckRequest:
     phase_budget_s: float = PHASE_BUDGET_S
     dtype: str | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict)
+    registered: Mapping[str, Any] = field(default_factory=dict)  # a family's op-point: under TINY and `overrides`
     parity_spec: ParitySpec = ParitySpec("floor")
     firing_spec: FiringSpec = FiringSpec()
     kwargs: Mapping[str, Any] = field(default_factory=dict)  # the candidate's entry bound with these (--kwarg)
@@ -93,6 +94,7 @@ def run_probe_legs(
         "entry": request.entry,
         "reference_entry": request.reference_entry,
         "overrides": dict(request.overrides),
+        "registered": dict(request.registered),
         "kwargs": kwargs_to_wire(request.kwargs),
         "weights": request.weights,
         "use_tiny": use_tiny,
@@ -388,6 +390,7 @@ def run_shape_leg(kind: str, request: CheckRequest, extra: Mapping[str, Any]) ->
         result = spawn.run(kind, {
             "reference": str(Path(request.reference).resolve()), "candidate": str(Path(request.candidate).resolve()),
             "entry": request.entry, "reference_entry": request.reference_entry, "overrides": dict(request.overrides),
+            "registered": dict(request.registered),
             "kwargs": kwargs_to_wire(request.kwargs), "weights": request.weights, "dtype": request.dtype,
             "lower_for": request.firing_spec.lower_for,
             "chip_kind": request.firing_spec.chip_kind, **extra,

@@ -155,7 +155,7 @@ def _lower(req: dict[str, Any]) -> dict[str, Any]:
         watch.check("after the lowering", "deep")
         return {"status": "DONE", "lowering": programs, "changes": watch.changes,
                 "reference_changes": list(pair.reference_changes), "candidate": pair.candidate.to_json(),
-                "op_point": _full_op_point(pair.op_point, req["overrides"])}
+                "op_point": _full_op_point(pair.op_point, req["overrides"], req.get("registered"))}
 
 
 def _lowering_backend(req: dict[str, Any]) -> Any:
@@ -214,10 +214,11 @@ def _fit(req: dict[str, Any]) -> dict[str, Any]:
                 "op_point": pair.op_point.to_json()}
 
 
-def _full_op_point(op_point: Any, overrides: dict[str, Any]) -> dict[str, Any]:
+def _full_op_point(op_point: Any, overrides: dict[str, Any], registered: dict[str, Any] | None) -> dict[str, Any]:
     """The op-point without TINY (what `lower` lowers beside TINY), in OpPoint's JSON shape."""
-    restored = {k: v for k, v in op_point.replaced.items() if k not in overrides}
-    return {"source": "--set" if overrides else "CONFIG", "values": {**op_point.values, **restored},
+    restored = op_point.without_tiny(overrides, registered)
+    source = "+".join(part for part, given in (("registered", registered), ("--set", overrides)) if given) or "CONFIG"
+    return {"source": source, "values": {**op_point.values, **restored},
             "overrides": dict(overrides), "tiny": dict(op_point.values) if "TINY" in op_point.source else None}
 
 

@@ -172,9 +172,24 @@ def collect(
                         f"{target_ci})", per_round, per_call_s, looks)
             if rounds + rounds_each > max_rounds:
                 return samples, f"max rounds reached ({rounds} of {max_rounds})", per_round, per_call_s, looks
-            if session >= sessions and time.monotonic() - started >= budget_s:  # the sessions asked for always run
-                return (samples, f"time budget spent ({budget_s:.1f} s, compiles included): undecided",
-                        per_round, per_call_s, looks)
+            stop = budget_stop(time.monotonic() - started, session, sessions, budget_s)
+            if stop:
+                return samples, stop, per_round, per_call_s, looks
+
+
+def budget_stop(elapsed_s: float, session: int, sessions: int, budget_s: float) -> str:
+    """Why the run stops on its time budget after `session` sessions, or "": it stops when one
+    more session, at the mean cost of those so far (compiles included), would end past the
+    budget. The `sessions` asked for always run, so a budget they outgrow is passed, and the
+    reason gives the real time spent."""
+    if session < sessions:
+        return ""
+    per_session = elapsed_s / max(session, 1)
+    if elapsed_s + per_session <= budget_s:
+        return ""
+    over = f"; the {sessions} sessions asked for always run" if elapsed_s > budget_s else ""
+    return (f"time budget spent: {elapsed_s:.1f} s of {budget_s:.1f} s (compiles included; another session takes about "
+            f"{per_session:.1f} s{over}): undecided")
 
 
 def _round(samples: Samples, ref: Callable[[], int], cand: Callable[[], int], per_round: int, session: int,

@@ -46,7 +46,8 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
     trees: dict[str, Any] = {}
     probes: list[dict[str, Any]] = []
     with load_reference(req["reference"], overrides=req["overrides"], use_tiny=req["use_tiny"],
-                        entry=req.get("reference_entry", "workload"), weights=req.get("weights", "shared")) as (
+                        entry=req.get("reference_entry", "workload"), weights=req.get("weights", "shared"),
+                        registered=req.get("registered")) as (
             reference, op_point):
         made: list[Any] = []
 
@@ -546,8 +547,8 @@ def lowered_programs(backend: Any, pair: Any, first: Any, req: Mapping[str, Any]
     at_tiny = "TINY" in pair.op_point.source
     chip = req.get("chip_kind")
     programs = [backend.lower_for(entry, first, platform, "TINY" if at_tiny else "op-point", chip)]
-    if at_tiny:  # the TINY keys put back as the op-point has them (--set still applies)
-        full = {k: v for k, v in pair.op_point.replaced.items() if k not in req["overrides"]}
+    if at_tiny:  # the TINY keys put back as the op-point has them
+        full = pair.op_point.without_tiny(req["overrides"], req.get("registered"))
         with config_set(full, pair.reference.config, pair.candidate.config):
             try:
                 shapes = backend.input_shapes(pair.reference, req["dtype"])

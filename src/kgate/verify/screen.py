@@ -133,11 +133,32 @@ def _run_leg(
     with chip_lock.hold(path, say=say, what=f"kgate verify {kind} leg"):
         say(f"running the {kind} leg in a fresh process")
         budget = request.phase_budget_s if kind == "measure" else None  # only it beats phases
+        on_phase = phase_lines(f"the {kind} leg", say) if kind == "measure" else None
         if held is not None:
             held.release(payload)
-            return held.wait_phased(budget)
+            return held.wait_phased(budget, on_phase)
         return spawn.run(kind, payload, workdir / kind, env=_leg_env(request), beats=kind == "measure",
-                         phase_budget_s=budget)
+                         phase_budget_s=budget, on_phase=on_phase)
+
+
+PHASE_LINE_EVERY_S = 5.0  # a CI log gets a line this often at most while a leg runs
+
+
+def phase_lines(leg: str, say: Callable[[str], None], every_s: float = PHASE_LINE_EVERY_S) -> Callable[[str], None]:
+    """Tell `say` the phase a leg is in, at most every `every_s` seconds (a long timing is not a
+    silent one, nor a line per session). The name comes from the leg's process: only its
+    printable characters are shown, cut short."""
+    started = time.monotonic()
+    last = [-math.inf]
+
+    def tell(phase: str) -> None:
+        now = time.monotonic()
+        if now - last[0] >= every_s:
+            last[0] = now
+            shown = "".join(ch for ch in phase if ch.isprintable())[:80]
+            say(f"{leg}: {shown} ({now - started:.0f} s)")
+
+    return tell
 
 
 def _start_ahead(request: VerifyRequest, workdir: Path) -> spawn.LegProcess:

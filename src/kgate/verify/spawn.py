@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,12 +157,21 @@ class LegProcess:
                        f"{budget_s:g} s per phase) and was stopped. Likely cause: {cause}",
             "fix": "remove the cause, or give a larger --phase-budget SECONDS."}}
 
-    def wait_phased(self, budget_s: float | None) -> dict[str, Any]:
-        """`wait()`, stopping the leg when one of its phases runs past `budget_s`."""
+    def phase(self) -> str:
+        """The phase the leg last named (`phase NAME` beats), "" before its first."""
+        return next((line[6:] for _, line in reversed(list(self.beats)) if line.startswith("phase ")), "")
+
+    def wait_phased(self, budget_s: float | None, on_phase: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """`wait()`, stopping the leg when one of its phases runs past `budget_s`; `on_phase` is
+        told each phase the leg enters (as it names it: a line for a person, nothing more)."""
+        told = ""
         while self.proc.poll() is None:
             stopped = self.stop_if_overrun(budget_s)
             if stopped is not None:
                 return stopped
+            if on_phase is not None and self.phase() not in ("", told):
+                told = self.phase()
+                on_phase(told)
             time.sleep(0.05)
         return self.wait()
 
@@ -641,8 +650,10 @@ def _read_data(fd: int, sink: bytearray) -> None:
 
 
 def run(kind: str, payload: Mapping[str, Any], workdir: Path, *, env: Mapping[str, str] | None = None,
-        beats: bool = False, phase_budget_s: float | None = None) -> dict[str, Any]:
+        beats: bool = False, phase_budget_s: float | None = None,
+        on_phase: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Start a leg and wait for its result (with `parent_clock`: its wall time and beats on this
-    clock); with `phase_budget_s`, a leg that stays longer in one of its phases is stopped."""
+    clock); with `phase_budget_s`, a leg that stays longer in one of its phases is stopped;
+    `on_phase` is told the phases it enters."""
     leg = start(kind, payload, workdir, env=env, beats=beats)
-    return leg.wait_phased(phase_budget_s) if phase_budget_s else leg.wait()
+    return leg.wait_phased(phase_budget_s, on_phase) if phase_budget_s or on_phase else leg.wait()

@@ -64,7 +64,7 @@ def verify_point(request: CheckRequest, kwargs: Mapping[str, Any], timing: Sweep
     report, sealed = run_verify(VerifyRequest(
         reference=request.reference, candidate=request.candidate, entry=request.entry, klass=request.klass,
         seeds=request.seeds, reference_entry=request.reference_entry, phase_budget_s=request.phase_budget_s,
-        dtype=request.dtype, overrides=request.overrides, parity=request.parity_spec.describe(),
+        dtype=request.dtype, overrides={**request.registered, **request.overrides}, parity=request.parity_spec.describe(),
         firing=request.firing_spec, budget_s=timing.budget_s, time_interpreted=timing.time_interpreted, kwargs=kwargs,
         weights=request.weights,
     ), say=lambda line: say(f"{label}:   {line}"))
