@@ -279,13 +279,16 @@ def test_the_clis_phase_budget_default_is_the_verify_layers():
     (["verify", "-o", "/proc/receipt.json"], "-o /proc/receipt.json cannot be written"),
     (["measure", "--budget", "nan"], "'nan' is not a finite number"),
     (["verify", "--budget", "inf", "-o", "{tmp}/r.json"], "'inf' is not a finite number"),
+    (["suite", "--html", "/proc/suite.html"], "--html /proc/suite.html cannot be written"),
+    (["suite", "--html", "{tmp}/same.json", "-o", "{tmp}/same.json"], "-o and --html name the same file"),
 ])
 def test_an_output_that_could_not_be_written_or_a_number_that_is_not_one_is_refused_before_anything_runs(
         tmp_path, args, says):
     (tmp_path / "a_folder").mkdir()
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     klass = [] if args[0] == "measure" else ["--class", "xla-rewrite"]  # measure grades no class
-    proc = kgate(args[0], *klass, "-r", RMS / "reference.py", "-c", RMS / "xla_rewrite.py", *args[1:], "--json")
+    pair = [RMS] if args[0] == "suite" else ["-r", RMS / "reference.py", "-c", RMS / "xla_rewrite.py"]
+    proc = kgate(args[0], *klass, *pair, *args[1:], "--json")
     problem = json.loads(proc.stdout)["error"]["problem"]
     assert proc.returncode == 2 and says.replace("{tmp}", str(tmp_path)) in problem, problem
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_folder"]  # no receipt, no report, no probe left

@@ -54,6 +54,47 @@ def test_the_geometric_mean_resamples_problems_and_has_no_interval_from_one():
     assert geomean_interval([_row("a", GATE_FAIL)]) is None
 
 
+def test_the_suite_page_plots_each_timed_speedup_and_the_fast_p_curve_and_renders_in_a_browser(tmp_path):
+    """`kgate suite --html`: one self-contained page; the plots are well-formed SVG; the fast_p
+    curve's dots are the summary's values; a row's text is escaped; a headless browser renders it."""
+    import re
+    import xml.etree.ElementTree as ET
+
+    from kgate.report.suite import to_html
+
+    rows = [_row("softmax", PASS, 2.5, 2.1, 3.0, name="fast.py"), _row("softmax", PASS, 1.9, 1.2, 2.8, name="close.py"),
+            _row("rmsnorm", PASS, 3.0, 2.5, 3.5, interpreted=True, name="pallas.py"),
+            Row("rmsnorm", "bad.py", GATE_FAIL, "parity <script>alert(1)</script>"), _row("cumsum", ERROR)]
+    summary = summarize(rows)
+    page = to_html(rows, summary)
+    assert "<script>" not in page and "&lt;script&gt;" in page and "http" not in page.replace(
+        "http://www.w3.org/2000/svg", "")  # self-contained: no script, no outside file
+    svgs = {ET.fromstring(svg).get("data-plot"): ET.fromstring(svg) for svg in re.findall(r"<svg.*?</svg>", page, re.S)}
+    assert set(svgs) == {"speedup", "fast_p"}
+    ns = "{http://www.w3.org/2000/svg}"
+    plotted = [line.get("data-candidate") for line in svgs["speedup"].iter(f"{ns}line") if line.get("data-candidate")]
+    assert plotted == ["softmax/fast.py", "softmax/close.py", "rmsnorm/pallas.py"]  # every timed correct row, no other
+    dots = {c.get("data-p"): c.find(f"{ns}title").text for c in svgs["fast_p"].iter(f"{ns}circle")}
+    assert dots == {"1": "fast_1 = 0.400", "1.5": "fast_1.5 = 0.200", "2": "fast_2 = 0.200"}  # of 5: close.py clears 1 only
+    assert page.count("<tr data-status=") == 5 and "fast_1.5 = 0.200" in page
+    html = tmp_path / "suite.html"
+    html.write_text(page)
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        if os.environ.get("KGATE_REQUIRE_BROWSER"):
+            pytest.fail("no headless browser (chromium) on this machine; .ci/run installs one")
+        pytest.skip("no headless browser (chromium) on this machine")
+    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", html.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert dom.count('data-plot="speedup"') == 1 and dom.count('data-plot="fast_p"') == 1
+    assert 'data-candidate="softmax/fast.py"' in dom and 'data-p="1.5"' in dom
+    shot = tmp_path / "suite.png"
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1000,1400",
+                    f"--screenshot={shot}", html.as_uri()], capture_output=True, timeout=120)
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(set(data[100:20000])) > 50  # rendered, not blank
+
+
 def test_a_row_reads_back_as_it_was_written():
     row = Row("p", "c.py", PASS, "", {"estimate": 2.0, "low": 1.5, "high": 2.5}, False, "k" * 64, {"receipt": "r.json"})
     assert Row.from_json(json.loads(json.dumps(row.to_json()))) == row
@@ -105,9 +146,12 @@ def test_a_tree_runs_end_to_end_and_the_summary_is_the_rows_own(tmp_path):
     suite = _tree(tmp_path)
     args = ["suite", suite, "--class", "xla-rewrite", "--results", tmp_path / "results", "--budget", "2",
             "--phase-budget", "20", "--json"]
-    done = kgate(tmp_path, *args)
+    done = kgate(tmp_path, *args, "--html", tmp_path / "suite.html")
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
+    page = (tmp_path / "suite.html").read_text()  # the page holds the run's rows and its fast_p
+    assert page.count("<tr data-status=") == 4 and 'data-plot="fast_p"' in page
+    assert f"fast_1 = {report['summary']['fast_p']['1']:.3f}" in page
     status = {r["candidate"]: r["status"] for r in report["rows"]}
     assert status == {"bad_exclusive.py": GATE_FAIL, "crashes_at_import.py": ERROR,
                       "hangs_at_import.py": GATE_FAIL, "xla_rewrite.py": PASS}

@@ -741,6 +741,9 @@ def suite(
     compile_slots: Annotated[Optional[int], typer.Option(
         "--compile-slots", help="Compiles at once on a host, across every row and leg (default: "
         "$KGATE_COMPILE_SLOTS, else 2).")] = None,
+    html: Annotated[Optional[Path], typer.Option(
+        "--html", help="Also write a self-contained HTML page: the summary, each timed candidate's speedup with its "
+        "interval, the fast_p curve, and every row.")] = None,
     as_json: JsonOpt = False,
     output: OutOpt = None,
 ) -> None:
@@ -756,7 +759,7 @@ def suite(
     from kgate.gates.firing import parse_classes
     from kgate.jsonio import document
     from kgate.report import write_atomic
-    from kgate.report.suite import render_suite
+    from kgate.report.suite import render_suite, to_html
     from kgate.suite import discover, summarize
     from kgate.suite.executors import RayExecutor, default_jobs, local
     from kgate.suite.run import SuiteRequest, run_suite
@@ -764,6 +767,10 @@ def suite(
 
     try:
         check_output_path(output)
+        check_output_path(html, "--html")
+        if output is not None and html is not None and output.resolve() == html.resolve():
+            raise KgateError(f"-o and --html name the same file {output}.", "give the JSON (-o) and the page (--html) "
+                             "two paths.")
         if root is None and manifest is None:
             raise KgateError("no suite given.", "pass the suite's folder (kgate suite ROOT) or --manifest FILE.")
         if executor not in ("local", "ray"):
@@ -796,6 +803,9 @@ def suite(
                        "suite")
     if output is not None:
         write_atomic(output, payload + "\n")
+    if html is not None:
+        write_atomic(html, to_html(rows, summary))
+        typer.echo(f"kgate suite: wrote {html}", err=True)
     if as_json:
         print(payload)
     else:

@@ -166,7 +166,7 @@ def to_markdown(r: AuthorReport) -> str:
 
 # -- HTML ---------------------------------------------------------------------------------
 
-_CSS = """
+CSS = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
 table { border-collapse: collapse; font-size: 13px; } td, th { border: 1px solid #bbb; padding: 3px 6px; }
 th { background: #eee; } code { background: #f4f4f4; padding: 0 3px; } .verdict { font-weight: bold; }
@@ -174,10 +174,12 @@ figure { margin: 1em 0; } figcaption { font-size: 13px; color: #555; } pre { whi
 """
 
 
-def _speedup_svg(points: tuple[SpeedupPoint, ...]) -> str:
+def speedup_svg(points: tuple[SpeedupPoint, ...]) -> str:
     if not points:
         return "<p>no candidate was timed</p>"
-    width, row_h, left, right = 640, 28, 90, 30
+    row_h, right = 28, 30
+    left = max(90, 7 * max(len(p.candidate) for p in points) + 12)  # room for the longest label
+    width = left + 550
     height = 40 + row_h * len(points)
     values = [v for p in points for v in (p.low, p.high, 1.0, *(x for x in (p.predicted,) if x is not None))
               if v != math.inf]
@@ -187,7 +189,7 @@ def _speedup_svg(points: tuple[SpeedupPoint, ...]) -> str:
              f'viewBox="0 0 {width} {height}" role="img" aria-label="speedup per candidate">',
              f'<line x1="{x(1.0):.1f}" y1="10" x2="{x(1.0):.1f}" y2="{height - 20}" stroke="#888" stroke-dasharray="4 3"/>',
              *(f'<text x="{x(t):.1f}" y="{height - 5}" font-size="11" text-anchor="middle">{t:g}x</text>'
-               for t in _ticks(lo, hi))]
+               for t in ticks(lo, hi))]
     for i, p in enumerate(points):
         y = 25 + i * row_h
         color = "#b36b00" if p.interpreted else "#1f5fa8"
@@ -202,7 +204,7 @@ def _speedup_svg(points: tuple[SpeedupPoint, ...]) -> str:
     return "".join(parts)
 
 
-def _ticks(lo: float, hi: float) -> list[float]:
+def ticks(lo: float, hi: float) -> list[float]:
     """A few round values between lo and hi (1, 2 or 5 times a power of ten apart)."""
     import math
 
@@ -267,9 +269,9 @@ def to_html(r: AuthorReport) -> str:
     label = "interpreted" if r.verify_interpreted else "device"
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', f"<title>{e(r.tag)}: author's report</title>",
-        f"<style>{_CSS}</style></head><body>", f"<h1>{e(r.tag)}: author's report</h1>", verdict,
+        f"<style>{CSS}</style></head><body>", f"<h1>{e(r.tag)}: author's report</h1>", verdict,
         "<h2>Candidate ledger</h2>", f"<p><code>{e(loaded)}</code></p>", _table(r.ledger),
-        "<figure>", _speedup_svg(r.points),
+        "<figure>", speedup_svg(r.points),
         "<figcaption>Speedup vs the reference per candidate: point estimate and 95% interval (orange: interpreted "
         "timings); triangles mark the pre-registered prediction; dashed: 1.0x.</figcaption></figure>",
         "<h2>Final candidate</h2>", final,
