@@ -300,3 +300,9 @@ def test_the_budget_stops_before_a_session_that_would_pass_it_and_says_the_time_
     assert near.startswith("time budget spent: 19.2 s of 20.0 s") and "always run" not in near and "1.6 s" in near
     over = budget_stop(3.79, 3, 3, 2.0)  # the asked sessions alone outgrew the budget: the real time is given
     assert "3.8 s of 2.0 s" in over and "the 3 sessions asked for always run" in over and over.endswith("undecided")
+    # the whole run's budget counts every phase before the timing (verify's checks, loading, inputs)
+    whole = budget_stop(3.0, 3, 3, 6.0, whole=(19.5, 20.0))  # the timing has room; the run does not
+    assert whole.startswith("time budget spent: 19.5 s of 20.0 s (every phase included; another session takes about 1.0 s")
+    assert budget_stop(3.0, 3, 3, 6.0, whole=(12.0, 20.0)) == ""
+    assert "24.0 s of 20.0 s (every phase included" in budget_stop(3.0, 3, 3, 6.0, whole=(24.0, 20.0))
+    assert "always run" in budget_stop(3.0, 3, 3, 6.0, whole=(24.0, 20.0))

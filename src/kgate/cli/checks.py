@@ -346,7 +346,8 @@ BarOpt = Annotated[
     Optional[str],
     typer.Option("--bar", help='Falsification bar, e.g. "p50 beats naive by >2% AND 3σ" or "speedup > 1.5x".'),
 ]
-BudgetOpt = Annotated[float, typer.Option("--budget", help="Time budget in seconds for timing, each session's compiles included (capped at 6 s on a CPU): no session starts that would end past it; the run stops earlier once the bar is decided, and never before --sessions sessions (the stop reason gives the seconds really spent).", parser=finite)]
+BudgetOpt = Annotated[float, typer.Option("--budget", help="Time budget in seconds for the whole run: loading, inputs, the checks and each timing session's compiles included (the timing alone is capped at 6 s on a CPU); no timing session starts that would end past it; the run stops earlier once the bar is decided, and never before --sessions sessions (the stop reason gives the seconds really spent).", parser=finite)]
+TimingBudgetOpt = Annotated[float, typer.Option("--budget", help="Time budget in seconds for the timing, each session's compiles included (capped at 6 s on a CPU): no session starts that would end past it.", parser=finite)]
 TargetCiOpt = Annotated[
     float, typer.Option("--target-ci", help="Stop when the speedup CI's relative width (high-low)/speedup is at most this.", parser=finite)
 ]
@@ -487,15 +488,19 @@ def measure(
     interpret mode on a CPU) is not timed unless --time-interpreted asks; then its timings are
     capped and labelled interpreted, and they never back a verdict.
     """
+    import time
+    from dataclasses import replace
+
     from kgate.gates.bar import parse_bar
     from kgate.problem.model import parse_weights
     from kgate.problem.module import parse_kwargs
     from kgate.verify.measure import MeasureRequest, run_measure
 
     def produce():  # -> Report
+        deadline = time.monotonic() + budget  # --budget counts every phase: loading and inputs too
         got = settings(family, weights=weights, reference=reference, candidate=candidate, overrides=parse_overrides(overrides or []),
                        dtype=dtype, bar=bar)
-        return run_measure(request(got), progress=progress_callback(as_json))
+        return run_measure(replace(request(got), deadline=deadline), progress=progress_callback(as_json))
 
     def request(got):  # -> MeasureRequest
         return MeasureRequest(
@@ -529,7 +534,7 @@ def calibrate(
     seed: Annotated[int, typer.Option("--seed", help="Seed for the timed inputs.")] = 42,
     dtype: DtypeOpt = None,
     bar: BarOpt = None,
-    budget: BudgetOpt = 10.0,
+    budget: TimingBudgetOpt = 10.0,
     per_round: PerRoundOpt = 0,
     sessions: SessionsOpt = 3,
     time_interpreted: TimeInterpretedOpt = False,

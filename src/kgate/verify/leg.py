@@ -66,6 +66,7 @@ def _measure(req: dict[str, Any]) -> dict[str, Any]:
         time_interpreted=req.get("time_interpreted", False),
         kwargs=kwargs_from_wire(req.get("kwargs")),
         weights=req.get("weights", "shared"),
+        deadline=req.get("deadline"),
     )
     return run_measure(request).to_json()
 

@@ -68,6 +68,9 @@ class MeasureRequest:
     time_interpreted: bool = False  # time a kernel that runs in an interpreter (capped, labelled); default: skip
     kwargs: Mapping[str, Any] = field(default_factory=dict)  # the candidate's entry bound with these (--kwarg)
     weights: str = "shared"  # a Model reference's weights: shared | random:SEED (`--weights`)
+    # when the whole run's --budget ends (time.monotonic(): the machine's clock, the same in every process), every
+    # phase before the timing included; None: the budget counts the timing alone
+    deadline: float | None = None
 
     def __post_init__(self) -> None:
         if self.sessions < 2:
@@ -120,6 +123,7 @@ def collect(
     rng: random.Random,
     decide: Callable[[stats.Interval], str | None] | None = None,
     threads: frozenset[int] = frozenset(),
+    deadline: tuple[float, float] | None = None,
     progress: Callable[[int, float], None] | None = None,
     before_round: Callable[[int], None] | None = None,
     after_round: Callable[[int], None] | None = None,
@@ -133,7 +137,8 @@ def collect(
     `sessions` sessions and `min_rounds` rounds on, it stops as soon as `decide` says the bar
     is MET or MISSED, or the interval's relative width is at most `target_ci`; otherwise when
     `max_rounds` or the time budget (compiles included) is spent, but never before `sessions`
-    sessions: fewer cannot exclude anything. Returns the samples, why it
+    sessions: fewer cannot exclude anything. `deadline`: (when the whole run's budget ends on
+    time.monotonic(), that budget), a second bound that counts every phase. Returns the samples, why it
     stopped, the pairs per round, the warm-up per-call seconds and every look.
     """
     samples = Samples()
@@ -172,23 +177,31 @@ def collect(
                         f"{target_ci})", per_round, per_call_s, looks)
             if rounds + rounds_each > max_rounds:
                 return samples, f"max rounds reached ({rounds} of {max_rounds})", per_round, per_call_s, looks
-            stop = budget_stop(time.monotonic() - started, session, sessions, budget_s)
+            now = time.monotonic()
+            whole = (now - (deadline[0] - deadline[1]), deadline[1]) if deadline is not None else None
+            stop = budget_stop(now - started, session, sessions, budget_s, whole)
             if stop:
                 return samples, stop, per_round, per_call_s, looks
 
 
-def budget_stop(elapsed_s: float, session: int, sessions: int, budget_s: float) -> str:
+def budget_stop(elapsed_s: float, session: int, sessions: int, budget_s: float,
+                whole: tuple[float, float] | None = None) -> str:
     """Why the run stops on its time budget after `session` sessions, or "": it stops when one
     more session, at the mean cost of those so far (compiles included), would end past the
-    budget. The `sessions` asked for always run, so a budget they outgrow is passed, and the
-    reason gives the real time spent."""
+    timing's budget (`elapsed_s` of `budget_s`) or past the whole run's (`whole`: the seconds
+    since the run began, every phase included, and its budget). The `sessions` asked for always
+    run, so a budget they outgrow is passed, and the reason gives the real time spent."""
     if session < sessions:
         return ""
     per_session = elapsed_s / max(session, 1)
-    if elapsed_s + per_session <= budget_s:
+    if whole is not None and whole[0] + per_session > whole[1]:
+        spent, budget, what = whole[0], whole[1], "every phase included"
+    elif elapsed_s + per_session > budget_s:
+        spent, budget, what = elapsed_s, budget_s, "compiles included"
+    else:
         return ""
-    over = f"; the {sessions} sessions asked for always run" if elapsed_s > budget_s else ""
-    return (f"time budget spent: {elapsed_s:.1f} s of {budget_s:.1f} s (compiles included; another session takes about "
+    over = f"; the {sessions} sessions asked for always run" if spent > budget else ""
+    return (f"time budget spent: {spent:.1f} s of {budget:.1f} s ({what}; another session takes about "
             f"{per_session:.1f} s{over}): undecided")
 
 
@@ -524,6 +537,7 @@ def _measure(
             rng=random.Random(request.order_seed),
             decide=(lambda i: interval_decision(bar, i.low, i.high)) if bar is not None else None,
             threads=threads,
+            deadline=(request.deadline, request.budget_s) if request.deadline is not None else None,
             progress=progress,
             before_round=rounds.start,
             after_round=rounds.end,

@@ -267,7 +267,8 @@ def _screen(request: VerifyRequest, common: dict[str, Any], say: Callable[[str],
     checks_leg = _checks(request, say, workdir)
     handoff = checks_leg.pop("handoff")
     timing: dict[str, Any] = {"bar": request.bar, "budget_s": request.budget_s, "sessions": request.sessions,
-                              "time_interpreted": request.time_interpreted}
+                              "time_interpreted": request.time_interpreted,
+                              "deadline": started + request.budget_s}  # --budget counts every phase, the checks too
     timing.update(
         inputs_in=handoff["path"], inputs_sha256=handoff["input_sha256"], inputs_file_sha256=handoff["file_sha256"]
     )
