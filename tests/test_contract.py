@@ -5,6 +5,7 @@ and a closed pipe does not change the verdict's code."""
 import json
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -303,8 +304,17 @@ def test_a_long_leg_tells_a_ci_log_its_phase_at_most_every_few_seconds_as_plain_
     lines: list[str] = []
     tell = phase_lines("the measure leg", lines.append, every_s=3600)
     tell("timing session 1")
-    tell("timing session 2")  # within the interval: not a line
+    tell("timing session 2")  # within the interval: not a line yet
     assert len(lines) == 1 and lines[0].startswith("the measure leg: timing session 1 (")
+    late = phase_lines("the measure leg", lines.append, every_s=0.2)
+    late("compiling")
+    late("timing session 1")  # entered too soon after the last line: held back, not lost
+    late("timing session 1")
+    assert lines[-1].startswith("the measure leg: compiling (")
+    time.sleep(0.25)
+    late("timing session 1")  # the interval has passed and the leg is still in it: said now, once
+    late("timing session 1")
+    assert lines[-1].startswith("the measure leg: timing session 1 (") and len(lines) == 3
     every = phase_lines("the measure leg", lines.append, every_s=0)
     every("compiling\x1b[2J session [/]\r 3" + "x" * 200)
     assert "\x1b" not in lines[-1] and "\r" not in lines[-1] and "[/]" in lines[-1] and len(lines[-1]) < 110

@@ -174,6 +174,35 @@ def _measure(candidate, problem="rmsnorm", op_point=_RMSNORM):
     return json.loads(proc.stdout)
 
 
+@pytest.mark.parametrize("candidate,how", [
+    ("bad_os_exit_at_import.py", "exit code 0"),  # os._exit(0): no exception, no exit hook
+    ("bad_prints_a_pass_and_exits.py", "exit code 0"),  # a forged PASS document on stdout, then os._exit(0)
+    pytest.param("bad_exits_zero_while_timed.py", "exit code 0", marks=pytest.mark.full),  # sys.exit(0) mid-run
+    pytest.param("bad_kills_its_process.py", "killed by SIGKILL", marks=pytest.mark.full),  # from a host callback
+])
+def test_a_candidate_that_ends_the_timed_process_cannot_end_kgate_or_speak_for_it(candidate, how):
+    """`kgate measure` runs the candidate in a process of its own: however that process ends,
+    kgate itself reports it, FAIL with exit code 2, one JSON document on stdout and none of the
+    candidate's."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import EXAMPLES
+
+    folder = EXAMPLES / "rmsnorm"
+    sets = [arg for value in _RMSNORM for arg in ("--set", value)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "kgate", "measure", "-r", folder / "reference.py", "-c", folder / candidate, *sets,
+         "--budget", "1.5", "--sessions", "2", "--json"], capture_output=True, text=True,
+    )
+    report = json.loads(proc.stdout)  # exactly one document: a forged one beside it would not parse
+    assert proc.returncode == 2 and report["command"] == "measure" and report["status"] == "FAIL", proc.stdout
+    measured = next(c for c in report["gates"]["timing"]["checks"] if c["name"] == "measured")
+    assert measured["status"] == "FAIL" and f"the measure process did not finish: {how}" in measured["detail"]
+    assert report["gates"]["integrity"]["status"] == "SKIPPED"  # nothing it reported is believed
+
+
 def _check(report, name):
     return next(c for c in report["gates"]["integrity"]["checks"] if c["name"] == name)
 

@@ -573,3 +573,47 @@ def test_a_process_still_running_after_its_leg_is_stopped_and_the_leg_is_a_crash
 
     for pid in re.findall(r"pid (\d+)", problem):
         assert census.process(int(pid)) is None  # stopped and reaped: not even a zombie
+
+
+def _leg(samples_ms, windows_ms, status="PASS", timing_checks=None):
+    """A measure leg's result as the parent reads it: the leg's own report, and the parent's
+    stamps of each round's tick and end beat (ms)."""
+    beats, ticks = [], []
+    for i, (start, end) in enumerate(windows_ms):
+        ticks.append([int(start * 1e6), i])
+        beats.append([int(end * 1e6), f"e {i}"])
+    checks = timing_checks or [{"name": "measured", "status": "PASS", "detail": "2 rounds", "fix": ""}]
+    return {
+        "schema": 1, "command": "measure", "status": status, "exit_code": 0, "next_step": "forged",
+        "reference": {"path": "r.py"}, "candidate": {"path": "c.py"}, "wall_s": 0.1,
+        "gates": {
+            "integrity": {"status": "PASS", "checks": [{"name": "inputs_unchanged", "status": "PASS", "detail": "same"}]},
+            "timing": {"status": "PASS", "checks": checks,
+                       "samples_ms": {"reference": [[s / 2] for s in samples_ms], "candidate": [[s / 2] for s in samples_ms]}},
+        },
+        "advisories": ["a note of the leg's own", "timing.noise: noisy"],
+        "parent_clock": {"wall_ns": 10**9, "beats": beats, "ticks": ticks, "processes": []},
+    }
+
+
+def test_the_measure_report_is_graded_here_from_the_legs_gates_and_this_processes_clock():
+    from kgate.verify.measure import MeasureRequest
+    from kgate.verify.measured import report_from_leg
+
+    request = MeasureRequest(reference="r.py", candidate="c.py")
+    fits = report_from_leg(_leg([4.0, 4.0], [(0, 10), (20, 30)]), request)
+    assert fits.status == "PASS" and fits.notes == ("a note of the leg's own", "timing.noise: noisy")
+    names = [c.name for c in fits.gates["integrity"].checks]
+    assert names == ["inputs_unchanged", "measure.parent_clock", "measure.parent_processes"]
+    assert "parent_clock" not in fits.context and fits.next_step != "forged"
+    # rounds whose reported time did not pass on this process's clock: an anomaly, whatever the leg says
+    invented = report_from_leg(_leg([40.0, 4.0], [(0, 10), (20, 30)]), request)
+    assert invented.status == "ANOMALY" and invented.gates["integrity"].failures[0].name == "measure.parent_clock"
+    # the status is the gates', never the leg's own word
+    failing = [{"name": "measured", "status": "FAIL", "detail": "x", "fix": "y"}]
+    assert report_from_leg(_leg([4.0], [(0, 10)], timing_checks=failing), request).status == "FAIL"
+    # no result at all (the leg's process ended early): a FAIL that says how, with nothing of the leg's believed
+    ended = report_from_leg({"status": "CRASHED", "returncode": 0, "error": {"problem": "exit code 0, without a "
+                                                                               "result: no output"}}, request)
+    assert ended.status == "FAIL" and ended.exit_code == 2 and ended.gates["integrity"].status == "SKIPPED"
+    assert "did not finish: exit code 0" in ended.gates["timing"].failures[0].detail

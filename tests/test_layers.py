@@ -27,7 +27,8 @@ def test_no_module_outside_backends_imports_a_framework():
 def test_importing_the_cli_and_gates_does_not_load_jax():
     code = (
         "import sys, kgate.cli, kgate.verify, kgate.gates.parity, kgate.gates.firing, kgate.report, kgate.problem,"
-        " kgate.verify.screen, kgate.verify.check_receipt, kgate.verify.lock, kgate.verify.receipt;"
+        " kgate.verify.screen, kgate.verify.check_receipt, kgate.verify.lock, kgate.verify.receipt,"
+        " kgate.verify.measured;"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in {'jax', 'torch'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

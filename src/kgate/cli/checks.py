@@ -479,8 +479,9 @@ def measure(
 ) -> None:
     """Co-measure reference and candidate: interleaved, synchronized, with a 95% interval.
 
-    Both legs are jitted by kgate and run on the same input buffers in one process, the
-    candidate first (after the output's shapes are poisoned with NaN), interleaved in
+    Both legs are jitted by kgate and run on the same input buffers in one fresh process
+    (this one never imports the candidate, and checks the samples it reports against its own
+    clock), the candidate first (after the output's shapes are poisoned with NaN), interleaved in
     coin-flip order, in rounds until the speedup's interval is narrow enough or the
     budget is spent. Reports per-leg p50/mean/std/min/IQR, the speedup with its bootstrap
     interval, the run-to-run sigma and the minimum detectable effect; with --bar, MET /
@@ -494,13 +495,20 @@ def measure(
     from kgate.gates.bar import parse_bar
     from kgate.problem.model import parse_weights
     from kgate.problem.module import parse_kwargs
-    from kgate.verify.measure import MeasureRequest, run_measure
+    from kgate.verify.measure import MeasureRequest
+    from kgate.verify.measured import run_measure_apart
+
+    err = Console(stderr=True)
+
+    def say(message: str) -> None:  # the leg's phase name is its text, never markup
+        if not as_json:
+            err.print(f"kgate measure: {message}", soft_wrap=True, markup=False, highlight=False)
 
     def produce():  # -> Report
         deadline = time.monotonic() + budget  # --budget counts every phase: loading and inputs too
         got = settings(family, weights=weights, reference=reference, candidate=candidate, overrides=parse_overrides(overrides or []),
                        dtype=dtype, bar=bar)
-        return run_measure(replace(request(got), deadline=deadline), progress=progress_callback(as_json))
+        return run_measure_apart(replace(request(got), deadline=deadline), say)
 
     def request(got):  # -> MeasureRequest
         return MeasureRequest(

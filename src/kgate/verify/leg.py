@@ -67,8 +67,12 @@ def _measure(req: dict[str, Any]) -> dict[str, Any]:
         kwargs=kwargs_from_wire(req.get("kwargs")),
         weights=req.get("weights", "shared"),
         deadline=req.get("deadline"),
+        **{key: req[key] for key in MEASURE_TUNING if key in req},  # `kgate measure`'s own knobs; verify's defaults
     )
     return run_measure(request).to_json()
+
+
+MEASURE_TUNING = ("target_ci", "min_rounds", "max_rounds", "per_round", "order_seed")
 
 
 def _inputs(req: dict[str, Any]) -> dict[str, Any]:

@@ -171,7 +171,8 @@ def collect(
                           **interval.to_json(),
                           "relative_width": interval.relative_width, "decided": decided or ""})
             if decided:
-                return samples, f"the bar was decided ({decided}) after {session} sessions", per_round, per_call_s, looks
+                return samples, (f"the bar was decided ({decided}) on its speedup thresholds after {session} sessions (a σ "
+                                 "clause is graded once, at the end)"), per_round, per_call_s, looks
             if may_stop and interval.relative_width <= target_ci:
                 return (samples, f"the interval reached the target width ({interval.relative_width:.4f} <= "
                         f"{target_ci})", per_round, per_call_s, looks)

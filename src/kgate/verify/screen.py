@@ -146,15 +146,18 @@ PHASE_LINE_EVERY_S = 5.0  # a CI log gets a line this often at most while a leg 
 
 def phase_lines(leg: str, say: Callable[[str], None], every_s: float = PHASE_LINE_EVERY_S) -> Callable[[str], None]:
     """Tell `say` the phase a leg is in, at most every `every_s` seconds (a long timing is not a
-    silent one, nor a line per session). The name comes from the leg's process: only its
-    printable characters are shown, cut short."""
+    silent one, nor a line per session). Called with the leg's current phase as often as the
+    caller likes: a phase is said once, and one entered too soon after the last line is said
+    when the interval has passed, if the leg is still in it. The name comes from the leg's
+    process: only its printable characters are shown, cut short."""
     started = time.monotonic()
     last = [-math.inf]
+    told = [""]
 
     def tell(phase: str) -> None:
         now = time.monotonic()
-        if now - last[0] >= every_s:
-            last[0] = now
+        if phase and phase != told[0] and now - last[0] >= every_s:
+            last[0], told[0] = now, phase
             shown = "".join(ch for ch in phase if ch.isprintable())[:80]
             say(f"{leg}: {shown} ({now - started:.0f} s)")
 
@@ -213,7 +216,7 @@ def _checks(request: VerifyRequest, say: Callable[[str], None], workdir: Path) -
         return run_screen_checks(checks, _leg_env(request), workdir).to_json()
 
 
-def _gate_from_json(name: str, data: Mapping[str, Any]) -> GateResult:
+def gate_from_json(name: str, data: Mapping[str, Any]) -> GateResult:
     checks = tuple(Check(c["name"], c["status"], c["detail"], c.get("fix", ""), c.get("gotcha", ""))
                    for c in data.get("checks", []))
     details = {k: v for k, v in data.items() if k not in ("status", "checks", "reason")}
@@ -328,15 +331,15 @@ def _finish(
             continue
         for name, data in leg["gates"].items():
             if name == "integrity":
-                integrity += [replace(c, name=f"{leg_name}.{c.name}") for c in _gate_from_json(name, data).checks]
+                integrity += [replace(c, name=f"{leg_name}.{c.name}") for c in gate_from_json(name, data).checks]
             elif leg_name == "reversed":
                 continue  # its timing is compared below, not reported as a second timing gate
             else:
-                gates[name] = _gate_from_json(name, data)
+                gates[name] = gate_from_json(name, data)
     for leg_name, leg in legs:
         if leg_name in ("measure", "reversed") and "gates" in leg and not leg.get("not_timed"):
-            integrity.append(_parent_clock_check(leg_name, leg))
-            integrity.append(_processes_check(leg_name, leg))
+            integrity.append(parent_clock_check(leg_name, leg))
+            integrity.append(processes_check(leg_name, leg))
             integrity.append(same_answer_check(leg_name, checks_leg, leg))
     if request.mode == "full":
         integrity += _full_checks(request, measure_leg, dict(legs)["reversed"])
@@ -420,7 +423,7 @@ def same_answer_check(leg_name: str, checks_leg: Mapping[str, Any], leg: Mapping
                  f"within {allowance:.3g} of what the checks graded")
 
 
-def _parent_clock_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
+def parent_clock_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
     """The measure leg's reported samples must fit the windows this process timed around its rounds."""
     samples = leg["gates"].get("timing", {}).get("samples_ms")
     if not samples:
@@ -430,7 +433,7 @@ def _parent_clock_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
     return clock_bound(f"{leg_name}.parent_clock", reported, clock.get("beats", []), clock.get("ticks", []))
 
 
-def _processes_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
+def processes_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
     """What this process saw below the timed leg, and come to it as orphans, while the leg's rounds
     ran (the leg's own count of its processes is one it could be made to misreport)."""
     name = f"{leg_name}.parent_processes"

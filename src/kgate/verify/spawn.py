@@ -163,15 +163,14 @@ class LegProcess:
 
     def wait_phased(self, budget_s: float | None, on_phase: Callable[[str], None] | None = None) -> dict[str, Any]:
         """`wait()`, stopping the leg when one of its phases runs past `budget_s`; `on_phase` is
-        told each phase the leg enters (as it names it: a line for a person, nothing more)."""
-        told = ""
+        told the phase the leg is in (as it names it: a line for a person, nothing more) every
+        time it looks, and decides itself when to say it (see `screen.phase_lines`)."""
         while self.proc.poll() is None:
             stopped = self.stop_if_overrun(budget_s)
             if stopped is not None:
                 return stopped
-            if on_phase is not None and self.phase() not in ("", told):
-                told = self.phase()
-                on_phase(told)
+            if on_phase is not None:
+                on_phase(self.phase())
             time.sleep(0.05)
         return self.wait()
 
@@ -210,7 +209,7 @@ class LegProcess:
                 raise ValueError("not an object")
         except (OSError, ValueError):
             tail = self.stderr_tail()
-            return self._crashed(f"exit code {self.proc.returncode}: {tail or 'no output'}")
+            return self._crashed(f"{ended_how(self.proc.returncode)}, without a result: {tail or 'no output'}")
         told = [line[len(RESULT_BEAT):] for _, line in list(self.beats) if line.startswith(RESULT_BEAT)]
         if self.beating and len(told) > 1:
             # the leg beats one digest, once, last: another process wrote on its channel
@@ -394,6 +393,17 @@ def start(
         reader.start()
         leg._readers.append(reader)
     return leg
+
+
+def ended_how(returncode: int | None) -> str:
+    """How a process ended, in words: its exit code, or the signal that killed it."""
+    if returncode is not None and returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}"
+    return f"exit code {returncode}"
 
 
 def _watch_processes(leg: LegProcess) -> None:
