@@ -195,6 +195,26 @@ def test_an_op_point_with_empty_outputs_is_refused_before_anything_is_made():
     assert proc.returncode == 2 and error["status"] == "ERROR" and "no elements" in error["error"]["problem"], proc.stderr
 
 
+@pytest.mark.parametrize("source,elements", [
+    ("def workload(x):\n    return ()\n", None),  # nothing returned: parity's own FAIL, not a size's
+    ("def workload(x):\n    return x.sum() > 0, 3\n", 2),  # a 0-d array and a Python value: one element each, traced
+    ("_skip_jit = True\nimport numpy as np\ndef workload(n):\n    return jnp.asarray(np.asarray(jnp.ones((n,))))\n",
+     None),  # eager and untraceable, its inputs all static: nothing to size it from
+])
+def test_outputs_are_counted_only_where_their_shapes_are_known(write_module, source, elements):
+    """Only a traced reference's arrays say how many elements the outputs hold; a guess (an eager
+    entry sized from its inputs) or an entry that returns no array says nothing, and is not
+    refused as an empty op-point."""
+    from kgate.backends import get_backend
+    from kgate.problem import load_reference
+
+    inputs = "(4,)" if "(n)" in source else "(jnp.ones((3, 4)),)"
+    path = write_module("reference.py", f"import jax.numpy as jnp\ndef create_inputs(seed=0):\n    return {inputs}\n"
+                        + source)
+    with load_reference(path) as (reference, _):
+        assert get_backend().footprint(reference, None).output_elements == elements
+
+
 @pytest.mark.full
 def test_an_op_point_too_big_for_the_machine_is_refused_before_anything_is_allocated():
     huge = ("--set", "seq_len=4000000", "--set", "emb_dim=8192")  # ~244 GiB of bf16 inputs

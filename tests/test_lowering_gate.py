@@ -552,6 +552,7 @@ def test_lowering_at_the_op_point_uses_a_familys_registered_op_point_not_config(
     assert report.status == "PASS", report.to_json()
     op_point = report.context["op_point"]
     assert op_point["source"] == "registered" and op_point["values"]["seq_len"] == 256
+    assert op_point["overrides"] == {"batch": 2, "seq_len": 256}  # what changed CONFIG, as in every op-point record
     assert op_point["tiny"]["seq_len"] == 16 and op_point["tiny"]["batch"] == 1  # TINY over the registered op-point
     lowered = {c.name: c.detail for c in report.gates["lowering"].checks}
     assert "[2, 256, 1024]" in lowered["op-point.lowers"] and "[1, 16, 256]" in lowered["TINY.lowers"], lowered

@@ -200,3 +200,19 @@ def test_a_single_size_is_drawn_twice_and_a_problem_without_sizes_draws_nothing(
     first, second = (tries[0] for tries in shape_draws({"n": 256, "scale": 0.5}, 3))
     assert set(first) == set(second) == {"n"}
     assert shape_draws({"scale": 0.5, "causal": True}, 3) == []
+
+
+def test_an_override_that_changed_nothing_is_named_where_it_came_from():
+    """--set, the family's registered op-point and TINY are three places to fix: the refusal
+    names each key's own."""
+    from kgate.errors import KgateError
+    from kgate.problem.oppoint import OpPoint, refuse_ineffective
+
+    point = OpPoint({"batch": 2, "seq_len": 16, "dim": 8}, "registered+TINY+--set")
+    with pytest.raises(KgateError) as info:
+        refuse_ineffective(["batch", "dim", "seq_len"], point, {"dim": 8}, "reference.py", registered={"batch": 2})
+    assert "--set dim=8 and the family's op-point batch=2 and TINY's seq_len=16 changed nothing" in info.value.problem
+    assert info.value.fix.endswith("drop these keys from --set and the family's op-point (family.toml) and TINY.")
+    with pytest.raises(KgateError) as info:
+        refuse_ineffective(["seq_len"], point, {}, "reference.py")
+    assert info.value.problem.startswith("TINY's seq_len=16 changed nothing") and "family" not in info.value.fix

@@ -224,3 +224,22 @@ def test_reference_that_fails_to_import_names_the_line(write_module):
     cand = write_module("cand.py", "def workload(x):\n    return x\n")
     with pytest.raises(KgateError, match=r"reference module .* raised ImportError: needs libfoo \(at reference.py:3\)"):
         parity(str(ref), str(cand))
+
+
+NO_TINY = (
+    "import jax, jax.numpy as jnp\nCONFIG = {'n': 32}\ndef create_inputs(seed=0):\n"
+    "    return (jax.random.normal(jax.random.key(seed), (4, CONFIG['n'])),)\ndef workload(x):\n    return jnp.tanh(x)\n"
+)
+
+
+@pytest.mark.full
+def test_the_no_tiny_advice_fits_how_the_gate_was_run(write_module):
+    """Without --family, a --set makes the gate small; under it the op-point is registered and
+    a --set must agree with it, so the advice says what can be done there instead."""
+    ref = write_module("reference.py", NO_TINY)
+    cand = write_module("cand.py", "import jax.numpy as jnp\ndef workload(x):\n    return jnp.tanh(x)\n")
+    plain = next(a for a in gate(str(ref), str(cand)).advisories if "no TINY" in a)
+    assert "give a small one with --set n=..." in plain
+    family = next(a for a in gate(str(ref), str(cand), registered={"n": 16}).advisories if "no TINY" in a)
+    assert "the family's registered op-point" in family and "outside the family's terms" in family
+    assert "give a small one with --set" not in family

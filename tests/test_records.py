@@ -414,7 +414,8 @@ def test_abandon_extension_and_pivot(example_repo):
         (None, ["cand1", "--what", "x"], "needs --why"),
         ("receipt", ["cand1", "--what", "x", "--receipt", "RECEIPT"], "is for a candidate with sha256"),
         ("dtype", ["cand1", "--what", "x", "--receipt", "RECEIPT"], "ran with float32 inputs; the family grades bfloat16"),
-        ("no_dtype", ["cand1", "--what", "x", "--receipt", "RECEIPT"], "made no floating-point inputs and gave no --dtype"),
+        ("no_dtype", ["cand1", "--what", "x", "--receipt", "RECEIPT"], "records no inputs' dtypes and gave no --dtype"),
+        ("int_dtype", ["cand1", "--what", "x", "--receipt", "RECEIPT"], "asked for --dtype float32; the family grades"),
         ("page", ["cand1", "--what", "x", "--why", "kept"], "edits kgate did not make"),
         ("clean", ["cand1", "--what", "x", "--why", "kept"], "nothing to commit"),
         ("detached", ["cand1", "--what", "x", "--why", "kept"], "detached HEAD"),
@@ -439,13 +440,16 @@ def test_bad_candidates_change_nothing(example_repo, tmp_path, setup, args, mess
         forged.write_text(json.dumps({"command": "gate", "status": "PASS", "gates": {},
                                       "candidate": {"sha256": "0" * 64}, "reference": {"sha256": "1" * 64}}))
         args = [forged if a == "RECEIPT" else a for a in args]
-    elif setup in ("dtype", "no_dtype"):  # the right candidate, graded in another dtype than the family's, or in one unknown
+    elif setup in ("dtype", "no_dtype", "int_dtype"):
+        # the right candidate, graded in another dtype than the family's (its inputs show it, or it asked for one), or
+        # in one unknown (a report that records no inputs, as lower's and fit's, and no --dtype)
         import hashlib
 
         other = tmp_path / "float32.json"
         target_sha = hashlib.sha256((wt / "ops" / "rmsnorm.py").read_bytes()).hexdigest()
-        other.write_text(json.dumps({"command": "gate", "status": "PASS", "gates": {},
-                                     "input_dtypes": ["float32"] if setup == "dtype" else [],  # integer inputs only
+        made = {"dtype": {"input_dtypes": ["float32"]}, "no_dtype": {},
+                "int_dtype": {"input_dtypes": [], "dtype": "float32"}}[setup]  # integer inputs only, asked for float32
+        other.write_text(json.dumps({"command": "gate", "status": "PASS", "gates": {}, **made,
                                      "candidate": {"sha256": target_sha}, "reference": {"sha256": "1" * 64}}))
         args = [other if a == "RECEIPT" else a for a in args]
     before = _state(wt, page)
@@ -804,3 +808,24 @@ def test_a_recorded_sweep_commits_every_point_with_its_receipt_and_lints_clean(e
     assert kgate(repo, "cand", "rmsnorm", "cand2", "--abandon", "--reason", "the sweep covered it").returncode == 0
     lint = json.loads(kgate(repo, "lint", "rmsnorm", "--json").stdout)
     assert lint["status"] in ("CLEAN", "ADVISORY"), lint["findings"]
+
+
+def test_the_graded_dtype_is_shown_by_the_inputs_or_by_what_the_run_asked_for():
+    """A report stands for the family's dtype when its floating inputs are in it, when it asked for
+    it, or when it made only integer inputs and asked for nothing (no dtype to run them in);
+    a report that records no inputs (lower, fit) must have asked for it."""
+    from kgate.errors import KgateError
+    from kgate.record.summary import ReportSummary
+
+    def summary(**data):
+        return ReportSummary.from_json({"command": "gate", "status": "PASS", "gates": {}, **data}, Path("r.json"), "")
+
+    summary(input_dtypes=["bfloat16"]).check_dtype("bfloat16")
+    summary(input_dtypes=[]).check_dtype("bfloat16")  # integer inputs, a module that takes no --dtype
+    summary(input_dtypes=[], dtype="bfloat16").check_dtype("bfloat16")
+    summary(dtype="bfloat16").check_dtype("bfloat16")  # lower, fit: what it asked for
+    for data, says in [({"input_dtypes": ["float32"]}, "ran with float32 inputs"),
+                       ({"input_dtypes": [], "dtype": "float32"}, "asked for --dtype float32"),
+                       ({}, "records no inputs' dtypes and gave no --dtype")]:
+        with pytest.raises(KgateError, match=says):
+            summary(**data).check_dtype("bfloat16")

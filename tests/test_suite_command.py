@@ -194,3 +194,22 @@ def test_an_interrupted_suite_keeps_what_finished_and_resumes_without_redoing_it
     assert again.returncode == 0, again.stderr[-2000:]
     assert again.stderr.count("done before") == 2
     assert {r["candidate"]: r["status"] for r in json.loads(again.stdout)["rows"]}["hangs_at_import.py"] == GATE_FAIL
+
+
+def test_a_speedup_plot_stays_in_its_frame_whatever_an_interval_holds():
+    """An open end (inf), an unknown one (NaN) or an unknown estimate is drawn at the plot's edge
+    or left out: never a coordinate that is not a number, never off the page."""
+    import math
+    import xml.etree.ElementTree as ET
+
+    from kgate.report.author import SpeedupPoint, speedup_svg
+
+    svg = speedup_svg((SpeedupPoint("a", 1.5, math.nan, 2.0, False, None),
+                       SpeedupPoint("b", math.nan, 0.5, math.inf, False, 2.0),
+                       SpeedupPoint("c", 1.2, 1.1, 1.3, True, None)))
+    assert "nan" not in svg.lower() and "inf" not in svg
+    root = ET.fromstring(svg)
+    width = float(root.get("width"))
+    xs = [float(e.get(k)) for e in root.iter() for k in ("x1", "x2", "cx") if e.get(k) is not None]
+    assert xs and all(0 <= v <= width for v in xs)
+    assert len([e for e in root.iter() if e.tag.endswith("circle")]) == 2  # b's estimate is unknown: no dot

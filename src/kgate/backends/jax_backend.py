@@ -284,12 +284,14 @@ class JaxBackend:
             raise inputs_failed(problem, exc) from exc
         except Exception:
             return None
+        traced = True
         try:
             outputs = jax.eval_shape(*_flat(bind_static(problem.entry, inputs)))
         except Exception:
             if not problem.eager:
                 return None  # the reference fails on these inputs: its run says how
             outputs = [x for x in inputs if not is_static(x)]  # an eager entry cannot be traced: as big as its inputs
+            traced = False
         in_leaves = jax.tree_util.tree_leaves([x for x in inputs if not is_static(x)])
         out_leaves = jax.tree_util.tree_leaves(outputs)
 
@@ -302,7 +304,7 @@ class JaxBackend:
             inputs=sum(_nbytes(x) for x in in_leaves),
             outputs=sum(_nbytes(x) for x in out_leaves),
             oracle=sum(wide(x) for x in in_leaves) + sum(wide(x) for x in out_leaves),
-            output_elements=sum(int(np.prod(x.shape, dtype=np.int64)) for x in out_leaves if hasattr(x, "shape")),
+            output_elements=_elements(out_leaves) if traced else None,  # a guess from the inputs says nothing of it
         )
 
     def input_shapes(self, problem: ProblemModule, dtype: str | None) -> tuple[Any, ...]:
@@ -365,11 +367,13 @@ class JaxBackend:
             before = self.program_signature(problem, dtype)
         return sorted(changed) if before == now else []
 
-    def refuse_ineffective(self, problem: ProblemModule, dtype: str | None, op_point: Any, given: dict[str, Any]) -> None:
-        """Refuse an op-point override (`given`: the --set keys; the rest came from TINY) that
-        builds the very same program as the values it replaced: that op-point never runs."""
+    def refuse_ineffective(self, problem: ProblemModule, dtype: str | None, op_point: Any, given: dict[str, Any],
+                           registered: dict[str, Any] | None = None) -> None:
+        """Refuse an op-point override (`given`: the --set keys; `registered`: the family's
+        op-point; the rest came from TINY) that builds the very same program as the values it
+        replaced: that op-point never runs."""
         refuse_ineffective(self.ineffective_overrides(problem, dtype, dict(op_point.replaced)), op_point, given,
-                           problem.path.name)
+                           problem.path.name, registered)
 
     def available_memory(self) -> tuple[int, str] | None:
         """Bytes free where the arrays live: the accelerator's memory, or the host's
@@ -1251,6 +1255,13 @@ def _chip_version(chip: str) -> Any:
 def _abstract(inputs: Sequence[Any]) -> tuple[Any, ...]:
     """Each array input as a ShapeDtypeStruct (abstract inputs stay as they are)."""
     return tuple(jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), x) for x in inputs)
+
+
+def _elements(leaves: Sequence[Any]) -> int | None:
+    """The elements of the arrays among `leaves`; None when there are none (an entry that returns
+    nothing, or only Python values: what parity makes of that is its own FAIL, not a size's)."""
+    shaped = [x for x in leaves if hasattr(x, "shape")]
+    return sum(int(np.prod(x.shape, dtype=np.int64)) for x in shaped) if shaped else None
 
 
 def _nbytes(leaf: Any) -> int:

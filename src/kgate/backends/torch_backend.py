@@ -430,7 +430,8 @@ class TorchBackend:
                 self._signatures[key] = None
         return self._signatures[key]
 
-    def refuse_ineffective(self, problem: ProblemModule, dtype: str | None, op_point: Any, given: dict[str, Any]) -> None:
+    def refuse_ineffective(self, problem: ProblemModule, dtype: str | None, op_point: Any, given: dict[str, Any],
+                           registered: dict[str, Any] | None = None) -> None:
         config = problem.config
         if config is None:
             return
@@ -440,7 +441,7 @@ class TorchBackend:
             return
         with config_set(changed, config):
             before = self.program_signature(problem, dtype)
-        refuse_ineffective(sorted(changed) if before == now else [], op_point, given, problem.path.name)
+        refuse_ineffective(sorted(changed) if before == now else [], op_point, given, problem.path.name, registered)
 
     def available_memory(self) -> tuple[int, str] | None:
         if _CUDA:

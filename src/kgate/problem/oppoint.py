@@ -144,23 +144,28 @@ def key_name(config: Mapping[str, Any], key: str) -> str:
     return f"the shape global {key}" if hasattr(config, "noun") else f"CONFIG[{key!r}]"
 
 
-def refuse_ineffective(keys: Sequence[str], op_point: OpPoint, given: Mapping[str, Any], module: str) -> None:
-    """An override that changed nothing must not be reported as the op-point that ran."""
+def refuse_ineffective(keys: Sequence[str], op_point: OpPoint, given: Mapping[str, Any], module: str,
+                       registered: Mapping[str, Any] | None = None) -> None:
+    """An override that changed nothing must not be reported as the op-point that ran. Each key
+    is named where it came from: `given` (--set), `registered` (the family's op-point), else TINY."""
     if not keys:
         return
+    registered = registered or {}
+    sources = (("--set ", lambda k: k in given), ("the family's op-point ", lambda k: k not in given and k in registered),
+               ("TINY's ", lambda k: k not in given and k not in registered))
     origin = " and ".join(
-        part for part in (
-            "--set " + ", ".join(f"{k}={op_point.values[k]!r}" for k in keys if k in given) if any(k in given for k in keys) else "",
-            "TINY's " + ", ".join(f"{k}={op_point.values[k]!r}" for k in keys if k not in given) if any(k not in given for k in keys) else "",
-        ) if part
+        label + ", ".join(f"{k}={op_point.values[k]!r}" for k in keys if came(k))
+        for label, came in sources if any(came(k) for k in keys)
     )
+    where = ["--set"] + (["the family's op-point (family.toml)"] if any(k in registered for k in keys) else []) + (
+        ["TINY"] if any(k not in given and k not in registered for k in keys) else [])
     raise KgateError(
         f"{origin} changed nothing: {module}'s create_inputs and entry build the very same program with and without "
         f"it (checked by tracing, nothing run), so the op-point kgate would report was never run. "
         f"Keys without effect: {', '.join(keys)}.",
         f"make create_inputs read its sizes from CONFIG (e.g. CONFIG[{keys[0]!r}]) instead of hard-coding them "
         "(under the Model protocol: get_inputs and get_init_inputs from the shape globals), "
-        "or drop these keys from --set (and from TINY).",
+        f"or drop these keys from {' and '.join(where)}.",
     )
 
 

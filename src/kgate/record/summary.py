@@ -43,6 +43,7 @@ class ReportSummary:
     bar_outcome: str | None = None  # MET | MISSED | UNDECIDED
     kwargs: dict[str, Any] = field(default_factory=dict)  # the candidate entry's keyword arguments (--kwarg, a sweep point)
     dtype: str | None = None  # the --dtype the run asked create_inputs for (None: the module's own default)
+    made_inputs: bool = False  # the run recorded its inputs' dtypes (gate, parity, measure, verify, flags; not lower, fit)
 
     @classmethod
     def load(cls, path: Path) -> ReportSummary:
@@ -108,11 +109,14 @@ class ReportSummary:
             bar_outcome=str(bar["outcome"]) if "outcome" in bar else None,
             kwargs=dict((modules.get("candidate") or {}).get("kwargs") or {}),
             dtype=str(data["dtype"]) if data.get("dtype") else None,
+            made_inputs=isinstance(data.get("input_dtypes"), list),
         )
 
     def check_dtype(self, graded: str) -> None:
-        """A run in another dtype than the family grades is not evidence for it: its floating
-        inputs show the dtype; a run that made none (integer inputs only) must have asked for the
+        """A run in another dtype than the family grades is not evidence for it. Its floating
+        inputs show the dtype. A run that made inputs and none floating (integers only: there is
+        no dtype to run them in, and such a module often takes no --dtype) stands unless it asked
+        for another dtype. A run that records no inputs (lower, fit) must have asked for the
         graded one (--dtype, as --family does), or nothing shows it ran in it."""
         other = [d for d in self.input_dtypes if d != graded]
         if other:
@@ -120,13 +124,16 @@ class ReportSummary:
                 f"{self.path} ran with {', '.join(self.input_dtypes)} inputs; the family grades {graded}.",
                 f"re-run it with --dtype {graded} (or create the family with the dtype you grade in).",
             )
-        if not self.input_dtypes and self.dtype != graded:
-            asked = f"asked for --dtype {self.dtype}" if self.dtype else "gave no --dtype"
-            raise KgateError(
-                f"{self.path} made no floating-point inputs and {asked}: nothing shows it ran in the {graded} the "
-                "family grades.",
-                f"re-run it under the family's terms (--family SLUG) or with --dtype {graded}.",
-            )
+        if self.input_dtypes or self.dtype == graded:
+            return
+        if self.made_inputs and self.dtype is None:
+            return
+        if self.dtype is not None:
+            problem = f"{self.path} asked for --dtype {self.dtype}; the family grades {graded}."
+        else:
+            problem = (f"{self.path} records no inputs' dtypes and gave no --dtype: nothing shows it ran in the "
+                       f"{graded} the family grades.")
+        raise KgateError(problem, f"re-run it under the family's terms (--family SLUG) or with --dtype {graded}.")
 
     # -- the cells and the commit summary --------------------------------------------
 

@@ -181,10 +181,14 @@ def speedup_svg(points: tuple[SpeedupPoint, ...]) -> str:
     left = max(90, 7 * max(len(p.candidate) for p in points) + 12)  # room for the longest label
     width = left + 550
     height = 40 + row_h * len(points)
-    values = [v for p in points for v in (p.low, p.high, 1.0, *(x for x in (p.predicted,) if x is not None))
-              if v != math.inf]
+    values = [v for p in points for v in (p.estimate, p.low, p.high, 1.0, *(x for x in (p.predicted,) if x is not None))
+              if math.isfinite(v) and v > 0]
     lo, hi = min(values) * 0.9, max(values) * 1.1
-    x = lambda v: left + (min(v, hi) - lo) / (hi - lo) * (width - left - right)  # noqa: E731  (an open end: the edge)
+
+    def x(v: float, edge: float | None = None) -> float:  # an open or unknown end (inf, NaN): the plot's edge
+        v = (edge if edge is not None else lo) if math.isnan(v) else min(max(v, lo), hi)
+        return left + (v - lo) / (hi - lo) * (width - left - right)
+
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" data-plot="speedup" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-label="speedup per candidate">',
              f'<line x1="{x(1.0):.1f}" y1="10" x2="{x(1.0):.1f}" y2="{height - 20}" stroke="#888" stroke-dasharray="4 3"/>',
@@ -194,9 +198,10 @@ def speedup_svg(points: tuple[SpeedupPoint, ...]) -> str:
         y = 25 + i * row_h
         color = "#b36b00" if p.interpreted else "#1f5fa8"
         parts += [f'<text x="5" y="{y + 4}" font-size="12">{html.escape(p.candidate)}</text>',
-                  f'<line data-candidate="{html.escape(p.candidate)}" x1="{x(p.low):.1f}" y1="{y}" x2="{x(p.high):.1f}" '
-                  f'y2="{y}" stroke="{color}" stroke-width="2"/>',
-                  f'<circle cx="{x(p.estimate):.1f}" cy="{y}" r="4" fill="{color}"/>']
+                  f'<line data-candidate="{html.escape(p.candidate)}" x1="{x(p.low, lo):.1f}" y1="{y}" '
+                  f'x2="{x(p.high, hi):.1f}" y2="{y}" stroke="{color}" stroke-width="2"/>']
+        if math.isfinite(p.estimate):
+            parts.append(f'<circle cx="{x(p.estimate):.1f}" cy="{y}" r="4" fill="{color}"/>')
         if p.predicted is not None:
             parts.append(f'<path d="M{x(p.predicted):.1f} {y - 7} l4 -6 h-8 z" fill="#444"><title>predicted '
                          f'{p.predicted:g}x</title></path>')

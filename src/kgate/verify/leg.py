@@ -220,11 +220,13 @@ def _fit(req: dict[str, Any]) -> dict[str, Any]:
 
 
 def _full_op_point(op_point: Any, overrides: dict[str, Any], registered: dict[str, Any] | None) -> dict[str, Any]:
-    """The op-point without TINY (what `lower` lowers beside TINY), in OpPoint's JSON shape."""
+    """The op-point without TINY (what `lower` lowers beside TINY), in OpPoint's JSON shape: its
+    overrides are every update to CONFIG, the family's registered op-point and --set over it."""
     restored = op_point.without_tiny(overrides, registered)
     source = "+".join(part for part, given in (("registered", registered), ("--set", overrides)) if given) or "CONFIG"
     return {"source": source, "values": {**op_point.values, **restored},
-            "overrides": dict(overrides), "tiny": dict(op_point.values) if "TINY" in op_point.source else None}
+            "overrides": {**(registered or {}), **overrides},
+            "tiny": dict(op_point.values) if "TINY" in op_point.source else None}
 
 
 LEGS = {

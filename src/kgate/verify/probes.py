@@ -58,7 +58,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
             made.append(inputs)
 
         beat("phase making inputs")
-        backend.refuse_ineffective(reference, req["dtype"], op_point, req["overrides"])
+        backend.refuse_ineffective(reference, req["dtype"], op_point, req["overrides"], req.get("registered"))
         # every probe is held at once: a first estimate (the shape probes at least the op-point's size),
         # and the memory free now, before any input exists; once chosen, each shape counts at its own
         available = backend.available_memory()
