@@ -139,7 +139,8 @@ def _render_timing(report: Report, console: Console) -> None:
     console.print(
         f"  method: {m['rounds']} rounds x {m['pairs_per_round']} interleaved pairs in {m.get('sessions', 1)} sessions "
         f"(fresh compile and fresh input values each), coin-flip order, synchronized calls, {m.get('cache', 'no cache flush')}; "
-        + (f"looked at {len(m['looks'])} times; " if isinstance(m.get("looks"), list) else "")
+        + (f"looked at {'once' if len(m['looks']) == 1 else str(len(m['looks'])) + ' times'}; "
+           if isinstance(m.get("looks"), list) else "")
         + f"stopped: {m['stop_reason']}"
         + (f"; the measurement took {report.context['wall_s']:.1f} s of wall time (loading, compiling and "
            "checking included)" if isinstance(report.context.get("wall_s"), (int, float)) else ""),
