@@ -127,14 +127,43 @@ def test_a_local_pool_runs_rows_in_workers_and_a_lost_worker_s_row_is_never_kept
 
 
 @pytest.mark.full
+def test_a_row_past_its_timeout_is_stopped_with_every_process_it_started_and_never_kept(tmp_path):
+    """--timeout bounds a row's gate and verify together: a candidate that hangs where no phase
+    budget reaches it (here at import, past the short phase budget's floor for starting) is
+    stopped, its row an ERROR that says so, not kept; the other rows are untouched."""
+    marks = tmp_path / "imports"
+    folder = tmp_path / "suite" / "cumsum"
+    folder.mkdir(parents=True)
+    for name in ("reference.py", "bad_exclusive.py"):
+        shutil.copy(EXAMPLES / "cumsum" / name, folder / name)
+    (folder / "hangs.py").write_text(f"import os, time\nwith open({str(marks)!r}, 'a') as f:\n"
+                                     "    f.write(f'{os.getpid()}\\n')\ntime.sleep(3600)\n")
+    request = SuiteRequest(tuple(discover(tmp_path / "suite", klass="xla-rewrite")), tmp_path / "results",
+                           budget_s=2.0, phase_budget_s=600.0)
+    began = time.monotonic()
+    rows = run_suite(request, executor=local(1, timeout_s=15.0))
+    assert time.monotonic() - began < 120
+    assert _statuses(rows) == {"bad_exclusive.py": GATE_FAIL, "hangs.py": ERROR}
+    (hung,) = [r for r in rows if r.candidate == "hangs.py"]
+    assert "ran past --timeout 15 s" in hung.reason and hung.extra["unfinished"] is True
+    assert not (request.results / f"{hung.key}.json").exists()  # a re-run runs it again
+    for pid in (int(p) for p in marks.read_text().split()):  # the candidate's process went with its row
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[1][:3]
+
+
+@pytest.mark.full
 def test_the_local_executor_options_are_checked_before_anything_runs(tmp_path):
     with pytest.raises(KgateError, match="--jobs 0"):
         local(0)
+    with pytest.raises(KgateError, match="--timeout 0 is not a positive number"):
+        local(1, timeout_s=0.0)
+    assert isinstance(local(1, timeout_s=5.0), Pool)  # a row past its timeout needs a process to stop
     suite = _tree(tmp_path)
     for args, says in ((["--address", "auto"], "--address names a Ray cluster"),
                        (["--executor", "ray", "--jobs", "2"], "--jobs sizes the local pool"),
                        (["--executor", "dask"], "is not an executor"),
-                       (["--compile-slots", "0"], "--compile-slots 0")):
+                       (["--compile-slots", "0"], "--compile-slots 0"),
+                       (["--timeout", "-1"], "--timeout -1 is not a positive number")):
         proc = kgate(tmp_path, "suite", suite, "--results", tmp_path / "r", *args, "--json")
         assert proc.returncode == 2 and says in proc.stdout, proc.stdout + proc.stderr[-2000:]
         assert json.loads(proc.stdout)["status"] == "ERROR"

@@ -751,6 +751,10 @@ def suite(
     retries: Annotated[int, typer.Option(
         "--retries", help="ray: how often a task whose worker was lost is run again (never a task that returned, "
         "FAIL or not).")] = 2,
+    timeout: Annotated[Optional[float], typer.Option(
+        "--timeout", help="The longest one row may take, its gate and verify together (seconds; default: no limit "
+        "beyond --phase-budget per phase): past it the row is stopped with every process it started, shown as an "
+        "ERROR and not kept, so a re-run runs it again.", parser=finite)] = None,
     compile_slots: Annotated[Optional[int], typer.Option(
         "--compile-slots", help="Compiles at once on a host, across every row and leg (default: "
         "$KGATE_COMPILE_SLOTS, else 2).")] = None,
@@ -803,7 +807,8 @@ def suite(
         entries = discover(root or Path("."), manifest, parse_classes(klass), tuple(candidates or ()))
         request = SuiteRequest(tuple(entries), results, budget_s=budget, phase_budget_s=phase_budget,
                                time_interpreted=time_interpreted)
-        runner = RayExecutor(address, retries) if executor == "ray" else local(default_jobs() if jobs is None else jobs)
+        runner = (RayExecutor(address, retries, timeout) if executor == "ray"
+                  else local(default_jobs() if jobs is None else jobs, timeout))
         rows = run_suite(request, say=lambda line: typer.echo(f"kgate suite: {line}", err=True), executor=runner)
     except KgateError as exc:
         fail_usage(exc, as_json)

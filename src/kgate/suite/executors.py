@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -52,10 +53,26 @@ def default_jobs() -> int:
     return max(1, (os.cpu_count() or 2) // 2)
 
 
-def local(jobs: int) -> InProcess | Pool:
+def local(jobs: int, timeout_s: float | None = None) -> InProcess | Pool:
+    """The local executor: rows one at a time here, or a pool of worker processes; with a
+    per-row `timeout_s`, always workers (a row past it is stopped with its process group)."""
     if jobs < 1:
         raise KgateError(f"--jobs {jobs} is not a number of rows to run at once.", "use --jobs 1 or more.")
-    return InProcess() if jobs == 1 else Pool(jobs)
+    check_timeout(timeout_s)
+    return InProcess() if jobs == 1 and timeout_s is None else Pool(jobs, timeout_s)
+
+
+def check_timeout(timeout_s: float | None) -> None:
+    if timeout_s is not None and not timeout_s > 0:
+        raise KgateError(f"--timeout {timeout_s:g} is not a positive number of seconds.",
+                         "give e.g. --timeout 600 (a row's gate and verify together), or leave it out.")
+
+
+def timed_out(job: Job, timeout_s: float) -> Outcome:
+    """The row of a job stopped past --timeout: an ERROR that says so, never written (a re-run,
+    perhaps with a longer --timeout, runs it again)."""
+    return lost(job, f"ran past --timeout {timeout_s:g} s (its gate and verify together) and was stopped with every "
+                "process it started; a re-run runs this row again")
 
 
 class InProcess:
@@ -78,13 +95,15 @@ class Pool:
     """Up to `jobs` rows at once, each in a worker process of its own session (so that stopping
     the suite stops a worker's legs with it)."""
 
-    def __init__(self, jobs: int) -> None:
-        self.jobs = jobs
+    def __init__(self, jobs: int, timeout_s: float | None = None) -> None:
+        self.jobs, self.timeout_s = jobs, timeout_s
 
     def run(self, jobs: Sequence[Job], request: SuiteRequest,
             say: Callable[[str], None]) -> Iterator[tuple[Job, Outcome]]:
         done: queue.Queue[tuple[Job, Outcome]] = queue.Queue()
         live: dict[int, subprocess.Popen[str]] = {}
+        started: dict[int, float] = {}
+        expired: set[int] = set()
         todo = list(jobs)
         said = threading.Lock()
 
@@ -98,9 +117,20 @@ class Pool:
                     job = todo.pop(0)
                     tell(f"{job.label}: gating (worker {len(live) + 1} of {self.jobs})")
                     live[job.index] = proc = _start_worker(job, request)
+                    started[job.index] = time.monotonic()
                     threading.Thread(target=_watch, args=(job, proc, done, tell), daemon=True).start()
-                job, outcome = done.get()
+                try:
+                    job, outcome = done.get(timeout=0.5)
+                except queue.Empty:
+                    if self.timeout_s is not None:
+                        for index, proc in live.items():
+                            if index not in expired and time.monotonic() - started[index] > self.timeout_s:
+                                expired.add(index)  # its watcher reports the killed worker; said as a timeout below
+                                _stop(proc)
+                    continue
                 live.pop(job.index, None)
+                if job.index in expired and self.timeout_s is not None:
+                    outcome = timed_out(job, self.timeout_s)
                 yield job, outcome
         finally:  # interrupted, or the caller stopped: no worker (nor its legs) is left running
             for proc in live.values():
@@ -142,10 +172,26 @@ def _watch(job: Job, proc: subprocess.Popen[str], done: queue.Queue[tuple[Job, O
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
+    """Kill a worker's session, and every process below it wherever it went (a candidate's leg runs
+    in a session of its own, so its group is not the worker's): the tree is read first, then
+    killed top down, then the worker is reaped."""
+    from kgate.verify import census
+
+    tree, look = [], [proc.pid]
+    while look:  # the whole tree as it is now: a process killed first can no longer be walked
+        pid = look.pop()
+        tree.append(pid)
+        look += census.children(pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    for pid in tree[1:]:
+        for kill in (lambda: os.killpg(os.getpgid(pid), signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+            try:
+                kill()
+            except (ProcessLookupError, PermissionError, OSError):
+                pass
     proc.wait()
 
 
@@ -174,10 +220,11 @@ class RayExecutor:
     """Each row's gate, then its verify, as Ray tasks on a cluster: the one this process is
     already connected to, the one at `address`, or a local one started here (and stopped after)."""
 
-    def __init__(self, address: str | None = None, retries: int = 2) -> None:
+    def __init__(self, address: str | None = None, retries: int = 2, timeout_s: float | None = None) -> None:
         if retries < 0:
             raise KgateError(f"--retries {retries} is not a number of retries.", "use --retries 0 or more.")
-        self.address, self.retries = address, retries
+        check_timeout(timeout_s)
+        self.address, self.retries, self.timeout_s = address, retries, timeout_s
         self.ray = import_ray()
 
     def run(self, jobs: Sequence[Job], request: SuiteRequest,
@@ -197,12 +244,22 @@ class RayExecutor:
         verify = ray.remote(**options, **chip)(_verify_task)
         terms = request_to_json(request)
         pending: dict[Any, tuple[Job, str]] = {}
+        began: dict[int, float] = {}  # a row's clock starts when its gate is submitted (queueing counts too)
         for job in jobs:
             say(f"{job.label}: gating (a Ray task)")
             pending[gate.remote(entry_to_json(job.entry), job.key, terms)] = (job, "gate")
+            began[job.index] = time.monotonic()
         try:
             while pending:
-                (ref,), _ = ray.wait(list(pending), num_returns=1)
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5 if self.timeout_s is not None else None)
+                if not ready:
+                    for ref, (job, _step) in list(pending.items()):
+                        if time.monotonic() - began[job.index] > float(self.timeout_s or 0):
+                            pending.pop(ref)
+                            ray.cancel(ref, force=True)
+                            yield job, timed_out(job, float(self.timeout_s or 0))
+                    continue
+                (ref,) = ready
                 job, step = pending.pop(ref)
                 try:
                     result = ray.get(ref)
