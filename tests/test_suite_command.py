@@ -213,3 +213,23 @@ def test_a_speedup_plot_stays_in_its_frame_whatever_an_interval_holds():
     xs = [float(e.get(k)) for e in root.iter() for k in ("x1", "x2", "cx") if e.get(k) is not None]
     assert xs and all(0 <= v <= width for v in xs)
     assert len([e for e in root.iter() if e.tag.endswith("circle")]) == 2  # b's estimate is unknown: no dot
+
+
+def test_a_verified_row_says_what_verify_checked():
+    """A PASS row's 'why' is what verify checked: parity's probes with the worst error against
+    the floor, and firing; a row that did not pass keeps its reason."""
+    from kgate.gates.common import Check, GateResult
+    from kgate.suite.run import checked
+    from kgate.suite.summary import Row
+    from kgate.verify.outcome import Report
+
+    probes = [{"name": "seed42", "outputs": [{"max_abs_over_floor": 0.99}]},
+              {"name": "edge-spikes-in0", "outputs": [{"max_abs_over_floor": 2.5}, {"path": "aux"}]}]
+    report = Report("verify", {
+        "parity": GateResult("parity", (Check("seed42.error", "PASS", "ok"),), {"probes": probes, "spec": "floor:5"}),
+        "firing": GateResult("firing", (Check("kernel_present", "PASS", "1 kernel"),), {"kernel_sites": [{"at": "x"}]}),
+    })
+    said = checked(report)
+    assert said == "parity PASS: 2 probes, worst 2.5x the floor (floor:5); firing PASS: 1 kernel site"
+    assert Row("p", "c.py", "PASS", "", extra={"checked": said}).why == said
+    assert Row("p", "c.py", "GATE_FAIL", "FAIL: parity").why == "FAIL: parity"

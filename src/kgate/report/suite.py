@@ -24,7 +24,7 @@ def render_suite(rows: Sequence[Any], summary: Any, console: Console) -> None:
     for column in ("problem", "candidate", "status", "speedup [95% CI]", "why"):
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(row.problem, row.candidate, row.status, _speedup(row), row.reason or "")
+        table.add_row(row.problem, row.candidate, row.status, _speedup(row), row.why)
     console.print(f"kgate suite: {summary.candidates} candidate(s) of {summary.problems} problem(s)", soft_wrap=True)
     console.print(table)
     console.print(f"correct: {summary.correct}/{summary.candidates} ({summary.correct_rate:.0%}); timed (compiled "
@@ -67,7 +67,7 @@ def to_html(rows: Sequence[Any], summary: Any, title: str = "kgate suite") -> st
              "</tr>"]
     for r in rows:
         table += [f'<tr data-status="{e(r.status)}">', *(f"<td>{e(c)}</td>" for c in (
-            r.problem, r.candidate, r.status, _speedup(r), r.reason or "")), "</tr>"]
+            r.problem, r.candidate, r.status, _speedup(r), r.why)), "</tr>"]
     table.append("</table>")
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', f"<title>{e(title)}</title>",

@@ -177,7 +177,26 @@ def verify_step(entry: Entry, key: str, request: SuiteRequest, say: Callable[[st
     receipt = request.results / f"{key}.receipt.json"
     return _done(entry, key, where, PASS if report.status == "PASS" else FAIL, why, speedup,
                  bool(report.context.get("interpreted", True)), receipt_text=dumps(sealed) + "\n",
-                 gate_status="PASS", verify_status=report.status, receipt=str(receipt))
+                 gate_status="PASS", verify_status=report.status, receipt=str(receipt), checked=checked(report))
+
+
+def checked(report: Any) -> str:
+    """What verify checked, in short, for a row: parity (its probes, and the worst error against
+    its floor) and firing, each with its status."""
+    parts = []
+    parity = report.gates.get("parity")
+    if parity is not None:
+        probes = parity.details.get("probes") or []
+        ratios = [float(o["max_abs_over_floor"]) for p in probes for o in p.get("outputs", [])
+                  if isinstance(o.get("max_abs_over_floor"), (int, float))]
+        worst = f", worst {max(ratios):.3g}x the floor ({parity.details.get('spec', 'floor')})" if ratios else ""
+        parts.append(f"parity {parity.status}: {len(probes)} probe{'' if len(probes) == 1 else 's'}{worst}")
+    firing = report.gates.get("firing")
+    if firing is not None:
+        sites = firing.details.get("kernel_sites") or []
+        parts.append(f"firing {firing.status}" + (f": {len(sites)} kernel site{'' if len(sites) == 1 else 's'}"
+                                                   if sites else f" ({len(firing.checks)} checks)"))
+    return "; ".join(parts)
 
 
 def _check_request(entry: Entry, request: SuiteRequest) -> Any:

@@ -36,6 +36,11 @@ class Row:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
+    def why(self) -> str:
+        """What the row says beside its status: why it is not a PASS, or, for one, what verify checked."""
+        return self.reason or str(self.extra.get("checked", ""))
+
+    @property
     def correct(self) -> bool:
         return self.status == PASS
 
