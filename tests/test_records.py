@@ -829,3 +829,36 @@ def test_the_graded_dtype_is_shown_by_the_inputs_or_by_what_the_run_asked_for():
                        ({}, "records no inputs' dtypes and gave no --dtype")]:
         with pytest.raises(KgateError, match=says):
             summary(**data).check_dtype("bfloat16")
+
+
+def test_the_commands_that_act_say_what_they_made_as_one_json_document(tmp_path):
+    """init, family new, stub, lead and pivot under --json: one `record` document on stdout
+    (what each wrote or committed), nothing else there; a refusal is the error document."""
+    root = home_repo(tmp_path / "code", EXAMPLE / "reference.py")
+
+    def run(*args):
+        proc = kgate(root, *args, "--json")
+        return proc.returncode, json.loads(proc.stdout)  # exactly one document
+
+    code, init = run("init")
+    assert code == 0 and init["command"] == "init" and init["wrote"] == [str(root / "kgate.toml")]
+    code, fam = run("family", "new", "rmsnorm", "--reference", "ops/reference.py", "--target", "ops/rmsnorm.py")
+    assert code == 0 and fam["slug"] == "rmsnorm" and fam["branch"] == "kernel/rmsnorm" and len(fam["reference_sha256"]) == 64
+    code, stub = run("stub", "rmsnorm", *STUB)
+    (page,) = [Path(p) for p in stub["wrote"]]
+    assert code == 0 and page.is_file() and page.name.endswith("-v001-rmsnorm.md")
+    code, lead = run("lead", "rmsnorm", "try  a two-pass   variant")
+    assert code == 0 and lead["lead"] == "try a two-pass variant" and len(lead["sha"]) == 40
+    code, pivot = run("pivot", "rmsnorm", "kernel-authored→xla-rewrite", "--evidence", "the roofline")
+    assert code == 0 and pivot["closed"] == ["cand1", "cand2"] and pivot["message"].startswith("pivot(rmsnorm v001)")
+    code, refused = run("lead", "nosuch", "x")
+    assert code == 2 and refused["status"] == "ERROR" and refused["error"]["fix"]
+
+
+def test_new_says_what_it_wrote_and_what_to_run_next_as_json(tmp_path):
+    proc = kgate(tmp_path, "new", "my_norm", "--json")
+    out = json.loads(proc.stdout)
+    assert proc.returncode == 0 and out["command"] == "new" and out["next_step"].startswith("kgate gate -r my_norm")
+    assert all((tmp_path / p).is_file() or Path(p).is_file() for p in out["wrote"])
+    again = kgate(tmp_path, "new", "my_norm", "--json")  # refused: nothing overwritten
+    assert again.returncode == 2 and json.loads(again.stdout)["status"] == "ERROR"

@@ -285,6 +285,18 @@ def fail_usage(exc: KgateError, as_json: bool) -> None:
     raise typer.Exit(2)
 
 
+def done(as_json: bool, command: str, text: str, **fields: Any) -> None:
+    """The end of a command that acts (writes a file, makes a commit): its one line for a person,
+    or under --json one `record` document, `{"status": "DONE", "exit_code": 0, "command": ...}`
+    with what it made (`fields`)."""
+    if as_json:
+        from kgate.jsonio import document
+
+        print(document({"status": "DONE", "exit_code": 0, "command": command, **fields}, "record"))
+    else:
+        Console().print(text, markup=False, soft_wrap=True)
+
+
 def check_output_path(path: Path | None, option: str = "-o") -> None:
     """Refuse, before anything runs, a file that could not be written at the end: its folder
     missing or not writable, or a folder at its path (probed by making and removing a file

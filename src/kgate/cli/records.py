@@ -21,6 +21,7 @@ from kgate.cli.common import (
     WeightsOpt,
     app,
     check_output_path,
+    done,
     fail_usage,
 )
 from kgate.errors import KgateError
@@ -36,6 +37,7 @@ def init(
     dtype: Annotated[str, typer.Option("--dtype", help="Default graded dtype for new families.")] = "bfloat16",
     parity_spec: ParityOpt = "floor",
     chip: Annotated[int, typer.Option("--chip", help="Default chip.")] = 0,
+    as_json: JsonOpt = False,
 ) -> None:
     """Create the workspace file kgate.toml here (experiments root, home repo, defaults)."""
     from kgate.record import workspace
@@ -45,11 +47,10 @@ def init(
             Path.cwd(), experiments=experiments, home_repo=home_repo, graded_dtype=dtype, parity=parity_spec, chip=chip
         )
     except KgateError as exc:
-        fail_usage(exc, False)
-    Console().print(
-        f"kgate init: wrote {ws.root / workspace.FILENAME} (experiments {ws.experiments}, home repo {ws.home_repo})",
-        soft_wrap=True,
-    )
+        fail_usage(exc, as_json)
+    wrote = ws.root / workspace.FILENAME
+    done(as_json, "init", f"kgate init: wrote {wrote} (experiments {ws.experiments}, home repo {ws.home_repo})",
+         wrote=[str(wrote)], experiments=str(ws.experiments), home_repo=str(ws.home_repo))
 
 
 @app.command()
@@ -58,6 +59,7 @@ def new(
     template: Annotated[
         str, typer.Option("--from", help="Template: rowwise (a row reduction, bf16) or elementwise (2-D tiles, f32).")
     ] = "rowwise",
+    as_json: JsonOpt = False,
 ) -> None:
     """Scaffold a problem: reference.py in the protocol and a Pallas candidate that passes `kgate gate`.
 
@@ -71,12 +73,11 @@ def new(
     try:
         written = new_problem(problem, template)
     except KgateError as exc:
-        fail_usage(exc, False)
-    console = Console()
-    console.print(f"kgate new: {problem} from the {template} template ({TEMPLATES[template].what})", soft_wrap=True)
-    for path in written:
-        console.print(f"  wrote {path}", soft_wrap=True)
-    console.print(f"next: kgate gate -r {problem / 'reference.py'} -c {problem / 'candidate.py'}", soft_wrap=True)
+        fail_usage(exc, as_json)
+    following = f"kgate gate -r {problem / 'reference.py'} -c {problem / 'candidate.py'}"
+    lines = [f"kgate new: {problem} from the {template} template ({TEMPLATES[template].what})",
+             *(f"  wrote {path}" for path in written), f"next: {following}"]
+    done(as_json, "new", "\n".join(lines), wrote=[str(p) for p in written], next_step=following)
 
 
 @family_app.command("new")
@@ -95,6 +96,7 @@ def family_new(
     ] = None,
     derive: Annotated[bool, typer.Option("--derive", help="Derive the slug from the name given (1p_Flash_Attention -> flash-attention).")] = False,
     weights: WeightsOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Create a family: binding (reference pinned by sha256), RESULTS.tsv, worktree."""
     from kgate.problem import parse_overrides
@@ -119,12 +121,12 @@ def family_new(
             say=lambda m: err.print(f"kgate family new: {m}", soft_wrap=True),
         )
     except KgateError as exc:
-        fail_usage(exc, False)
-    Console().print(
-        f"kgate family new: {fam.slug} at {fam.folder} (reference {fam.reference} sha256 {fam.reference_sha256[:12]}..., "
-        f"worktree {fam.worktree} on {fam.integration_branch})",
-        soft_wrap=True,
-    )
+        fail_usage(exc, as_json)
+    done(as_json, "family new",
+         f"kgate family new: {fam.slug} at {fam.folder} (reference {fam.reference} sha256 {fam.reference_sha256[:12]}..., "
+         f"worktree {fam.worktree} on {fam.integration_branch})",
+         slug=fam.slug, folder=str(fam.folder), reference=str(fam.reference), reference_sha256=fam.reference_sha256,
+         worktree=str(fam.worktree), branch=fam.integration_branch)
 
 
 @app.command()
@@ -146,6 +148,7 @@ def stub(
     reading_budget: Annotated[Optional[float], typer.Option("--reading-budget", metavar="MINUTES", help="The knowledge-purchase budget: minutes of reading before the first candidate (`kgate lint` checks it from the commit times).", parser=finite)] = None,
     no_peek: Annotated[Optional[list[str]], typer.Option("--no-peek", help="A file, folder or module candidates must not read (repeatable): `kgate cand` and the checks run with --family refuse a candidate whose imports or source reach it.")] = None,
     variant: Annotated[Optional[str], typer.Option("--variant", hidden=True)] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Pre-register an experiment: write the stub page and commit it on kernel/<slug>-vNNN.
 
@@ -194,10 +197,11 @@ def stub(
         )
         stubs.validate(request)
         device = get_backend("jax").device()
-        page = stubs.create(ws, request, variant=f"{device.platform}:{device.kind}", say=lambda m: err.print(f"kgate stub: {m}", soft_wrap=True))
+        page = stubs.create(ws, request, variant=f"{device.platform}:{device.kind}",
+                            say=lambda m: err.print(f"kgate stub: {m}", soft_wrap=True, markup=False))
     except KgateError as exc:
-        fail_usage(exc, False)
-    Console().print(f"kgate stub: wrote {page}", soft_wrap=True)
+        fail_usage(exc, as_json)
+    done(as_json, "stub", f"kgate stub: wrote {page}", wrote=[str(page)])
 
 
 def say_to_stderr(command: str) -> Callable[[str], None]:
@@ -250,6 +254,7 @@ def cand(
 def lead(
     slug: Annotated[str, typer.Argument(help="The family's slug.")],
     text: Annotated[str, typer.Argument(help="The idea, in a line: noticed, not pursued in this experiment.")],
+    as_json: JsonOpt = False,
 ) -> None:
     """Record a lead: an idea noticed and not pursued, listed in the report as a seed of the next experiment.
 
@@ -261,8 +266,9 @@ def lead(
     try:
         sha = experiment.lead(workspace.find(Path.cwd()), slug, text)
     except KgateError as exc:
-        fail_usage(exc, False)
-    Console().print(f"kgate lead: committed {sha[:12]} lead: {' '.join(text.split())}", markup=False, soft_wrap=True)
+        fail_usage(exc, as_json)
+    line = " ".join(text.split())
+    done(as_json, "lead", f"kgate lead: committed {sha[:12]} lead: {line}", sha=sha, lead=line)
 
 
 @app.command()
@@ -301,6 +307,7 @@ def pivot(
     slug: Annotated[str, typer.Argument(help="The family's slug.")],
     transition: Annotated[str, typer.Argument(help="<from>→<to> (or <from>-><to>), e.g. xla-rewrite→kernel-authored.")],
     evidence: Annotated[str, typer.Option("--evidence", help="What showed the class cannot meet the bar.")] = "",
+    as_json: JsonOpt = False,
 ) -> None:
     """Record a class pivot: closes the plan as pivoted; the new class needs a new stub."""
     from kgate.record import experiment, workspace
@@ -309,10 +316,11 @@ def pivot(
         ws = workspace.find(Path.cwd())
         out = experiment.pivot(ws, slug, transition, evidence)
     except KgateError as exc:
-        fail_usage(exc, False)
-    if out.closed:
+        fail_usage(exc, as_json)
+    if out.closed and not as_json:
         say_to_stderr("pivot")(f"closed plan items not reached: {', '.join(out.closed)}")
-    Console().print(f"kgate pivot: committed {out.sha[:12]} {out.message}", markup=False, soft_wrap=True)
+    done(as_json, "pivot", f"kgate pivot: committed {out.sha[:12]} {out.message}", sha=out.sha, message=out.message,
+         closed=list(out.closed))
 
 
 @app.command()
