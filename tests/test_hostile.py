@@ -203,6 +203,27 @@ def test_a_candidate_that_ends_the_timed_process_cannot_end_kgate_or_speak_for_i
     assert report["gates"]["integrity"]["status"] == "SKIPPED"  # nothing it reported is believed
 
 
+@pytest.mark.full
+def test_a_timed_call_that_never_returns_is_stopped_past_the_budget_and_a_phase_budget():
+    """The timed rounds answer to --budget, not to the phase budget; a round that never ends is
+    stopped once the whole run's budget and one phase budget more have passed, and said."""
+    import time
+
+    from conftest import EXAMPLES
+    from kgate.verify.measure import MeasureRequest
+    from kgate.verify.measured import run_measure_apart
+
+    folder = EXAMPLES / "rmsnorm"
+    began = time.monotonic()
+    report = run_measure_apart(MeasureRequest(
+        reference=folder / "reference.py", candidate=folder / "bad_hangs_while_timed.py", sessions=2, budget_s=2.0,
+        overrides={"batch": 1, "seq_len": 16, "emb_dim": 256}, deadline=time.monotonic() + 2.0), phase_budget_s=8.0)
+    assert time.monotonic() - began < 90
+    measured = next(c for c in report.gates["timing"].checks if c.name == "measured")
+    assert report.status == "FAIL" and "in the phase 'timing session" in measured.detail, measured.detail
+    assert "a timed call that never returns" in measured.detail
+
+
 def _check(report, name):
     return next(c for c in report["gates"]["integrity"]["checks"] if c["name"] == name)
 

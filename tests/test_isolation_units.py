@@ -602,7 +602,7 @@ def test_the_measure_report_is_graded_here_from_the_legs_gates_and_this_processe
 
     request = MeasureRequest(reference="r.py", candidate="c.py")
     fits = report_from_leg(_leg([4.0, 4.0], [(0, 10), (20, 30)]), request)
-    assert fits.status == "PASS" and fits.notes == ("a note of the leg's own", "timing.noise: noisy")
+    assert fits.status == "PASS" and fits.notes == ("a note of the leg's own",)  # a gate's advisory: from its checks
     names = [c.name for c in fits.gates["integrity"].checks]
     assert names == ["inputs_unchanged", "measure.parent_clock", "measure.parent_processes"]
     assert "parent_clock" not in fits.context and fits.next_step != "forged"
@@ -617,3 +617,38 @@ def test_the_measure_report_is_graded_here_from_the_legs_gates_and_this_processe
                                                                                "result: no output"}}, request)
     assert ended.status == "FAIL" and ended.exit_code == 2 and ended.gates["integrity"].status == "SKIPPED"
     assert "did not finish: exit code 0" in ended.gates["timing"].failures[0].detail
+
+
+@pytest.mark.parametrize("forge", [
+    lambda leg: leg.update(gates={}),  # every gate left out
+    lambda leg: leg["gates"].pop("integrity"),
+    lambda leg: leg["gates"].update(timing={"status": "SKIPPED", "checks": [], "reason": "x", "not_timed": "interpreted"},
+                                    bar={"status": "PASS", "checks": [], "outcome": "MET"}),  # "timed nothing", after rounds
+    lambda leg: leg["gates"]["timing"].update(speedup={"estimate": 9.0, "low": 8.0, "high": 10.0}, samples_ms=None),
+    lambda leg: leg["gates"].update(timing=[1, 2]),  # shapes kgate never writes
+    lambda leg: leg["gates"]["timing"].update(checks=[{"name": "measured"}]),
+    lambda leg: leg["gates"]["timing"].update(checks=7),
+    lambda leg: leg.update(advisories=3),
+    lambda leg: leg.update(advisories=[{}]),
+    lambda leg: leg.update(candidate="c.py"),
+])
+def test_a_forged_or_malformed_measure_result_is_never_a_pass_nor_a_crash(forge):
+    """The measure process ran candidate code, which can write its result file: whatever it
+    leaves out or reshapes, the parent grades a FAIL or an ANOMALY (exit 2), never a traceback."""
+    from kgate.verify.measure import MeasureRequest
+    from kgate.verify.measured import report_from_leg
+
+    leg = _leg([4.0, 4.0], [(0, 10), (20, 30)])
+    forge(leg)
+    report = report_from_leg(leg, MeasureRequest(reference="r.py", candidate="c.py"))
+    assert report.status in ("FAIL", "ANOMALY") and report.exit_code == 2, report.to_json()
+
+
+def test_a_request_the_measure_process_refused_is_bad_input_here():
+    from kgate.verify.measure import MeasureRequest
+    from kgate.verify.measured import report_from_leg
+
+    refused = {"status": "ERROR", "error": {"problem": "--set rows=0 changed nothing", "fix": "drop it"}}
+    with pytest.raises(KgateError, match="changed nothing") as info:
+        report_from_leg(refused, MeasureRequest(reference="r.py", candidate="c.py"))
+    assert info.value.fix == "drop it"

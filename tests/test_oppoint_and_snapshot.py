@@ -216,3 +216,4 @@ def test_an_override_that_changed_nothing_is_named_where_it_came_from():
     with pytest.raises(KgateError) as info:
         refuse_ineffective(["seq_len"], point, {}, "reference.py")
     assert info.value.problem.startswith("TINY's seq_len=16 changed nothing") and "family" not in info.value.fix
+    assert info.value.fix.endswith("drop these keys from TINY.")  # no --set was given: none to drop

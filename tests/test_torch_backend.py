@@ -204,19 +204,24 @@ def test_xla_flags_are_refused_for_a_torch_problem():
 def test_a_kernelbench_level_runs_as_a_suite(tmp_path):
     import shutil
 
-    level, run1, run2 = (tmp_path / name for name in ("level1", "run1", "run2"))
-    for folder in (level, run1, run2):
+    level, run1, run2, run3 = (tmp_path / name for name in ("level1", "run1", "run2", "run3"))
+    for folder in (level, run1, run2, run3):
         folder.mkdir()
+    # a candidate whose forward segfaults: that candidate's row, and the suite goes on
+    (run3 / "19_softmax.py").write_text("import ctypes\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+                                        "    def forward(self, x):\n        ctypes.string_at(0)\n        return x\n")
     shutil.copy(EXAMPLES / SOFTMAX, level / "19_softmax.py")
     shutil.copy(EXAMPLES / LINEAR, level / "20_linear_relu.py")  # no candidate in any folder: no row
     shutil.copy(EXAMPLES / "model_torch/softmax_triton.py", run1 / "19_softmax.py")
     shutil.copy(EXAMPLES / "model_torch/softmax_bad_ghost_launch.py", run2 / "19_softmax.py")
     shutil.copy(EXAMPLES / "model_torch/softmax_triton.py", run2 / "softmax_triton.py")  # what the ghost imports
-    done = _cli("suite", str(level), "--candidates", str(run1), "--candidates", str(run2),
+    done = _cli("suite", str(level), "--candidates", str(run1), "--candidates", str(run2), "--candidates", str(run3),
                 "--results", str(tmp_path / "results"), "--json")
     assert done.returncode == 0, done.stderr
     rows = {row["candidate"]: row for row in json.loads(done.stdout)["rows"]}
-    assert set(rows) == {"run1/19_softmax.py", "run2/19_softmax.py"}
+    assert set(rows) == {"run1/19_softmax.py", "run2/19_softmax.py", "run3/19_softmax.py"}
+    crashed = rows["run3/19_softmax.py"]
+    assert crashed["status"] == "GATE_FAIL" and "SIGSEGV" in crashed["reason"], crashed
     triton = rows["run1/19_softmax.py"]  # correct, and interpreted here: verified, never timed
     assert triton["status"] == "PASS" and triton["speedup"] is None and triton["interpreted"] is True
     assert rows["run2/19_softmax.py"]["status"] == "GATE_FAIL"

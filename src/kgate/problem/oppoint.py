@@ -157,8 +157,10 @@ def refuse_ineffective(keys: Sequence[str], op_point: OpPoint, given: Mapping[st
         label + ", ".join(f"{k}={op_point.values[k]!r}" for k in keys if came(k))
         for label, came in sources if any(came(k) for k in keys)
     )
-    where = ["--set"] + (["the family's op-point (family.toml)"] if any(k in registered for k in keys) else []) + (
-        ["TINY"] if any(k not in given and k not in registered for k in keys) else [])
+    where = [place for place, came in (("--set", lambda k: k in given),
+                                       ("the family's op-point (family.toml)", lambda k: k not in given and k in registered),
+                                       ("TINY", lambda k: k not in given and k not in registered))
+             if any(came(k) for k in keys)]
     raise KgateError(
         f"{origin} changed nothing: {module}'s create_inputs and entry build the very same program with and without "
         f"it (checked by tracing, nothing run), so the op-point kgate would report was never run. "

@@ -68,9 +68,14 @@ def check_timeout(timeout_s: float | None) -> None:
                          "give e.g. --timeout 600 (a row's gate and verify together), or leave it out.")
 
 
-def timed_out(job: Job, timeout_s: float) -> Outcome:
+def timed_out(job: Job, timeout_s: float, queued: bool = False) -> Outcome:
     """The row of a job stopped past --timeout: an ERROR that says so, never written (a re-run,
-    perhaps with a longer --timeout, runs it again)."""
+    perhaps with a longer --timeout, runs it again). `queued`: on Ray, whose clock starts when the
+    row's gate task is submitted, and whose cancelled task takes its worker process with it."""
+    if queued:
+        return lost(job, f"did not finish within --timeout {timeout_s:g} s of its gate task's submission (time "
+                    "queued for a worker or a chip included) and its Ray task was cancelled; a re-run runs this "
+                    "row again")
     return lost(job, f"ran past --timeout {timeout_s:g} s (its gate and verify together) and was stopped with every "
                 "process it started; a re-run runs this row again")
 
@@ -119,14 +124,14 @@ class Pool:
                     live[job.index] = proc = _start_worker(job, request)
                     started[job.index] = time.monotonic()
                     threading.Thread(target=_watch, args=(job, proc, done, tell), daemon=True).start()
+                if self.timeout_s is not None:  # looked at every turn, however often rows finish
+                    for index, proc in live.items():
+                        if index not in expired and time.monotonic() - started[index] > self.timeout_s:
+                            expired.add(index)  # its watcher reports the killed worker; said as a timeout below
+                            _stop(proc)
                 try:
                     job, outcome = done.get(timeout=0.5)
                 except queue.Empty:
-                    if self.timeout_s is not None:
-                        for index, proc in live.items():
-                            if index not in expired and time.monotonic() - started[index] > self.timeout_s:
-                                expired.add(index)  # its watcher reports the killed worker; said as a timeout below
-                                _stop(proc)
                     continue
                 live.pop(job.index, None)
                 if job.index in expired and self.timeout_s is not None:
@@ -177,21 +182,23 @@ def _stop(proc: subprocess.Popen[str]) -> None:
     killed top down, then the worker is reaped."""
     from kgate.verify import census
 
+    if proc.poll() is not None:  # it ended (and was reaped) already: its pid may be another process's now
+        return
     tree, look = [], [proc.pid]
     while look:  # the whole tree as it is now: a process killed first can no longer be walked
         pid = look.pop()
         tree.append(pid)
         look += census.children(pid)
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    for pid in tree[1:]:
+    for pid in reversed(tree[1:]):  # the deepest first: a parent reaps (and frees the pid of) nothing still listed
         for kill in (lambda: os.killpg(os.getpgid(pid), signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
             try:
                 kill()
             except (ProcessLookupError, PermissionError, OSError):
                 pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
     proc.wait()
 
 
@@ -257,7 +264,7 @@ class RayExecutor:
                         if time.monotonic() - began[job.index] > float(self.timeout_s or 0):
                             pending.pop(ref)
                             ray.cancel(ref, force=True)
-                            yield job, timed_out(job, float(self.timeout_s or 0))
+                            yield job, timed_out(job, float(self.timeout_s or 0), queued=True)
                     continue
                 (ref,) = ready
                 job, step = pending.pop(ref)

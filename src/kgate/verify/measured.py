@@ -17,11 +17,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kgate.errors import KgateError
 from kgate.gates.common import Check, GateResult
-from kgate.problem.module import kwargs_to_wire
-from kgate.verify import spawn
+from kgate.problem.module import file_sha256, kwargs_to_wire
+from kgate.verify import receipt as receipts, spawn
 from kgate.verify.measure import MeasureRequest
-from kgate.verify.outcome import Report
+from kgate.verify.outcome import NOT_TIMED_NOTE, Report, not_timed_gates
 from kgate.verify.screen import gate_from_json, parent_clock_check, phase_lines, processes_check
 
 PHASE_BUDGET_S = 300.0  # per phase of the leg (importing, making inputs, compiling ...); the timing answers to --budget
@@ -70,38 +71,99 @@ def run_measure_apart(request: MeasureRequest, say: Callable[[str], None] = lamb
 
 def report_from_leg(leg: Mapping[str, Any], request: MeasureRequest) -> Report:
     """The measure report from the leg's result: its gates, with this process's checks of the
-    leg's samples and processes added to integrity; its status and advisories recomputed."""
+    leg's samples and processes added to integrity; its status and advisories recomputed. The
+    leg ran candidate code, so nothing in its result is taken on its word: a gate left out, a
+    shape kgate never writes, a claim that nothing was timed after rounds were asked for, or
+    numbers that do not follow from its own samples is said, never passed. Bad input the leg
+    refused (a KgateError there) is bad input here: raised, exit 2 with the error document."""
     clock = leg.get("parent_clock")
     seconds = {"legs": {"measure leg": spawn.phase_seconds(clock)}} if isinstance(clock, Mapping) else {}
-    gates_in = leg.get("gates")
-    if not isinstance(gates_in, Mapping):
-        return _unfinished(leg, request, seconds)
+    error = leg.get("error")
+    if leg.get("status") == "ERROR" and "gates" not in leg and isinstance(error, Mapping):
+        raise KgateError(str(error.get("problem", "the measure process refused the request")), str(error.get("fix", "")))
+    if not isinstance(leg.get("gates"), Mapping):
+        return _unfinished(_problem(leg), _fix(leg), request, seconds)
+    try:
+        return _graded(leg, request, seconds)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        return _unfinished(f"its result is not a report kgate writes ({exc})",
+                           "run the candidate alone and see what it changes in the process: a result kgate did not "
+                           "write means candidate code rewrote it.", request, seconds)
+
+
+def _graded(leg: Mapping[str, Any], request: MeasureRequest, seconds: dict[str, Any]) -> Report:
+    gates_in = leg["gates"]
+    missing = [name for name in ("integrity", "timing", *(("bar",) if request.bar is not None else ())) if name not in gates_in]
+    if missing:
+        raise ValueError(f"it has no {' or '.join(missing)} gate")
     gates = {str(name): gate_from_json(str(name), data) for name, data in gates_in.items()}
-    timing = gates.get("timing")
-    if timing is not None and not timing.details.get("not_timed"):
-        outside = (parent_clock_check("measure", leg), processes_check("measure", leg))
-        integrity = gates.get("integrity")
-        gates["integrity"] = GateResult("integrity", (*(integrity.checks if integrity else ()), *outside),
-                                        integrity.details if integrity else {})
-        gates = {"integrity": gates.pop("integrity"), **gates}
+    integrity = gates.pop("integrity")
+    ticks = (leg.get("parent_clock") or {}).get("ticks") or []
+    notes: list[str] = []
+    why = gates["timing"].details.get("not_timed")
+    if why:  # nothing timed: the timing and bar gates are this process's own, whatever the leg wrote
+        why = why if why in ("interpreted", "not run") else "interpreted"
+        gates.update(not_timed_gates(request.bar.text if request.bar is not None else None, why))
+        notes += [NOT_TIMED_NOTE] if why == "interpreted" else []
+        outside = [Check("measure.parent_clock", "FAIL", f"the timing process said it timed nothing, yet it asked this "
+                         f"process for {len(ticks)} timed rounds", "re-run; a candidate that rewrites kgate's report "
+                         "makes the run worthless.")] if ticks else []
+    else:
+        outside = [parent_clock_check("measure", leg), processes_check("measure", leg)]
+        timing_json = gates_in["timing"]
+        if timing_json.get("speedup") is not None:
+            problems = receipts.rederive_timing(timing_json, gates_in.get("bar"))
+            outside.append(Check("measure.rederived", "FAIL" if problems else "PASS",
+                                 "the timing process's numbers do not follow from its own samples: " + "; ".join(problems[:3])
+                                 if problems else "the p50s, the speedup, its interval, sigma and the bar follow from the "
+                                 "raw samples, recomputed here", "re-run; a candidate that rewrites kgate's report makes "
+                                 "the run's timings worthless." if problems else ""))
+        elif "bar" in gates and gates["bar"].details.get("outcome") not in (None, "UNDECIDED"):
+            raise ValueError("its bar is decided without a speedup")
+    gates = {"integrity": GateResult("integrity", (*integrity.checks, *outside), integrity.details), **gates}
     from_gates = {f"{name}.{c.name}: {c.detail}" for name, gate in gates.items() for c in gate.advisories}
-    notes = tuple(str(a) for a in leg.get("advisories", []) if a not in from_gates)
+    advisories = leg.get("advisories", [])
+    if not isinstance(advisories, list) or not all(isinstance(a, str) for a in advisories):
+        raise ValueError("its advisories are not a list of lines")
+    # the leg's advisories are its notes and its gates' advisory checks: those are recomputed from the gates above
+    notes += [a for a in advisories if a not in from_gates and a not in notes
+              and not any(a.startswith(f"{name}.") for name in gates_in)]
     context = {key: value for key, value in leg.items() if key not in _NOT_CONTEXT}
+    for key in ("reference", "candidate"):
+        if not isinstance(context.get(key), Mapping):
+            raise ValueError(f"its {key} is not an object")
     context["seconds"] = seconds
-    return Report("measure", gates, context, notes)
+    return Report("measure", gates, context, tuple(notes))
 
 
-def _unfinished(leg: Mapping[str, Any], request: MeasureRequest, seconds: dict[str, Any]) -> Report:
+def _problem(leg: Mapping[str, Any]) -> str:
     error = leg.get("error") if isinstance(leg.get("error"), Mapping) else {}
-    problem = error.get("problem", leg.get("status", "no result"))
-    measured = Check("measured", "FAIL", f"the measure process did not finish: {problem}",
-                     error.get("fix", "run the candidate on the op-point's inputs by hand (`kgate gate` first) and fix "
-                               "what ends its process; a candidate that does not run to the end cannot be timed."))
+    return str(error.get("problem", leg.get("status", "no result")))
+
+
+def _fix(leg: Mapping[str, Any]) -> str:
+    error = leg.get("error") if isinstance(leg.get("error"), Mapping) else {}
+    return str(error.get("fix", "run the candidate on the op-point's inputs by hand (`kgate gate` first) and fix what "
+                                "ends its process; a candidate that does not run to the end cannot be timed."))
+
+
+def _unfinished(problem: str, fix: str, request: MeasureRequest, seconds: dict[str, Any]) -> Report:
+    """The report of a measure process that gave no report this process can grade: a FAIL that
+    says how, with what a record needs to file it (both modules' hashes, the terms)."""
+    measured = Check("measured", "FAIL", f"the measure process did not finish: {problem}", fix)
     gates = {
         "integrity": GateResult("integrity", (), skipped_reason="not evaluated: the measure process did not finish "
                                 "(see the timing gate)"),
         "timing": GateResult("timing", (measured,)),
     }
-    context = {"reference": {"path": str(request.reference)}, "candidate": {"path": str(request.candidate)},
-               "seconds": seconds}
+    context: dict[str, Any] = {"reference": _module(request.reference), "candidate": _module(request.candidate),
+                               "op_point": {"overrides": dict(request.overrides)}, "dtype": request.dtype,
+                               "seconds": seconds}
     return Report("measure", gates, context)
+
+
+def _module(path: Path) -> dict[str, Any]:
+    try:
+        return {"path": str(path), "sha256": file_sha256(Path(path))}
+    except OSError:
+        return {"path": str(path)}

@@ -136,9 +136,13 @@ def _run_leg(
         on_phase = phase_lines(f"the {kind} leg", say) if kind == "measure" else None
         if held is not None:
             held.release(payload)
-            return held.wait_phased(budget, on_phase)
-        return spawn.run(kind, payload, workdir / kind, env=_leg_env(request), beats=kind == "measure",
-                         phase_budget_s=budget, on_phase=on_phase)
+            held.timing_until = spawn.timing_until(payload, budget)
+            result = held.wait_phased(budget, on_phase)
+        else:
+            result = spawn.run(kind, payload, workdir / kind, env=_leg_env(request), beats=kind == "measure",
+                               phase_budget_s=budget, on_phase=on_phase)
+        result.pop("not_timed", None)  # only this process says a leg was not run (`_not_timed_leg`), never a leg
+        return result
 
 
 PHASE_LINE_EVERY_S = 5.0  # a CI log gets a line this often at most while a leg runs
@@ -216,11 +220,23 @@ def _checks(request: VerifyRequest, say: Callable[[str], None], workdir: Path) -
         return run_screen_checks(checks, _leg_env(request), workdir).to_json()
 
 
+CHECK_STATUSES = ("PASS", "FAIL", "ADVISORY", "SKIPPED")
+
+
 def gate_from_json(name: str, data: Mapping[str, Any]) -> GateResult:
-    checks = tuple(Check(c["name"], c["status"], c["detail"], c.get("fix", ""), c.get("gotcha", ""))
-                   for c in data.get("checks", []))
+    """A gate as a leg reported it; a shape no kgate writes (a leg's process ran candidate code,
+    which could have written anything) raises ValueError."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("checks", []), list):
+        raise ValueError(f"the {name} gate is not an object with a list of checks")
+    checks = []
+    for c in data.get("checks", []):
+        if not (isinstance(c, Mapping) and isinstance(c.get("name"), str) and c.get("status") in CHECK_STATUSES
+                and isinstance(c.get("detail"), str) and isinstance(c.get("fix", ""), str)
+                and isinstance(c.get("gotcha", ""), str)):
+            raise ValueError(f"a check of the {name} gate is not a check kgate writes")
+        checks.append(Check(c["name"], c["status"], c["detail"], c.get("fix", ""), c.get("gotcha", "")))
     details = {k: v for k, v in data.items() if k not in ("status", "checks", "reason")}
-    return GateResult(name, checks, details, data.get("reason", "") if data.get("status") == "SKIPPED" else "")
+    return GateResult(name, tuple(checks), details, str(data.get("reason", "")) if data.get("status") == "SKIPPED" else "")
 
 
 def _crashed(name: str, leg: Mapping[str, Any]) -> GateResult:
@@ -425,8 +441,13 @@ def same_answer_check(leg_name: str, checks_leg: Mapping[str, Any], leg: Mapping
 
 def parent_clock_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
     """The measure leg's reported samples must fit the windows this process timed around its rounds."""
-    samples = leg["gates"].get("timing", {}).get("samples_ms")
+    timing = leg["gates"].get("timing", {})
+    samples = timing.get("samples_ms")
     if not samples:
+        if timing.get("speedup") is not None:  # a number with nothing under it cannot be bounded, nor believed
+            return Check(f"{leg_name}.parent_clock", "FAIL", "the timing process reported a speedup without the "
+                         "samples it came from: nothing it reports can be bounded by this process's clock",
+                         "re-run; a candidate that rewrites kgate's report makes the run's timings worthless.")
         return Check(f"{leg_name}.parent_clock", "SKIPPED", "no timed rounds to bound")
     reported = [sum(r) + sum(c) for r, c in zip(samples["reference"], samples["candidate"])]
     clock = leg.get("parent_clock", {})

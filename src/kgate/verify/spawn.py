@@ -51,6 +51,9 @@ class LegProcess:
     beating: bool = False  # it has a beat channel: its result file must hash to the digest it beats last
     released_ns: int | None = None  # when release() handed it its request (this process's own stamp)
     own_session: bool = False  # it runs candidate code, in a session of its own
+    # a measure leg's timed rounds answer to its --budget, not to the phase budget; past this
+    # (time.monotonic(): the budget's end plus one phase budget) a round that never ends is stopped
+    timing_until: float | None = None
     before: frozenset[int] = frozenset()  # this process's children when the leg started: none of them is its
     processes: dict[int, dict[str, Any]] = field(default_factory=dict)  # what ran below it or came here from it
     _readers: list[threading.Thread] = field(default_factory=list)
@@ -131,7 +134,11 @@ class LegProcess:
             if line.startswith("phase "):
                 stamp, name, beaten = ns, line[6:], True
         if name.startswith("timing") and self.kind == "measure":
-            return None  # the timed rounds answer to --budget, and each round to its tick
+            # the timed rounds answer to --budget, and each round to its tick; one that never ends, to
+            # the budget's end plus a phase budget
+            if self.timing_until is None or time.monotonic() <= self.timing_until:
+                return None
+            return name, (time.monotonic_ns() - stamp) / 1e9
         if not beaten or (stamp == self.released_ns and name == RELEASED):
             # kgate's own start (the interpreter, kgate, the array library, the device), as this
             # process saw it: a leg that names a phase "starting" itself gets no floor
@@ -525,6 +532,8 @@ PHASE_CAUSES = {
                "traces every iteration): use lax.fori_loop, or a grid axis.",
     "compiling": "a very large program, usually a Python loop unrolled at trace time: use lax.fori_loop, or a "
                  "grid axis.",
+    "timing": "a timed call that never returns (a loop or a wait in the kernel or the entry), past --budget and "
+              "one phase budget more.",
     "running": "an interpreted kernel at a large op-point (the interpreter runs every grid step in Python): run "
                "at TINY (kgate gate) or a smaller --set; or a loop that never ends.",
     "firing audit": "re-tracing the program with its kernels replaced: the causes of slow tracing (a Python "
@@ -663,7 +672,17 @@ def run(kind: str, payload: Mapping[str, Any], workdir: Path, *, env: Mapping[st
         beats: bool = False, phase_budget_s: float | None = None,
         on_phase: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Start a leg and wait for its result (with `parent_clock`: its wall time and beats on this
-    clock); with `phase_budget_s`, a leg that stays longer in one of its phases is stopped;
-    `on_phase` is told the phases it enters."""
+    clock); with `phase_budget_s`, a leg that stays longer in one of its phases is stopped (a
+    measure leg's timing, once past its payload's `deadline` plus that budget); `on_phase` is
+    told the phases it enters."""
     leg = start(kind, payload, workdir, env=env, beats=beats)
+    leg.timing_until = timing_until(payload, phase_budget_s)
     return leg.wait_phased(phase_budget_s, on_phase) if phase_budget_s or on_phase else leg.wait()
+
+
+def timing_until(payload: Mapping[str, Any] | None, phase_budget_s: float | None) -> float | None:
+    """When a measure leg's timing is stopped: its whole run's deadline plus one phase budget."""
+    deadline = (payload or {}).get("deadline")
+    if not isinstance(deadline, (int, float)) or not phase_budget_s:
+        return None
+    return float(deadline) + phase_budget_s
