@@ -11,6 +11,7 @@ phase's budget) is a FAIL that says how it ended.
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -64,9 +65,25 @@ def run_measure_apart(request: MeasureRequest, say: Callable[[str], None] = lamb
     with tempfile.TemporaryDirectory(prefix="kgate-measure-") as scratch:
         leg = spawn.run("measure", leg_payload(request), Path(scratch), beats=True, phase_budget_s=phase_budget_s,
                         on_phase=phase_lines("the measure process", say))
+        _relay(Path(scratch) / "measure-stderr.txt")
     report = report_from_leg(leg, request)
     report.context["wall_s"] = round(time.monotonic() - started, 3)  # this process's: the leg's start included
     return report
+
+
+RELAY_BYTES = 64 * 1024  # the most of the measure process's output passed on (its end: where a crash speaks)
+
+
+def _relay(path: Path) -> None:
+    """What the measure process printed (the candidate's prints, a traceback) goes to this
+    process's stderr, its last RELAY_BYTES; stdout holds only kgate's report."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return
+    if data:
+        sys.stderr.write(data[-RELAY_BYTES:].decode(errors="replace"))
+        sys.stderr.flush()
 
 
 def report_from_leg(leg: Mapping[str, Any], request: MeasureRequest) -> Report:
