@@ -862,3 +862,18 @@ def test_new_says_what_it_wrote_and_what_to_run_next_as_json(tmp_path):
     assert all((tmp_path / p).is_file() or Path(p).is_file() for p in out["wrote"])
     again = kgate(tmp_path, "new", "my_norm", "--json")  # refused: nothing overwritten
     assert again.returncode == 2 and json.loads(again.stdout)["status"] == "ERROR"
+
+
+def test_an_interpreters_speedup_is_marked_in_the_ledger_cell_and_the_commit_subject():
+    """A speedup timed in an interpreter says so wherever it is written, not only beside the p50."""
+    from kgate.report.author import _SPEEDUP_CELL
+    from kgate.record.summary import ReportSummary
+
+    timing = {"candidate": {"p50_ms": 2.0}, "speedup": {"estimate": 1.5, "low": 1.2, "high": 1.9}}
+    data = {"command": "measure", "status": "PASS", "gates": {"timing": timing}}
+    interpreted = ReportSummary.from_json({**data, "interpreted": True}, Path("r.json"), "")
+    compiled = ReportSummary.from_json({**data, "interpreted": False}, Path("r.json"), "")
+    assert interpreted.speedup_cell == "1.500x [1.200, 1.900] (interpreted)"
+    assert "1.500x vs naive [1.200, 1.900] (interpreted)" in interpreted.summary()
+    assert compiled.speedup_cell == "1.500x [1.200, 1.900]" and "(interpreted)" not in compiled.summary()
+    assert _SPEEDUP_CELL.match(interpreted.speedup_cell)  # the author's report still reads the interval

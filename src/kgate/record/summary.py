@@ -154,7 +154,7 @@ class ReportSummary:
         if self.speedup is None:
             return "not timed"
         est, low, high = self.speedup
-        return f"{est:.3f}x [{low:.3f}, {high:.3f}]"
+        return f"{est:.3f}x [{low:.3f}, {high:.3f}]" + (" (interpreted)" if self.interpreted else "")
 
     def summary(self) -> str:
         """The number part of a candidate commit message."""
@@ -164,7 +164,8 @@ class ReportSummary:
         elif self.command in ("measure", "verify") and self.interpreted:  # a kernel in an interpreter is not timed
             parts.append("not timed (interpreted)")
         if self.speedup is not None:
-            parts.append(f"{self.speedup[0]:.3f}x vs naive [{self.speedup[1]:.3f}, {self.speedup[2]:.3f}]")
+            parts.append(f"{self.speedup[0]:.3f}x vs naive [{self.speedup[1]:.3f}, {self.speedup[2]:.3f}]"
+                         + (" (interpreted)" if self.interpreted else ""))
         if self.parity is not None:
             parts.append(f"parity {self.parity} (max abs {_g(self.max_abs)})")
         if self.status not in ("PASS",):
