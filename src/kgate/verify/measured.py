@@ -99,7 +99,7 @@ def report_from_leg(leg: Mapping[str, Any], request: MeasureRequest) -> Report:
     if leg.get("status") == "ERROR" and "gates" not in leg and isinstance(error, Mapping):
         raise KgateError(str(error.get("problem", "the measure process refused the request")), str(error.get("fix", "")))
     if not isinstance(leg.get("gates"), Mapping):
-        return _unfinished(_problem(leg), _fix(leg), request, seconds)
+        return _unfinished(*_ended(leg), request, seconds)
     try:
         return _graded(leg, request, seconds)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
@@ -129,22 +129,16 @@ def _graded(leg: Mapping[str, Any], request: MeasureRequest, seconds: dict[str, 
         outside = [parent_clock_check("measure", leg), processes_check("measure", leg)]
         timing_json = gates_in["timing"]
         if timing_json.get("speedup") is not None:
-            problems = receipts.rederive_timing(timing_json, gates_in.get("bar"))
-            outside.append(Check("measure.rederived", "FAIL" if problems else "PASS",
-                                 "the timing process's numbers do not follow from its own samples: " + "; ".join(problems[:3])
-                                 if problems else "the p50s, the speedup, its interval, sigma and the bar follow from the "
-                                 "raw samples, recomputed here", "re-run; a candidate that rewrites kgate's report makes "
-                                 "the run's timings worthless." if problems else ""))
+            outside.append(_rederived(timing_json, gates_in.get("bar")))
         elif "bar" in gates and gates["bar"].details.get("outcome") not in (None, "UNDECIDED"):
             raise ValueError("its bar is decided without a speedup")
     gates = {"integrity": GateResult("integrity", (*integrity.checks, *outside), integrity.details), **gates}
-    from_gates = {f"{name}.{c.name}: {c.detail}" for name, gate in gates.items() for c in gate.advisories}
     advisories = leg.get("advisories", [])
     if not isinstance(advisories, list) or not all(isinstance(a, str) for a in advisories):
         raise ValueError("its advisories are not a list of lines")
-    # the leg's advisories are its notes and its gates' advisory checks: those are recomputed from the gates above
-    notes += [a for a in advisories if a not in from_gates and a not in notes
-              and not any(a.startswith(f"{name}.") for name in gates_in)]
+    # the leg's advisories are its notes and its gates' advisory checks (`gate.check: ...`): the report
+    # recomputes those from the gates above, so only the notes are kept
+    notes += [a for a in advisories if a not in notes and not any(a.startswith(f"{name}.") for name in gates_in)]
     context = {key: value for key, value in leg.items() if key not in _NOT_CONTEXT}
     for key in ("reference", "candidate"):
         if not isinstance(context.get(key), Mapping):
@@ -153,15 +147,23 @@ def _graded(leg: Mapping[str, Any], request: MeasureRequest, seconds: dict[str, 
     return Report("measure", gates, context, tuple(notes))
 
 
-def _problem(leg: Mapping[str, Any]) -> str:
-    error = leg.get("error") if isinstance(leg.get("error"), Mapping) else {}
-    return str(error.get("problem", leg.get("status", "no result")))
+def _rederived(timing: Mapping[str, Any], bar: Mapping[str, Any] | None) -> Check:
+    """The timing process's numbers recomputed here from its raw samples (as `verify-receipt` does)."""
+    problems = receipts.rederive_timing(timing, bar)
+    if problems:
+        return Check("measure.rederived", "FAIL", "the timing process's numbers do not follow from its own samples: "
+                     + "; ".join(problems[:3]), "re-run; a candidate that rewrites kgate's report makes the run's "
+                     "timings worthless.")
+    return Check("measure.rederived", "PASS", "the p50s, the speedup, its interval, sigma and the bar follow from the "
+                 "raw samples, recomputed here")
 
 
-def _fix(leg: Mapping[str, Any]) -> str:
+def _ended(leg: Mapping[str, Any]) -> tuple[str, str]:
+    """How a measure process that left no report ended, and the fix: its own words where it had any."""
     error = leg.get("error") if isinstance(leg.get("error"), Mapping) else {}
-    return str(error.get("fix", "run the candidate on the op-point's inputs by hand (`kgate gate` first) and fix what "
-                                "ends its process; a candidate that does not run to the end cannot be timed."))
+    return (str(error.get("problem", leg.get("status", "no result"))),
+            str(error.get("fix", "run the candidate on the op-point's inputs by hand (`kgate gate` first) and fix "
+                                 "what ends its process; a candidate that does not run to the end cannot be timed.")))
 
 
 def _unfinished(problem: str, fix: str, request: MeasureRequest, seconds: dict[str, Any]) -> Report:
