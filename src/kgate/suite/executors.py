@@ -134,8 +134,8 @@ class Pool:
                 except queue.Empty:
                     continue
                 live.pop(job.index, None)
-                if job.index in expired and self.timeout_s is not None:
-                    outcome = timed_out(job, self.timeout_s)
+                if job.index in expired:  # only ever filled under a timeout
+                    outcome = timed_out(job, float(self.timeout_s or 0))
                 yield job, outcome
         finally:  # interrupted, or the caller stopped: no worker (nor its legs) is left running
             for proc in live.values():
@@ -178,15 +178,20 @@ def _watch(job: Job, proc: subprocess.Popen[str], done: queue.Queue[tuple[Job, O
 
 def _stop(proc: subprocess.Popen[str]) -> None:
     """Kill a worker's session, and every process below it wherever it went (a candidate's leg runs
-    in a session of its own, so its group is not the worker's): the tree is read first, then
-    killed top down, then the worker is reaped."""
+    in a session of its own, so its group is not the worker's): the tree is walked first, each
+    process stopped (SIGSTOP) as it is found so that none starts another behind the walk, then
+    killed deepest first, the worker's own group last, and the worker is reaped."""
     from kgate.verify import census
 
     if proc.poll() is not None:  # it ended (and was reaped) already: its pid may be another process's now
         return
     tree, look = [], [proc.pid]
-    while look:  # the whole tree as it is now: a process killed first can no longer be walked
+    while look:  # the whole tree, each process frozen as it is found: none can start another behind the walk
         pid = look.pop()
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except (ProcessLookupError, PermissionError):
+            continue
         tree.append(pid)
         look += census.children(pid)
     for pid in reversed(tree[1:]):  # the deepest first: a parent reaps (and frees the pid of) nothing still listed
@@ -258,13 +263,16 @@ class RayExecutor:
             began[job.index] = time.monotonic()
         try:
             while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5 if self.timeout_s is not None else None)
-                if not ready:
+                if self.timeout_s is not None:  # looked at every turn, however often tasks finish
                     for ref, (job, _step) in list(pending.items()):
-                        if time.monotonic() - began[job.index] > float(self.timeout_s or 0):
+                        if time.monotonic() - began[job.index] > self.timeout_s:
                             pending.pop(ref)
                             ray.cancel(ref, force=True)
-                            yield job, timed_out(job, float(self.timeout_s or 0), queued=True)
+                            yield job, timed_out(job, self.timeout_s, queued=True)
+                    if not pending:
+                        break
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5 if self.timeout_s is not None else None)
+                if not ready:
                     continue
                 (ref,) = ready
                 job, step = pending.pop(ref)
