@@ -151,16 +151,15 @@ def refuse_ineffective(keys: Sequence[str], op_point: OpPoint, given: Mapping[st
     if not keys:
         return
     registered = registered or {}
-    sources = (("--set ", lambda k: k in given), ("the family's op-point ", lambda k: k not in given and k in registered),
-               ("TINY's ", lambda k: k not in given and k not in registered))
-    origin = " and ".join(
-        label + ", ".join(f"{k}={op_point.values[k]!r}" for k in keys if came(k))
-        for label, came in sources if any(came(k) for k in keys)
-    )
-    where = [place for place, came in (("--set", lambda k: k in given),
-                                       ("the family's op-point (family.toml)", lambda k: k not in given and k in registered),
-                                       ("TINY", lambda k: k not in given and k not in registered))
-             if any(came(k) for k in keys)]
+
+    def source(k: str) -> int:  # where a key came from: 0 --set, 1 the family's op-point, 2 TINY
+        return 0 if k in given else 1 if k in registered else 2
+
+    named = [("--set ", "--set"), ("the family's op-point ", "the family's op-point (family.toml)"), ("TINY's ", "TINY")]
+    came = sorted({source(k) for k in keys})
+    origin = " and ".join(named[i][0] + ", ".join(f"{k}={op_point.values[k]!r}" for k in keys if source(k) == i)
+                          for i in came)
+    where = [named[i][1] for i in came]
     raise KgateError(
         f"{origin} changed nothing: {module}'s create_inputs and entry build the very same program with and without "
         f"it (checked by tracing, nothing run), so the op-point kgate would report was never run. "

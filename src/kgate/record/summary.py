@@ -124,9 +124,7 @@ class ReportSummary:
                 f"{self.path} ran with {', '.join(self.input_dtypes)} inputs; the family grades {graded}.",
                 f"re-run it with --dtype {graded} (or create the family with the dtype you grade in).",
             )
-        if self.input_dtypes or self.dtype == graded:
-            return
-        if self.made_inputs and self.dtype is None:
+        if self.input_dtypes or self.dtype == graded or (self.made_inputs and self.dtype is None):
             return
         if self.dtype is not None:
             problem = f"{self.path} asked for --dtype {self.dtype}; the family grades {graded}."
@@ -147,25 +145,30 @@ class ReportSummary:
     def p50_cell(self) -> str:
         if self.p50_ms is None:
             return "not timed (interpreted)" if self.interpreted else "not timed"
-        return f"{self.p50_ms:.4g}" + (" (interpreted)" if self.interpreted else "")
+        return f"{self.p50_ms:.4g}" + self.mark
+
+    @property
+    def mark(self) -> str:
+        """What follows a number timed in an interpreter, wherever it is written."""
+        return " (interpreted)" if self.interpreted else ""
 
     @property
     def speedup_cell(self) -> str:
         if self.speedup is None:
             return "not timed"
         est, low, high = self.speedup
-        return f"{est:.3f}x [{low:.3f}, {high:.3f}]" + (" (interpreted)" if self.interpreted else "")
+        return f"{est:.3f}x [{low:.3f}, {high:.3f}]" + self.mark
 
     def summary(self) -> str:
         """The number part of a candidate commit message."""
         parts = []
         if self.p50_ms is not None:
-            parts.append(f"p50 {self.p50_ms:.4g} ms{' (interpreted)' if self.interpreted else ''}")
+            parts.append(f"p50 {self.p50_ms:.4g} ms{self.mark}")
         elif self.command in ("measure", "verify") and self.interpreted:  # a kernel in an interpreter is not timed
             parts.append("not timed (interpreted)")
         if self.speedup is not None:
             parts.append(f"{self.speedup[0]:.3f}x vs naive [{self.speedup[1]:.3f}, {self.speedup[2]:.3f}]"
-                         + (" (interpreted)" if self.interpreted else ""))
+                         + self.mark)
         if self.parity is not None:
             parts.append(f"parity {self.parity} (max abs {_g(self.max_abs)})")
         if self.status not in ("PASS",):

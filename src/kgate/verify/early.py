@@ -237,16 +237,15 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         notes.append(EAGER_NOTE)
     if use_tiny and not ref.get("has_tiny") and not request.overrides:
         keys = list(ref["op_point"].get("values", {}))
+        small = f"--set{' ' + keys[0] + '=...' if keys else ' KEY=VALUE'} (keys: {', '.join(keys) or 'none'})"
         if request.registered:  # --family: its op-point is registered, and a --set may not move it
             notes.append("the reference defines no TINY op-point: the gate ran at the family's registered op-point "
                          "(slow). Under --family the op-point does not move (a --set must agree with it): for a quick "
-                         f"check outside the family's terms, run with -r/-c and --set{' ' + keys[0] + '=...' if keys else ' KEY=VALUE'} "
-                         f"(keys: {', '.join(keys) or 'none'}); a TINY dict in the reference needs a new family (its "
-                         "reference is pinned).")
+                         f"check outside the family's terms, run with -r/-c and {small}; a TINY dict in the reference "
+                         "needs a new family (its reference is pinned).")
         else:
             notes.append("the reference defines no TINY op-point: the gate ran at the full op-point (slow); give a small "
-                         f"one with --set{' ' + keys[0] + '=...' if keys else ' KEY=VALUE'} (keys: {', '.join(keys) or 'none'}) "
-                         "or a module-level TINY dict of them.")
+                         f"one with {small} or a module-level TINY dict of them.")
     random_seed = seeds[-1]
     if cand.get("status") == "ERROR":
         raise _leg_error("candidate", cand)
