@@ -1,6 +1,7 @@
 """How often does an honest kernel fail the floor parity rule on a random seed, with each probe
-graded against its own floor and against the floor the seed probes of its shape share?
-Side by side, on the same draws. Run by hand:
+graded against its own floor, against the floor the seed probes of its shape share, and against
+that shared floor measured twice (the reference as written, and with its sums taken in
+sequence: kgate.backends.reorder)? Side by side, on the same draws. Run by hand:
 
     .venv/bin/python benchmarks/floor_sharing.py [--draws N]
 
@@ -10,14 +11,16 @@ Pallas candidate in interpret mode); kgate's parity gate grades the three seed p
 one by one (each its own floor) and once together (the shared floor). A draw fails when any
 of its probes' error checks fails. The edge probes, made from seed 42's inputs as the gate
 makes them (the spikes edge placed by the drawn seed), are counted apart: graded alone, and
-graded with the seed probes, whose floor they receive. Both candidates are honest: a failure
-is a false alarm.
+graded with the seed probes, whose floor they receive. The first two columns of each grade
+the reference's own order only, as kgate did before the reordered measurement. Both candidates
+are honest: a failure is a false alarm.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+from dataclasses import replace
 from pathlib import Path
 
 from kgate.backends.jax_backend import JaxBackend
@@ -30,6 +33,7 @@ CASES = [
     ("softmax/pallas.py", {"rows": 16, "cols": 256}),  # the gate's TINY
     ("softmax/xla_rewrite.py", {"rows": 16, "cols": 256}),
     ("softmax/xla_rewrite.py", {"rows": 64, "cols": 1024}),  # parity_multiplier.py's op-point
+    ("softmax/xla_rewrite.py", {"rows": 256, "cols": 2048}),  # rows as long as the example's CONFIG
 ]
 
 
@@ -41,7 +45,8 @@ def probes(backend: JaxBackend, candidate: str, shape: dict[str, int], seeds: li
             host = backend.to_host(inputs)
             out.append(Probe(seed, host, backend.run(pair.reference.entry, inputs),
                              backend.run_oracle(pair.reference.entry, inputs, "float64"), "float64",
-                             backend.run(pair.candidate.entry, inputs)))
+                             backend.run(pair.candidate.entry, inputs),
+                             reordered=backend.run_reordered(pair.reference.entry, inputs)))
     return out
 
 
@@ -52,7 +57,8 @@ def edge_probes(backend: JaxBackend, candidate: str, shape: dict[str, int], seed
         for label, edge in backend.edge_inputs(inputs, seed=seed):
             out.append(Probe(42, backend.to_host(edge), backend.run(pair.reference.entry, edge),
                              backend.run_oracle(pair.reference.entry, edge, "float64"), "float64",
-                             backend.run(pair.candidate.entry, edge), label=label))
+                             backend.run(pair.candidate.entry, edge), label=label,
+                             reordered=backend.run_reordered(pair.reference.entry, edge)))
     return out
 
 
@@ -60,25 +66,33 @@ def _edge_failed(result: GateResult) -> bool:
     return any(c.status == "FAIL" and c.name.startswith(EDGE_PREFIX) for c in result.checks)
 
 
+def _as_written(probes: list[Probe]) -> list[Probe]:
+    """The probes without the reordered measurement: the reference's own order only."""
+    return [replace(p, reordered=None) for p in probes]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=100, help="random seeds per case (each with 42 and 43)")
     draws = parser.parse_args().draws
     backend, spec, rng = JaxBackend(), ParitySpec("floor"), random.SystemRandom()
-    print(f"{'':45}{'seed probes fail':>24}{'edge probes fail':>24}")
-    print(f"{'candidate':26}{'shape':>12}{'draws':>7}{'own floor':>12}{'shared':>12}{'own floor':>12}{'shared':>12}")
+    print(f"{'':45}{'seed probes fail':>36}{'edge probes fail':>36}")
+    print(f"{'candidate':26}{'shape':>12}{'draws':>7}" + 2 * f"{'own floor':>12}{'shared':>12}{'+reordered':>12}")
     for candidate, shape in CASES:
         fixed = probes(backend, candidate, shape, [42, 43])
-        own = shared = edge_own = edge_shared = 0
+        counts = [0] * 6
         for _ in range(draws):
             seed = rng.randrange(1, 2**31 - 1)
             draw, edges = fixed + probes(backend, candidate, shape, [seed]), edge_probes(backend, candidate, shape, seed)
-            own += any(evaluate(spec, [p]).status == "FAIL" for p in draw)
-            shared += evaluate(spec, draw).status == "FAIL"
-            edge_own += any(_edge_failed(evaluate(spec, [e])) for e in edges)
-            edge_shared += _edge_failed(evaluate(spec, draw + edges))
+            plain, plain_edges = _as_written(draw), _as_written(edges)
+            counts[0] += any(evaluate(spec, [p]).status == "FAIL" for p in plain)
+            counts[1] += evaluate(spec, plain).status == "FAIL"
+            counts[2] += evaluate(spec, draw).status == "FAIL"
+            counts[3] += any(_edge_failed(evaluate(spec, [e])) for e in plain_edges)
+            counts[4] += _edge_failed(evaluate(spec, plain + plain_edges))
+            counts[5] += _edge_failed(evaluate(spec, draw + edges))
         size = "x".join(str(v) for v in shape.values())
-        rates = "".join(f"{n / draws:>12.1%}" for n in (own, shared, edge_own, edge_shared))
+        rates = "".join(f"{n / draws:>12.1%}" for n in counts)
         print(f"{candidate:26}{size:>12}{draws:>7}{rates}", flush=True)
 
 

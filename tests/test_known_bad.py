@@ -215,15 +215,15 @@ def test_a_kernel_may_refuse_the_shapes_parity_moves_from_tiny_at_the_op_point_i
 
 
 def test_a_marginal_parity_fail_of_a_float_output_at_tiny_says_so(write_module):
-    # a row softmax off by 1.6e-6 relative: a few times the floor at TINY, so its max-abs FAIL comes with
-    # the relative grade's, and the note that the op-point may differ must still be said
+    # a row softmax off by 1.6e-6 relative: a few times the floor at TINY (3.6x to 6.2x its max-abs, by the
+    # draw; its mean-abs far over), and the note that the op-point may differ must be said
     cand = write_module("slightly_off.py", "import jax.numpy as jnp\n"
                         "def workload(x):\n    e = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))\n"
                         "    return e / jnp.sum(e, axis=-1, keepdims=True) * (1 + 1.6e-6)\n")
     report = gate("softmax/reference.py", str(cand), klass="xla-rewrite")
     assert report.status == "FAIL"
     names = {c.name.split(".", 1)[1] for c in report.gates["parity"].failures}
-    assert names == {"error", "relative_error"}, names
+    assert "error" in names and names <= {"error", "relative_error"}, names
     assert any("the parity FAIL at TINY is marginal" in note for note in report.notes), report.notes
 
 

@@ -176,11 +176,13 @@ def test_a_marginal_parity_fail_at_tiny_says_so_and_still_fails():
 
     spec = ParitySpec.parse("floor")
 
-    def gate(ratio, name="seed42.error"):
-        return GateResult("parity", (Check(name, "FAIL", "x", "fix"),),
-                          {"probes": [{"outputs": [{"max_abs_over_floor": ratio}]}]})
+    def gate(ratio, name="seed42.error", *more):
+        return GateResult("parity", tuple(Check(n, "FAIL", "x", "fix") for n in (name, *more)),
+                          {"probes": [{"outputs": [{"max_abs_over_floor": ratio, "relative": {"ratio": ratio}}]}]})
 
     assert "marginal (worst 7.5x the floor, limit 5x)" in _marginal(spec, gate(7.5))
+    # a float output's max-abs FAIL brings the relative grade's: still marginal
+    assert "marginal (worst 7.5x the floor" in _marginal(spec, gate(7.5, "seed42.error", "seed42.relative_error"))
     assert _marginal(spec, gate(40.0)) == ""  # far off: not marginal
     assert _marginal(spec, gate(7.5, "seed42.finite")) == ""  # a NaN is never marginal
 

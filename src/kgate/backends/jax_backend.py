@@ -20,7 +20,7 @@ from jax._src.interpreters import pxla
 from jax._src.lib import hlo as _hlo, xla_client
 from jax.experimental.pallas import tpu as pltpu
 
-from kgate.backends import jaxpr_flow, pallas_grid, stablehlo_flow, widen
+from kgate.backends import jaxpr_flow, pallas_grid, reorder, stablehlo_flow, widen
 from kgate.backends.base import (
     Ablation,
     Arithmetic,
@@ -485,6 +485,18 @@ class JaxBackend:
                         out = _jit(bound, eager)(*cast)
                     jax.block_until_ready(out)
                 return self.to_host(out)
+
+    def run_reordered(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> HostTree | None:
+        """The reference with every floating sum taken in sequence (`kgate.backends.reorder`),
+        on the same inputs and device as the reference: a second measurement of the floor. None
+        where the order of its sums cannot show in its outputs."""
+        bound, arrays = bind_static(fn, inputs)
+        with self._mode():
+            out = reorder.reordered(bound, arrays)
+            if out is None:
+                return None
+            jax.block_until_ready(out)
+        return self.to_host(out)
 
     @contextlib.contextmanager
     def _cpu_mode(self) -> Iterator[None]:

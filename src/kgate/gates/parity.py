@@ -82,6 +82,7 @@ class Probe:
     candidate_error: str = ""
     label: str = ""  # an edge probe (edge-zero-in0, ...): made from a seed's inputs, not a seed of its own
     unsupported: bool = False  # the candidate's error is the interpreter's limitation: it cannot be checked here
+    reordered: HostTree | None = None  # the reference with its sums taken in sequence (a second floor measurement)
 
     @property
     def name(self) -> str:
@@ -106,6 +107,24 @@ def _is_constant(a: np.ndarray) -> bool:
         return True
     flat = _f64(a).ravel()
     return bool(np.all(flat == flat[0]))
+
+
+def floor_leaf(probe: Probe, k: int) -> np.ndarray:
+    """Output `k` of the reference as its floor is measured: the reference's own value, or, where
+    the reference with its sums taken in sequence (`probe.reordered`, kgate.backends.reorder) is
+    further from the oracle by more than one ulp of the output, that one. The order of a sum is
+    the kernel's to choose; the reference's own order can be lucky (a tree of lanes), and an
+    honest kernel that sums in sequence is then off by many times its error. A difference within
+    one ulp is rounding the output the other way, which grading already allows for."""
+    r = probe.reference.leaves[k]
+    twin = probe.reordered.leaves[k] if probe.reordered is not None and k < len(probe.reordered.leaves) else None
+    if twin is None or probe.oracle is None or twin.shape != r.shape or twin.dtype != r.dtype:
+        return r
+    e = _f64(probe.oracle.leaves[k])
+    own, other = np.abs(_f64(r) - e), np.abs(_f64(twin) - e)
+    with np.errstate(invalid="ignore"):
+        further = np.isfinite(other) & (other > own) & (other > 2 * half_ulp(e, r.dtype))
+    return np.where(further, twin, r) if further.any() else r
 
 
 def floor_is_degenerate(reference: HostTree, oracle: HostTree) -> bool:
@@ -260,9 +279,10 @@ def shared_floors(spec: ParitySpec, probes: Sequence[Probe]) -> dict[str, list[S
                 else:
                     shaped.setdefault((k, r.ndim, str(r.dtype), probe.oracle_kind), []).append(probe.name)
                 continue
-            err, size = leaf_errors(r, e), scale(e)
+            measured = floor_leaf(probe, k)
+            err, size = leaf_errors(measured, e), scale(e)
             rel = (err.max_abs / size, err.mean_abs / size) if size > 0 else (0.0, 0.0)
-            seeds.setdefault(key, []).append((probe.name, *rel, computes(err, r, e)))
+            seeds.setdefault(key, []).append((probe.name, *rel, computes(err, measured, e)))
     shared: dict[str, list[SharedFloor | None]] = {}
 
     def give(name: str, k: int, floor: SharedFloor | None) -> None:
@@ -374,6 +394,13 @@ def magnitude_units(r: np.ndarray, e: np.ndarray, floor_max: float) -> np.ndarra
     return np.maximum(resolution, np.maximum(proportional, like))
 
 
+def _reordered_record(r: np.ndarray, measured: np.ndarray, e: np.ndarray) -> dict[str, Any]:
+    """What the reference summed in sequence added to the floor: at how many elements it set it,
+    and the reference's own largest error beside the floor's."""
+    return {"elements": int(np.count_nonzero(_f64(measured) != _f64(r))),
+            "reference_max_abs": leaf_errors(r, e).max_abs}
+
+
 def _worst_ratio(got: np.ndarray, expected: np.ndarray, unit: np.ndarray) -> tuple[float, dict[str, Any]]:
     """The largest |got - expected| / unit over the elements, and where it is."""
     if got.size == 0:
@@ -388,18 +415,17 @@ def _worst_ratio(got: np.ndarray, expected: np.ndarray, unit: np.ndarray) -> tup
     return float(ratio.flat[k]), at
 
 
-def allowance(
-    spec: ParitySpec, reference: HostTree, oracle: HostTree | None, shared: Sequence[SharedFloor | None] = ()
-) -> float:
+def allowance(spec: ParitySpec, probe: Probe, shared: Sequence[SharedFloor | None] = ()) -> float:
     """The smallest max-abs error the spec allows on any output of this probe: a change to the
     output smaller than this is invisible to parity. `shared`: the probe's shared floors."""
     if spec.kind == "bitexact":
         return 0.0
-    if spec.kind == "tolerance" or oracle is None:
+    if spec.kind == "tolerance" or probe.oracle is None:
         return spec.atol
+    measured = [floor_leaf(probe, k) for k in range(len(probe.reference.leaves))]
     limits = [
         spec.multiplier * _floor_used(leaf_errors(r, e), r, e, "oracle", _at(shared, k))[0]
-        for k, (r, e) in enumerate(zip(reference.leaves, oracle.leaves))
+        for k, (r, e) in enumerate(zip(measured, probe.oracle.leaves))
         if r.size
     ]
     return min(limits) if limits else 0.0
@@ -539,9 +565,10 @@ def _probe_checks(
         out["candidate"] = cand_err.to_json()
         after: list[Check] = []  # said after this output's error check
         if spec.kind == "floor":
-            floor = leaf_errors(r, e)
+            measured = floor_leaf(probe, k) if expected_tree is probe.oracle else r
+            floor = leaf_errors(measured, e)
             pooled = _at(shared, k) if expected_tree is probe.oracle else None
-            floor_max, floor_mean, source = _floor_used(floor, r, e, against, pooled)
+            floor_max, floor_mean, source = _floor_used(floor, measured, e, against, pooled)
             # The floor is never finer than the output's own resolution: half an ulp of the
             # output dtype at each element's magnitude (one rounding of a correct answer).
             resolution = half_ulp(e, r.dtype)
@@ -553,8 +580,10 @@ def _probe_checks(
             out["floor"]["resolution_mean"] = 0.5 * float(resolution.mean()) if resolution.size else 0.0
             if pooled is not None:
                 out["floor"]["shared_with"] = list(pooled.probes)
+            if measured is not r:  # the reference summed in sequence set the floor at some elements
+                out["floor"]["reordered"] = _reordered_record(r, measured, e)
             if expected_tree is probe.oracle:  # what an edge probe sharing this floor re-derives it from
-                out["floor"]["computes"] = computes(floor, r, e)  # False: only its output's rounding, not shared
+                out["floor"]["computes"] = computes(floor, measured, e)  # False: only its output's rounding, not shared
                 out["floor"]["scale"] = scale(e)
             limit_mean = spec.multiplier * mean_unit
             unit_max = float(unit.max()) if unit.size else 0.0
@@ -568,7 +597,7 @@ def _probe_checks(
             # from an absolute one.
             small_ratio, small_at = 0.0, {}
             if floor.max_abs > 0 and graded_relative(r.dtype):
-                small_ratio, small_at = _worst_ratio(_f64(c), _f64(e), magnitude_units(r, e, floor_max))
+                small_ratio, small_at = _worst_ratio(_f64(c), _f64(e), magnitude_units(measured, e, floor_max))
                 if small_at:
                     small_at["expected"] = float(_f64(e)[tuple(small_at["index"])])
                 out["relative"] = {"ratio": small_ratio, "at": small_at}

@@ -233,6 +233,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
     if ref.get("odd_note"):
         notes.append(str(ref["odd_note"]))
     notes.extend(dict.fromkeys(str(p["oracle_note"]) for p in ref["probes"] if p.get("oracle_note")))
+    notes.extend(dict.fromkeys(str(p["reordered_note"]) for p in ref["probes"] if p.get("reordered_note")))
     if ref["reference"].get("eager"):
         notes.append(EAGER_NOTE)
     if use_tiny and not ref.get("has_tiny") and not request.overrides:
@@ -280,6 +281,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             reference=arrays[f"{key}-reference"],
             oracle=arrays[f"{key}-oracle"],
             oracle_kind=p["oracle_kind"],
+            reordered=arrays.get(f"{key}-reordered"),
             candidate=cand_out,
             candidate_error=run.get("error", "" if cand_out is not None else "the candidate leg returned no output"),
             unsupported=bool(run.get("unsupported")),
@@ -475,7 +477,7 @@ def _facts(spec: ParitySpec, probe: Probe, shared: Sequence[SharedFloor | None],
         return None
     facts = ProgramFacts.from_json(cand["facts"])
     if "ablation-moves" in arrays:
-        ablation = count_moved(arrays["ablation-moves"].leaves, parity.allowance(spec, probe.reference, probe.oracle, shared))
+        ablation = count_moved(arrays["ablation-moves"].leaves, parity.allowance(spec, probe, shared))
     else:
         ablation = Ablation(False, str(cand.get("ablation_error", "no ablation run")))
     return replace(facts, ablation=ablation)

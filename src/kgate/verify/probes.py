@@ -124,6 +124,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
                 with config_set(probe.get("config", {}), reference.config):
                     ref_out = backend.run(reference.entry, inputs, eager=reference.eager)
                     oracle = _oracle(backend, reference, inputs, ref_out, probe)
+                    reordered = _reordered(backend, reference, inputs, probe)
             except Exception as exc:
                 if probe.get("label"):  # an edge the reference itself cannot take: skipped, and said
                     probe["reference_error"] = describe(exc)
@@ -137,6 +138,8 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
             trees[f"{key}-inputs"] = backend.to_host(tuple(x for x in inputs if not backend.is_static(x)))
             trees[f"{key}-reference"] = ref_out
             trees[f"{key}-oracle"] = oracle
+            if reordered is not None:
+                trees[f"{key}-reordered"] = reordered
         reference_compiled = None
         reference_essential = ""
         uncompiled = ""
@@ -212,6 +215,25 @@ def _self_consistent(backend: Any, reference: Any, inputs: Any, ref_out: Any, or
             SELF_CHECK_FIX,
         )
     return f"compiled and op-by-op runs agree on seed {seed}"
+
+
+def _reordered(backend: Any, reference: Any, inputs: Any, probe: dict[str, Any]) -> Any:
+    """The reference with its floating sums taken in sequence (kgate.backends.reorder): the
+    floor's second measurement, where an oracle to measure against exists. None where it cannot
+    be had, said in `reordered_note` (the floor is then the reference's own error alone)."""
+    if probe.get("oracle_kind") == "reference":
+        return None
+    if reference.eager or not hasattr(backend, "run_reordered"):
+        why = "it runs op by op" if reference.eager else f"the {backend.name} backend does not take sums in another order"
+        probe["reordered_note"] = (f"the floor is the reference's own error alone ({why}): an honest kernel that sums "
+                                   "in another order can be off by more than the reference's own order is")
+        return None
+    try:
+        return backend.run_reordered(reference.entry, inputs)
+    except Exception as exc:
+        probe["reordered_note"] = ("the floor is the reference's own error alone: its sums could not be taken in "
+                                   f"another order ({describe(exc, 200)})")
+        return None
 
 
 def _oracle(backend: Any, reference: Any, inputs: Any, ref_out: Any, probe: dict[str, Any]) -> Any:
