@@ -877,3 +877,23 @@ def test_an_interpreters_speedup_is_marked_in_the_ledger_cell_and_the_commit_sub
     assert "1.500x vs naive [1.200, 1.900] (interpreted)" in interpreted.summary()
     assert compiled.speedup_cell == "1.500x [1.200, 1.900]" and "(interpreted)" not in compiled.summary()
     assert _SPEEDUP_CELL.match(interpreted.speedup_cell)  # the author's report still reads the interval
+
+
+@pytest.mark.full
+def test_report_json_carries_the_same_facts_as_its_markdown_and_refuses_as_json(example_repo):
+    repo = example_repo
+    wt, page = _stub(repo)
+    (wt / "ops" / "rmsnorm.py").write_text("def workload(x, w):\n    return x\n")
+    assert kgate(repo, "cand", "rmsnorm", "cand1", "--why", "kept").returncode == 0
+    assert kgate(repo, "lead", "rmsnorm", "try two row blocks").returncode == 0
+    markdown = kgate(repo, "report", "rmsnorm", "v001").stdout
+    proc = kgate(repo, "report", "rmsnorm", "v001", "--json", "-o", repo / "report.md")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)  # only the document on stdout; -o still writes the Markdown
+    assert (repo / "report.md").read_text().strip() == markdown.strip()
+    assert data["status"] == "DONE" and data["command"] == "report" and data["experiment"] in markdown
+    assert [r["candidate"] for r in data["ledger"]["rows"]] == ["cand1"] and data["final"]["candidate"] == "cand1"
+    assert data["leads"] == ["try two row blocks"] and data["compliance"] in markdown
+    assert all(b in markdown for b in data["blockers"]) and data["verdict"] is None
+    bad = kgate(repo, "report", "rmsnorm", "v009", "--json")
+    assert bad.returncode == 2 and json.loads(bad.stdout)["status"] == "ERROR"

@@ -87,3 +87,18 @@ def test_the_suite_wide_check_logs_a_document_that_breaks_its_schema(tmp_path, m
     check_schema({"status": "ERROR", "exit_code": 2, "error": {"problem": "p", "fix": "f"}}, "error")
     (line,) = log.read_text().splitlines()
     assert json.loads(line)["kind"] == "error" and "exit_code" in json.loads(line)["problem"]
+
+
+def test_the_author_report_document_keeps_the_command_status_apart_from_the_pages():
+    doc = {"status": "DONE", "exit_code": 0, "command": "report", "experiment": "v001-rmsnorm",
+           "experiment_status": "open", "verdict": None, "ledger": {"loaded": None, "rows": []}, "final": None,
+           "escalations": [], "blockers": [], "compliance": "activity optimization", "findings": [],
+           "speedups": [{"candidate": "cand1", "estimate": 1.2, "low": 1.1, "high": "inf", "interpreted": True,
+                         "predicted": None}],
+           "verdict_section": None, "samples_ms": None, "verify_interpreted": None, "leads": []}
+    assert schema_errors(doc, "author-report") == []
+    assert schema_errors({**doc, "status": "open"}, "author-report")  # the page's status is experiment_status
+    assert schema_errors({**doc, "speedups": [{**doc["speedups"][0], "interpreted": "no"}]}, "author-report")
+    missing = dict(doc)
+    del missing["blockers"]
+    assert schema_errors(missing, "author-report")

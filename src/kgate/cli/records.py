@@ -501,8 +501,13 @@ def report(
     exp: Annotated[str, typer.Argument(help="The experiment, vNNN.")],
     html: Annotated[Optional[Path], typer.Option("--html", help="Also write a self-contained HTML page with plots.")] = None,
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the Markdown here instead of stdout.")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """The author's report: ledger, final candidate, pivots and extensions, blockers, compliance."""
+    """The author's report: ledger, final candidate, pivots and extensions, blockers, compliance.
+
+    With --json, the same facts as one JSON document on stdout (schemas/author-report-v1.schema.json);
+    -o and --html still write their files."""
+    from kgate.jsonio import document
     from kgate.record import lint as lints, workspace
     from kgate.report import write_atomic
     from kgate.report.author import build, to_html, to_markdown
@@ -515,11 +520,13 @@ def report(
         facts = lints.gather(ws, ex)
         data = build(ex, page, facts, lints.lint(facts))
     except KgateError as exc:
-        fail_usage(exc, False)
+        fail_usage(exc, as_json)
     text = to_markdown(data)
     if output is not None:
         write_atomic(output, text)
-    else:
+    if as_json:
+        print(document({"status": "DONE", "exit_code": 0, "command": "report", **data.to_json()}, "author-report"))
+    elif output is None:
         print(text)
     if html is not None:
         write_atomic(html, to_html(data))

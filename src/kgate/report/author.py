@@ -8,7 +8,8 @@ import html
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from kgate.record import ladder
 from kgate.record.experiment import Experiment, resolved_ledger
@@ -46,6 +47,18 @@ class AuthorReport:
     samples: dict[str, list[float]] | None  # the final verify's timing samples per leg, ms
     verify_interpreted: bool | None
     leads: tuple[str, ...] = ()  # ideas noticed and not pursued: the seeds of the next experiment
+
+    def to_json(self) -> dict[str, Any]:
+        """What `kgate report --json` prints: the same facts as the Markdown, as data."""
+        return {
+            "experiment": self.tag, "experiment_status": self.status, "verdict": self.verdict,
+            "ledger": {"loaded": list(self.ledger.loaded) if self.ledger.loaded is not None else None,
+                       "rows": [r.to_json() for r in self.ledger.rows]},
+            "final": self.final, "escalations": list(self.escalations), "blockers": list(self.blockers),
+            "compliance": self.compliance, "findings": [f.to_json() for f in self.findings],
+            "speedups": [asdict(p) for p in self.points], "verdict_section": self.verdict_section,
+            "samples_ms": self.samples, "verify_interpreted": self.verify_interpreted, "leads": list(self.leads),
+        }
 
 
 def _predictions(page: Page) -> dict[str, float]:
