@@ -243,3 +243,17 @@ def test_the_no_tiny_advice_fits_how_the_gate_was_run(write_module):
     family = next(a for a in gate(str(ref), str(cand), registered={"n": 16}).advisories if "no TINY" in a)
     assert "the family's registered op-point" in family and "outside the family's terms" in family
     assert "give a small one with --set" not in family
+
+
+@pytest.mark.full
+def test_the_readme_protocol_block_is_a_reference_a_rewrite_passes_against(write_module):
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## The problem-module protocol", 1)[1]
+    block = section.split("```python\n", 1)[1].split("```", 1)[0]
+    ref = write_module("reference.py", block)
+    report = gate(str(ref), str(ROOT / "examples" / "softmax" / "xla_rewrite.py"), klass="xla-rewrite")
+    assert report.status == "PASS", [(c.name, c.detail) for _, c in report.failed_checks]
+    assert report.context["op_point"]["values"] == {"rows": 16, "cols": 256}  # its TINY
+    assert set(report.context["seeding"].values()) == {"argument"}
