@@ -897,3 +897,23 @@ def test_report_json_carries_the_same_facts_as_its_markdown_and_refuses_as_json(
     assert all(b in markdown for b in data["blockers"]) and data["verdict"] is None
     bad = kgate(repo, "report", "rmsnorm", "v009", "--json")
     assert bad.returncode == 2 and json.loads(bad.stdout)["status"] == "ERROR"
+
+
+def test_a_kgate_toml_checked_out_in_an_experiment_worktree_finds_the_outer_workspace(tmp_path):
+    from kgate.record import workspace
+
+    outer = tmp_path / "code"
+    text = ('[workspace]\nexperiments = "kernel_experiments"\nhome_repo = "."\n\n'
+            '[defaults]\ngraded_dtype = "bfloat16"\nparity = "floor"\nchip = 0\n')
+    (outer / "kernel_experiments" / "rmsnorm" / ".repo" / "ops").mkdir(parents=True)
+    (outer / "kgate.toml").write_text(text)
+    inner = outer / "kernel_experiments" / "rmsnorm" / ".repo"
+    (inner / "kgate.toml").write_text(text)  # the home repo's committed copy, in the experiment's worktree
+    found = workspace.find(inner / "ops")
+    assert found.root == outer.resolve() and found.experiments == (outer / "kernel_experiments").resolve()
+    (tmp_path / "kgate.toml").write_text("not toml [")  # a broken file further up is not this workspace's
+    assert workspace.find(inner).root == outer.resolve()
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    (elsewhere / "kgate.toml").write_text(text)  # a workspace of its own, not inside another's experiments
+    assert workspace.find(elsewhere).root == elsewhere.resolve()

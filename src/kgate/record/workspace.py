@@ -69,12 +69,26 @@ def init(
 
 
 def find(start: Path) -> Workspace:
-    """The workspace whose kgate.toml is at `start` or above it."""
+    """The workspace whose kgate.toml is at `start` or above it. A kgate.toml inside another
+    workspace's experiments folder is that workspace's own file, checked out again in an
+    experiment's work tree (once committed to the home repo, every worktree holds a copy): the
+    outer workspace is the one meant."""
+    found: Workspace | None = None
     for folder in [start.resolve(), *start.resolve().parents]:
         path = folder / FILENAME
-        if path.is_file():
-            return load(path)
-    raise KgateError(f"no {FILENAME} in {start} or above.", "run `kgate init` at the root of the code repo.")
+        if not path.is_file():
+            continue
+        try:
+            outer = load(path)
+        except KgateError:
+            if found is None:
+                raise
+            continue  # a broken file further up is not this workspace's
+        if found is None or found.root.is_relative_to(outer.experiments):
+            found = outer
+    if found is None:
+        raise KgateError(f"no {FILENAME} in {start} or above.", "run `kgate init` at the root of the code repo.")
+    return found
 
 
 def load(path: Path) -> Workspace:
