@@ -18,7 +18,7 @@ import pytest
 
 from conftest import EXAMPLES, kgate
 from kgate.errors import KgateError
-from kgate.suite import Row, discover, summarize
+from kgate.suite import Row, discover, parse_fast_p, summarize
 from kgate.suite.summary import ERROR, FAIL, GATE_FAIL, PASS, fast_p, geomean_interval
 
 
@@ -40,6 +40,18 @@ def test_fast_p_counts_only_correct_candidates_whose_interval_clears_p_never_an_
     summary = summarize(rows)
     assert (summary.candidates, summary.problems, summary.correct, summary.timed, summary.interpreted) == (6, 3, 3, 2, 1)
     assert summary.fast_p == {1.0: 2 / 6, 1.5: 1 / 6, 2.0: 1 / 6}
+    assert summarize(rows, parse_fast_p("2.2,1.2")).fast_p == {1.2: 1 / 6, 2.2: 0.0}  # --fast-p, in order
+
+
+@pytest.mark.parametrize("text", ["", "1.5,abc", "0,1", "-1", "inf", "1.5,1.5"])
+def test_fast_p_values_that_are_not_speedups_are_refused_before_any_row_runs(tmp_path, text):
+    with pytest.raises(KgateError, match="is not a list of speedups"):
+        parse_fast_p(text)
+    proc = subprocess.run([sys.executable, "-m", "kgate", "suite", str(tmp_path), "--fast-p", text, "--json"],
+                          capture_output=True, text=True, cwd=tmp_path) if text == "0,1" else None
+    if proc is not None:  # the CLI refuses it as bad input, under --json as the error document
+        assert proc.returncode == 2 and json.loads(proc.stdout)["status"] == "ERROR", proc.stderr
+        assert not (tmp_path / "kgate-suite-results").exists()
 
 
 def test_the_geometric_mean_resamples_problems_and_has_no_interval_from_one():

@@ -761,6 +761,9 @@ def suite(
     html: Annotated[Optional[Path], typer.Option(
         "--html", help="Also write a self-contained HTML page: the summary, each timed candidate's speedup with its "
         "interval, the fast_p curve, and every row.")] = None,
+    fast_p: Annotated[str, typer.Option(
+        "--fast-p", metavar="P,P,...", help="The speedups p that fast_p is counted at: a candidate counts when it "
+        "is correct and the lower end of its interval exceeds p.")] = "1.0,1.5,2.0",
     as_json: JsonOpt = False,
     output: OutOpt = None,
 ) -> None:
@@ -777,12 +780,13 @@ def suite(
     from kgate.jsonio import document
     from kgate.report import write_atomic
     from kgate.report.suite import render_suite, to_html
-    from kgate.suite import discover, summarize
+    from kgate.suite import discover, parse_fast_p, summarize
     from kgate.suite.executors import RayExecutor, default_jobs, local
     from kgate.suite.run import SuiteRequest, run_suite
     from kgate.verify.lock import COMPILE_SLOTS_ENV, compile_slots as slots_here
 
     try:
+        ps = parse_fast_p(fast_p)
         check_output_path(output)
         check_output_path(html, "--html")
         if output is not None and html is not None and output.resolve() == html.resolve():
@@ -815,7 +819,7 @@ def suite(
     except KeyboardInterrupt:
         fail_usage(KgateError(f"interrupted: the rows that finished are in {results}; the one running was not kept.",
                               "run the same command again: it skips the finished rows."), as_json)
-    summary = summarize(rows)
+    summary = summarize(rows, ps)
     payload = document({"schema": 1, "kgate_version": __version__, "command": "suite", "status": "DONE", "exit_code": 0,
                         "results": str(results), "rows": [r.to_json() for r in rows], "summary": summary.to_json()},
                        "suite")

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from kgate.errors import KgateError
+
 FAST_P = (1.0, 1.5, 2.0)
 RESAMPLES = 4000
 
@@ -117,6 +119,19 @@ def geomean_interval(rows: Sequence[Row], seed: int = 0) -> dict[str, float] | N
     means = sums[picks].sum(axis=1) / counts[picks].sum(axis=1)
     low, high = np.exp(np.percentile(means, [2.5, 97.5]))
     return {"estimate": estimate, "low": float(low), "high": float(high), "problems": len(groups)}
+
+
+def parse_fast_p(text: str) -> tuple[float, ...]:
+    """`--fast-p 1.0,1.5,2.0`: the speedups fast_p is counted at, each a finite number above 0,
+    in increasing order, none twice."""
+    try:
+        ps = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        ps = ()
+    if not ps or not all(math.isfinite(p) and p > 0 for p in ps) or len(set(ps)) != len(ps):
+        raise KgateError(f"--fast-p {text!r} is not a list of speedups.",
+                         "give finite speedups above 0, comma-separated, each once, e.g. --fast-p 1.0,1.5,2.0.")
+    return tuple(sorted(ps))
 
 
 def summarize(rows: Sequence[Row], ps: Sequence[float] = FAST_P) -> Summary:
