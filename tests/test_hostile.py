@@ -372,6 +372,33 @@ def test_what_is_right_only_in_the_range_random_draws_have_fails_on_rows_scaled_
         report.gates["parity"].failures)
 
 
+@pytest.mark.parametrize("candidate", [
+    "bad_eps_ten_times.py",  # an epsilon ten times the reference's: felt only by rows far smaller than any draw
+    "bad_zero_below_threshold.py",  # zeros for rows whose mean square is below 1e-8, a threshold the reference lacks
+])
+def test_what_is_wrong_only_on_rows_far_smaller_than_any_draw_fails_on_the_small_edge(candidate):
+    report = gate("rmsnorm/reference.py", f"rmsnorm/{candidate}")
+    found = _edge_failures(report)
+    assert "edge-small-in0.error" in found and found <= {"edge-small-in0.error", "edge-small-in0.relative_error"}, (
+        report.gates["parity"].failures)
+
+
+def test_the_rows_of_the_small_edge_span_tiny_powers_of_two_and_keep_clear_of_the_dtypes_smallest_normal():
+    import numpy as np
+
+    from kgate.backends.base import edge_values
+
+    x = np.random.default_rng(0).normal(size=(18, 64)).astype(np.float32)
+    small = dict(edge_values(x, 3.4e38, 7, float(np.finfo(np.float32).tiny)))["small"]
+    exponents = np.log2(small[:, 0] / x[:, 0])
+    assert np.all((exponents >= -24) & (exponents < -6))
+    assert sorted(np.floor(exponents + 24).astype(int)) == list(range(18))  # one row in every band
+    assert not np.array_equal(small, dict(edge_values(x, 3.4e38, 8, float(np.finfo(np.float32).tiny)))["small"])
+    # float16's smallest normal is 6.1e-5: rows 2**-6 smaller than values of ~0.7 would come within 2**10 of it
+    assert "small" not in dict(edge_values(x, 65504.0, 7, float(np.finfo(np.float16).tiny)))
+    assert "small" not in dict(edge_values(x, 3.4e38, None))  # drawn from the run's seed, as the scales edge
+
+
 def test_the_rows_of_the_scales_edge_span_the_drawn_powers_of_two_and_differ_from_run_to_run():
     import numpy as np
 
@@ -391,8 +418,9 @@ def test_the_rows_of_the_scales_edge_span_the_drawn_powers_of_two_and_differ_fro
 def test_correct_kernels_pass_every_edge_and_the_edges_are_recorded():
     report = gate("rmsnorm/reference.py", "rmsnorm/pallas.py")
     assert report.status == "PASS"
-    assert report.context["edge_probes"] == ["edge-slices-in0", "edge-offset-in0", "edge-spikes-in0", "edge-scales-in0",
-                                             "edge-slices-in1", "edge-offset-in1", "edge-spikes-in1", "edge-scales-in1"]
+    assert report.context["edge_probes"] == [
+        "edge-slices-in0", "edge-offset-in0", "edge-spikes-in0", "edge-scales-in0", "edge-small-in0",
+        "edge-slices-in1", "edge-offset-in1", "edge-spikes-in1", "edge-scales-in1", "edge-small-in1"]
     names = {p["name"] for p in report.gates["parity"].details["probes"]}
     assert set(report.context["edge_probes"]) <= names
 

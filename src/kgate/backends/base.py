@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import pickle
 import re
@@ -418,7 +419,8 @@ def read_hand_over(path: Path, sha256: str) -> Any:
     return pickle.loads(data)
 
 
-def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None) -> list[tuple[str, np.ndarray]]:
+def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
+                dtype_tiny: float = float(np.finfo(np.float32).tiny)) -> list[tuple[str, np.ndarray]]:
     """The values random probes never hit, for one floating input (`x32`: its values in
     float32; `dtype_max`: its own dtype's largest finite value). Along every axis longer than
     one: `slices` has an extreme slice (the last index) and a zero slice (index 0, applied last
@@ -429,7 +431,11 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None) -> l
     `scales`: every row times its own power of two between 1/16 and 16, one drawn from each of as
     many equal bands of the exponent as there are rows, in a drawn order, so that the rows span
     magnitudes random draws of one distribution never leave (an approximation tuned to the range
-    the seeds' values have, exact outside it, is wrong on the rows between)."""
+    the seeds' values have, exact outside it, is wrong on the rows between); and `small`: every
+    row times its own power of two from 2**-24 to 2**-6, drawn the same way, never so small that
+    the input's typical value comes within 2**10 of its dtype's smallest normal (`dtype_tiny`;
+    none for float16): rows whose squares and sums are far below anything a draw makes, where an
+    epsilon, a clamp or a threshold the reference does not have decides the output."""
     scale = float(np.max(np.abs(x32))) or 1.0
     typical = float(np.median(np.abs(x32))) or 1.0
     # 64x the input's largest magnitude: squares overflow float16 (past 256), sums lose
@@ -454,15 +460,22 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None) -> l
         rows[np.arange(rows.shape[0]), where] = signs * np.float32(huge)
         variants.append(("spikes", spikes))
         variants.append(("scales", row_scaled(x32, np.random.default_rng([seed, 1]), huge / scale)))
+        low = max(SMALL_EXPONENTS[0], math.ceil(math.log2(dtype_tiny * 2.0**10 / typical)))
+        if low < SMALL_EXPONENTS[1]:
+            variants.append(("small", row_scaled(x32, np.random.default_rng([seed, 2]), 1.0, (low, SMALL_EXPONENTS[1]))))
     return variants
 
 
-def row_scaled(x32: np.ndarray, rng: np.random.Generator, most: float) -> np.ndarray:
+SMALL_EXPONENTS = (-24, -6)  # the `small` edge's rows: times 2**e, e in [-24, -6)
+
+
+def row_scaled(x32: np.ndarray, rng: np.random.Generator, most: float,
+               span: tuple[float, float] = (-4.0, 4.0)) -> np.ndarray:
     """`x32` with every row (along the last axis) times 2**e, the exponents stratified over
-    [-4, 4) (one uniform draw in each of n equal bands for n rows, shuffled), and no factor past
+    `span` (one uniform draw in each of n equal bands for n rows, shuffled), and no factor past
     `most` (the extreme edge's: nothing overflows that the extreme slice would not)."""
     n = int(np.prod(x32.shape[:-1], dtype=np.int64)) if x32.ndim > 1 else 1
-    exponents = (np.arange(n) + rng.random(n)) / n * 8.0 - 4.0
+    exponents = (np.arange(n) + rng.random(n)) / n * (span[1] - span[0]) + span[0]
     rng.shuffle(exponents)
     factors = np.minimum(np.exp2(exponents), max(most, 1.0)).astype(np.float32)
     return (x32.reshape(n, -1) * factors[:, None]).reshape(x32.shape)

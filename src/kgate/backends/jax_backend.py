@@ -644,14 +644,16 @@ class JaxBackend:
         one: `edge-slices-inI` has an extreme slice (the last index) and a zero slice (index 0,
         applied last so it stays all zero); `edge-offset-inI` is the whole input plus a large
         common offset, with a constant slice (the middle index); with `seed` (the run's drawn
-        one), `edge-spikes-inI`: one extreme value per row at a drawn position, and `edge-scales-inI`:
-        every row times its own drawn power of two from 1/16 to 16. Built on the host."""
+        one), `edge-spikes-inI`: one extreme value per row at a drawn position, `edge-scales-inI`:
+        every row times its own drawn power of two from 1/16 to 16, and `edge-small-inI`: every row
+        times one from 2**-24 to 2**-6 (`kgate.backends.base.edge_values`). Built on the host."""
         leaves, treedef = jax.tree_util.tree_flatten(tuple(inputs))
         variants: list[tuple[str, tuple[Any, ...]]] = []
         for i, x in enumerate(leaves):
             if not isinstance(x, jax.Array) or not jnp.issubdtype(x.dtype, jnp.floating) or x.size < 2:
                 continue
-            for kind, value in edge_values(np.asarray(x).astype(np.float32), float(jnp.finfo(x.dtype).max), seed):
+            info = jnp.finfo(x.dtype)
+            for kind, value in edge_values(np.asarray(x).astype(np.float32), float(info.max), seed, float(info.tiny)):
                 changed = list(leaves)
                 changed[i] = jnp.asarray(value.astype(np.dtype(x.dtype)))
                 variants.append((f"edge-{kind}-in{i}", tuple(jax.tree_util.tree_unflatten(treedef, changed))))

@@ -557,7 +557,8 @@ class TorchBackend:
         for i, x in enumerate(leaves):
             if not isinstance(x, torch.Tensor) or x.dtype not in _FLOATING or x.numel() < 2:
                 continue
-            for kind, value in edge_values(x.detach().float().cpu().numpy(), float(torch.finfo(x.dtype).max), seed):
+            info = torch.finfo(x.dtype)
+            for kind, value in edge_values(x.detach().float().cpu().numpy(), float(info.max), seed, float(info.tiny)):
                 replaced = iter([torch.from_numpy(value).to(dtype=x.dtype, device=x.device)])
                 position = iter(range(len(leaves)))
                 variants.append((f"edge-{kind}-in{i}", tuple(_map(

@@ -63,7 +63,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
         # and the memory free now, before any input exists; once chosen, each shape counts at its own
         available = backend.available_memory()
         base = tiny_base(reference, op_point.values) if req.get("odd") == "tiny" else {}
-        held = len(req["seeds"]) + (3 if req.get("edges") else 0) + (3 if req.get("odd") and not base else 0)
+        held = len(req["seeds"]) + (5 if req.get("edges") else 0) + (3 if req.get("odd") and not base else 0)
         sized = backend.ensure_fits(reference, req["dtype"], held, op_point.values)
         for seed in req["seeds"]:
             inputs, how = backend.create_inputs(reference, seed, req["dtype"])
