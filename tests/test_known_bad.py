@@ -48,6 +48,17 @@ def test_lower_precision_accumulation_fails_floor_parity():
     assert probe["max_abs_over_floor"] > 100
 
 
+@pytest.mark.parametrize("candidate", [
+    "bad_bf16_intermediates.py",  # squares, normalizes and weights in bfloat16: three roundings for one
+    pytest.param("bad_fast_inverse_sqrt.py", marks=pytest.mark.full),  # the 0x5f3759df rsqrt, one Newton step
+])
+def test_a_downgrade_hidden_below_a_bfloat16_outputs_resolution_fails_the_rounding_grade(candidate):
+    report = gate("rmsnorm/reference.py", f"rmsnorm/{candidate}")
+    assert failed(report) == {"parity.rounding"}  # every element within the floor's allowance
+    rounding = [o["rounding"] for p in report.gates["parity"].details["probes"] for o in p["outputs"] if "rounding" in o]
+    assert max(r["candidate"] for r in rounding) > 0.05 and max(r["reference"] for r in rounding) == 0.0
+
+
 @pytest.mark.full
 def test_nan_on_a_boundary_row_fails_finiteness():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_nan_boundary.py")

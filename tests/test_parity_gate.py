@@ -437,3 +437,60 @@ def test_a_receipt_that_hides_a_relative_error_fail_is_caught():
     shrunk["checks"] = [c for c in shrunk["checks"] if not c["name"].endswith("relative_error")]
     shrunk["status"] = "PASS"
     assert rederive_parity(shrunk, "0.3.1") != []
+
+
+def test_the_rounding_grade_counts_elements_off_a_narrow_outputs_rounding_against_the_references_own_share():
+    import ml_dtypes
+    import numpy as np
+
+    from kgate.backends.base import HostTree
+    from kgate.gates.parity import ROUNDING_SHARE, ParitySpec, Probe, evaluate, rounding_record
+
+    bf16 = ml_dtypes.bfloat16
+    answer = np.random.default_rng(0).normal(size=(16, 64))  # the oracle's (float64 here)
+    once = answer.astype(bf16)  # computed wide, rounded once: what the reference and honest kernels write
+    twice = (answer.astype(np.float32) * np.float32(1 + 2.0**-9)).astype(bf16).astype(np.float32).astype(bf16)
+
+    def probe(reference, candidate):
+        tree = lambda a: HostTree("tuple", ("out",), (a,))  # noqa: E731
+        return Probe(seed=1, inputs=tree(answer), reference=tree(reference), oracle=tree(answer),
+                     oracle_kind="float64", candidate=tree(candidate))
+
+    spec = ParitySpec("floor")
+    honest = rounding_record(probe(once, once), 0, once, answer, spec.multiplier)
+    assert honest == {"candidate": 0.0, "reference": 0.0, "reordered": None, "allowed": ROUNDING_SHARE, "elements": 1024}
+    off = rounding_record(probe(once, twice), 0, twice, answer, spec.multiplier)
+    assert off["candidate"] > 0.2  # an error of 2^-9 of each value, a fraction of an ulp, moves many roundings
+    result = evaluate(spec, [probe(once, twice)])
+    assert {c.name for c in result.checks if c.status == "FAIL"} == {"seed1.rounding"}
+    # a reference that itself misses the rounding as often allows the candidate as much (5x its share)
+    assert evaluate(spec, [probe(twice, twice)]).status == "PASS"
+    # float32 outputs (whose honest computations differ in their last bits) and tiny outputs are not graded so
+    wide = answer.astype(np.float32)
+    assert rounding_record(probe(wide, wide), 0, wide, answer, spec.multiplier) is None
+    few = once[:1, :50]
+    assert rounding_record(probe(few, few), 0, few, answer[:1, :50], spec.multiplier) is None
+
+
+def test_a_receipt_that_hides_a_rounding_fail_or_loosens_its_allowance_is_caught():
+    import ml_dtypes
+
+    from kgate.verify.receipt import rederive_parity
+
+    bf16 = ml_dtypes.bfloat16
+    oracle = np.random.default_rng(5).normal(size=(8, 64)).astype(np.float32)
+    ref = oracle.astype(bf16)
+    twice = (oracle * np.float32(1 + 2.0**-9)).astype(bf16)
+    gate = json.loads(json.dumps(clean(evaluate(ParitySpec("floor", 5), [probe(1, ref, oracle, twice)]).to_json())))
+    assert {c["name"] for c in gate["checks"] if c["status"] == "FAIL"} == {"seed1.rounding"}
+    assert rederive_parity(gate, "0.3.3") == []
+    hidden = json.loads(json.dumps(gate))  # the FAIL deleted, the gate said PASS
+    hidden["checks"] = [c for c in hidden["checks"] if not c["name"].endswith("rounding")]
+    hidden["status"] = "PASS"
+    assert any("rounding grade's check" in p for p in rederive_parity(hidden, "0.3.3"))
+    loosened = json.loads(json.dumps(hidden))  # ... and the allowance raised to cover it
+    loosened["probes"][0]["outputs"][0]["rounding"]["allowed"] = 1.0
+    assert any("allowed share" in p for p in rederive_parity(loosened, "0.3.3"))
+    del loosened["probes"][0]["outputs"][0]["rounding"]  # ... or the record dropped
+    assert any("rounding grade's record is missing" in p for p in rederive_parity(loosened, "0.3.3"))
+    assert not any("rounding" in p for p in rederive_parity(loosened, "0.3.2"))  # a receipt from before the grade

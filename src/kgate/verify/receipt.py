@@ -23,7 +23,8 @@ import numpy as np
 from kgate.errors import KgateError
 from kgate.gates import stats
 from kgate.gates.bar import evaluate_bar, ordering_status, parse_bar
-from kgate.gates.parity import DRAWN_LABEL, EDGE_PREFIX, ODD_LABEL, SMALLEST_SHARE, ParitySpec, graded_relative, half_ulp
+from kgate.gates.parity import (DRAWN_LABEL, EDGE_PREFIX, ODD_LABEL, ROUNDING_ELEMENTS, ROUNDING_SHARE, SMALLEST_SHARE,
+                                ParitySpec, graded_relative, half_ulp)
 from kgate.jsonio import check_schema, clean, write_atomic
 
 SCHEMA = "kgate.receipt"
@@ -189,6 +190,8 @@ def rederive_parity(gate: Mapping[str, Any], made_by: str = "") -> list[str]:
                     problems.append(f"{where}: an allowance unit finer than the recorded floor")
                 passes = ratio <= mult and float(cand["mean_abs"]) <= float(limit["mean_abs"])
                 problems.extend(_relative_problems(where, name, out, checks, mult, relative_required))
+                problems.extend(_rounding_problems(where, name, out, checks, mult,
+                                                   _version(made_by) >= ROUNDING_SINCE))
             elif spec.kind == "tolerance":
                 violations = int(out.get("violations", -1))
                 passes = violations == 0
@@ -206,6 +209,38 @@ def rederive_parity(gate: Mapping[str, Any], made_by: str = "") -> list[str]:
                 )
     problems.extend(_gate_status_problems("parity", gate))
     return problems
+
+
+def _rounding_problems(where: str, name: str, out: Mapping[str, Any], checks: Mapping[str, Any],
+                       mult: float, required: bool) -> list[str]:
+    """The rounding grade from its record: the share allowed is the multiplier times the larger of
+    the reference's and its reordered sums' shares, never below `ROUNDING_SHARE`; the check is
+    there, FAILed, exactly when the candidate's share is over it (unless a non-finite output
+    failed first). A receipt from `ROUNDING_SINCE` on carries the record on every output it
+    applies to (`required`): a narrow floating output of `ROUNDING_ELEMENTS` elements or more."""
+    rounding = out.get("rounding")
+    if rounding is None:
+        dtype = str(out.get("dtype", ""))
+        size = math.prod(int(n) for n in out.get("shape", []))
+        applies = graded_relative(dtype) and _itemsize(dtype) < 4 and size >= ROUNDING_ELEMENTS
+        return [f"{where}: the rounding grade's record is missing"] if required and applies else []
+    reordered = rounding.get("reordered")
+    allowed = max(ROUNDING_SHARE, mult * max(float(rounding["reference"]), float(reordered or 0.0)))
+    problems = []
+    if not _close(float(rounding["allowed"]), allowed):
+        problems.append(f"{where}: the rounding grade's allowed share is not {mult:g} x the reference's own")
+    failed = float(rounding["candidate"]) > float(rounding["allowed"])
+    check = checks.get(f"{name}.rounding")
+    if failed != (check is not None and check["status"] == "FAIL") and not checks.get(f"{name}.finite"):
+        problems.append(f"{where}: the rounding grade's check does not follow from its shares")
+    return problems
+
+
+def _itemsize(dtype: str) -> int:
+    try:
+        return int(np.dtype(dtype).itemsize)
+    except TypeError:  # not a dtype numpy (with ml_dtypes) knows: not graded so
+        return 8
 
 
 def _relative_problems(where: str, name: str, out: Mapping[str, Any], checks: Mapping[str, Any],
@@ -269,6 +304,7 @@ def environment() -> dict[str, str | None]:
 
 
 RELATIVE_SINCE = (0, 3, 1)  # the first kgate version whose parity grades and records relative_error
+ROUNDING_SINCE = (0, 3, 3)  # the first whose parity grades and records the rounding of narrow outputs
 SEQUENTIAL_SINCE = (0, 2, 0)  # the first kgate version whose runs stop sequentially and record the method
 ORDERING_SINCE = (0, 3, 0)  # the first whose timings record the ordering intervals and their bootstrap's id
 ORDERING_BAR_SINCE = (0, 3, 2)  # the first whose ordering check is an advisory when the bar is decided alike
