@@ -117,7 +117,9 @@ def test_kernel_that_only_copies_a_jnp_result_fails_the_bypass():
 @pytest.mark.full
 def test_kernel_cancelled_by_stop_gradient_moves_nothing_beyond_the_allowance():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_cancels_kernel.py")
-    assert report.gates["parity"].status == "PASS"  # numerically the reference's answer
+    # numerically the reference's answer on every seed; on edges whose weights are far smaller than the
+    # kernel's (which leaves them out), k + (answer - k) in bfloat16 loses the answer: parity may see it there
+    assert not [c.name for c in report.gates["parity"].failures if not c.name.startswith("edge-")]
     assert {"firing.kernel_result_matters", "firing.kernel_does_the_work"} <= failed(report)
 
 
@@ -343,8 +345,14 @@ def test_a_kernel_without_epsilon_fails_on_the_zero_slice_only():
 @pytest.mark.full
 def test_float16_squares_overflow_on_the_extreme_slice():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_float16_squares.py")
-    assert any(name.startswith("edge-slices-in0") for name in _edge_failures(report))
-    assert not any(name.startswith("seed") for name in _edge_failures(report))
+    assert "edge-slices-in0.error" in _edge_failures(report)
+    # on the seeds its errors stay within the floor: only the rounding grade sees the narrower squares there
+    assert not _graded_off(report, "seed")
+
+
+def _graded_off(report, prefix):
+    """The probes starting with `prefix` whose error checks (max-abs, mean-abs, relative) failed."""
+    return {n for n in _edge_failures(report) if n.startswith(prefix) and n.endswith((".error", ".relative_error"))}
 
 
 @pytest.mark.full
@@ -367,9 +375,10 @@ def test_softmax_without_max_subtraction_fails_on_the_offset():
 ])
 def test_what_is_right_only_in_the_range_random_draws_have_fails_on_rows_scaled_for_the_run(candidate):
     report = gate("rmsnorm/reference.py", f"rmsnorm/{candidate}")
-    found = _edge_failures(report)  # the scales edge only (relative_error may see the same rows)
-    assert "edge-scales-in0.error" in found and found <= {"edge-scales-in0.error", "edge-scales-in0.relative_error"}, (
-        report.gates["parity"].failures)
+    found = _edge_failures(report)  # the scales edge (and for a large epsilon the small edge too) on their errors;
+    assert "edge-scales-in0.error" in found, found  # the rounding grade may see it on every probe
+    assert _graded_off(report, "") <= {f"edge-{kind}-in0.{check}" for kind in ("scales", "small")
+                                         for check in ("error", "relative_error")}, found
 
 
 @pytest.mark.parametrize("candidate", [
@@ -380,8 +389,8 @@ def test_what_is_right_only_in_the_range_random_draws_have_fails_on_rows_scaled_
 def test_what_is_wrong_only_on_rows_far_smaller_than_any_draw_fails_on_the_small_edge(candidate):
     report = gate("rmsnorm/reference.py", f"rmsnorm/{candidate}")
     found = _edge_failures(report)
-    assert "edge-small-in0.error" in found and found <= {"edge-small-in0.error", "edge-small-in0.relative_error"}, (
-        report.gates["parity"].failures)
+    assert "edge-small-in0.error" in found, found  # its errors there and nowhere else (the rounding grade aside)
+    assert _graded_off(report, "") <= {"edge-small-in0.error", "edge-small-in0.relative_error"}, found
 
 
 def test_the_rows_of_the_small_edge_span_tiny_powers_of_two_and_keep_clear_of_the_dtypes_smallest_normal():
