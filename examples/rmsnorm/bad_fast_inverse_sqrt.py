@@ -9,9 +9,9 @@ import functools
 
 import jax
 import jax.numpy as jnp
-from jax.experimental import pallas as pl
 
 import reference
+from row_blocks import row_blocks
 
 
 def _fast_rsqrt(m):
@@ -26,14 +26,6 @@ def _kernel(x_ref, w_ref, o_ref, *, eps):
     o_ref[...] = (x * _fast_rsqrt(ms + eps) * w_ref[...].astype(jnp.float32)).astype(o_ref.dtype)
 
 
-def workload(x, w):
-    d = x.shape[-1]
-    flat = x.reshape(-1, d)
-    out = pl.pallas_call(
-        functools.partial(_kernel, eps=reference.CONFIG["eps"]),
-        out_shape=jax.ShapeDtypeStruct(flat.shape, flat.dtype),
-        grid=(pl.cdiv(flat.shape[0], 8),),
-        in_specs=[pl.BlockSpec((8, d), lambda i: (i, 0)), pl.BlockSpec((1, d), lambda i: (0, 0))],
-        out_specs=pl.BlockSpec((8, d), lambda i: (i, 0)),
-    )(flat, w.reshape(1, d))
-    return out.reshape(x.shape)
+def workload(x, w, *, block_rows=8):
+    kernel = functools.partial(_kernel, eps=reference.CONFIG["eps"])
+    return row_blocks(kernel, x, w, block_rows=block_rows)

@@ -8,9 +8,9 @@ import functools
 
 import jax
 import jax.numpy as jnp
-from jax.experimental import pallas as pl
 
 import reference
+from row_blocks import row_blocks
 
 
 def rmsnorm_kernel(x_ref, w_ref, o_ref, *, eps):
@@ -20,15 +20,6 @@ def rmsnorm_kernel(x_ref, w_ref, o_ref, *, eps):
     o_ref[...] = (x * inv * w_ref[...].astype(jnp.float32)).astype(o_ref.dtype)
 
 
-@functools.partial(jax.jit, static_argnames=("block_rows",))
 def workload(x, w, *, block_rows=8):
-    d = x.shape[-1]
-    x2 = x.reshape(-1, d)
-    out = pl.pallas_call(
-        functools.partial(rmsnorm_kernel, eps=reference.CONFIG["eps"]),
-        out_shape=jax.ShapeDtypeStruct(x2.shape, x.dtype),
-        grid=(pl.cdiv(x2.shape[0], block_rows),),
-        in_specs=[pl.BlockSpec((block_rows, d), lambda i: (i, 0)), pl.BlockSpec((1, d), lambda i: (0, 0))],
-        out_specs=pl.BlockSpec((block_rows, d), lambda i: (i, 0)),
-    )(x2, w.reshape(1, d))
-    return out.reshape(x.shape)
+    kernel = functools.partial(rmsnorm_kernel, eps=reference.CONFIG["eps"])
+    return row_blocks(kernel, x, w, block_rows=block_rows)
