@@ -156,7 +156,9 @@ def test_an_absolute_error_on_small_outputs_fails_the_relative_grade_where_the_f
     seeds = [p["name"] for p in report.gates["parity"].details["probes"] if not p.get("label")]
     assert all(checks[f"{s}.error"] == "PASS" for s in seeds)  # within the floor taken at the largest output
     assert all(checks[f"{s}.relative_error"] == "FAIL" for s in seeds), checks
-    assert failed(report) <= {"parity.relative_error", "parity.error"} and report.gates["firing"].status == "PASS"
+    # (the rounding grade sees them too: small outputs off their bfloat16 rounding)
+    assert failed(report) <= {"parity.relative_error", "parity.error", "parity.rounding"}
+    assert report.gates["firing"].status == "PASS"
     worst = report.gates["parity"].details["probes"][0]["outputs"][0]["relative"]
     assert worst["ratio"] > 5 and abs(worst["at"]["expected"]) < 0.25  # a small output, over the multiplier
 
