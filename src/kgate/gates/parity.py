@@ -418,6 +418,22 @@ def off_rounding(got: np.ndarray, e: np.ndarray, dtype: np.dtype) -> float:
     return float(np.count_nonzero(off)) / int(finite.sum())
 
 
+def rounding_graded(dtype: Any, size: int) -> bool:
+    """Whether an output gets the rounding grade: floating, narrower than 32 bits (whose honest
+    computations differ in their last bits), and of `ROUNDING_ELEMENTS` elements or more."""
+    try:
+        narrow = np.dtype(dtype).itemsize < 4
+    except TypeError:  # not a dtype numpy (with ml_dtypes) knows
+        return False
+    return graded_relative(dtype) and narrow and size >= ROUNDING_ELEMENTS
+
+
+def rounding_allowed(multiplier: float, reference: float, reordered: float | None) -> float:
+    """The share of elements off the output's rounding a candidate may have: `multiplier` times
+    the larger of the reference's and its reordered sums' shares, never below `ROUNDING_SHARE`."""
+    return max(ROUNDING_SHARE, multiplier * max(reference, reordered or 0.0))
+
+
 def rounding_record(probe: Probe, k: int, c: np.ndarray, e: np.ndarray, multiplier: float) -> dict[str, Any] | None:
     """The rounding grade of output `k` (None where it does not apply: an output of 32 bits or
     more, whose honest computations differ in their last bits, or of fewer than
@@ -425,14 +441,13 @@ def rounding_record(probe: Probe, k: int, c: np.ndarray, e: np.ndarray, multipli
     of the oracle's answer, the reference's and its reordered sums', and the share allowed:
     `multiplier` times the larger of those two, never below `ROUNDING_SHARE`."""
     r = probe.reference.leaves[k]
-    if not graded_relative(r.dtype) or np.dtype(r.dtype).itemsize >= 4 or r.size < ROUNDING_ELEMENTS:
+    if not rounding_graded(r.dtype, r.size):
         return None
     twin = probe.reordered.leaves[k] if probe.reordered is not None and k < len(probe.reordered.leaves) else None
     own = off_rounding(r, e, r.dtype)
     reordered = off_rounding(twin, e, r.dtype) if twin is not None and twin.shape == r.shape else None
-    allowed = max(ROUNDING_SHARE, multiplier * max(own, reordered or 0.0))
     return {"candidate": off_rounding(c, e, r.dtype), "reference": own, "reordered": reordered,
-            "allowed": allowed, "elements": int(r.size)}
+            "allowed": rounding_allowed(multiplier, own, reordered), "elements": int(r.size)}
 
 
 def _reordered_record(r: np.ndarray, measured: np.ndarray, e: np.ndarray) -> dict[str, Any]:

@@ -23,8 +23,8 @@ import numpy as np
 from kgate.errors import KgateError
 from kgate.gates import stats
 from kgate.gates.bar import evaluate_bar, ordering_status, parse_bar
-from kgate.gates.parity import (DRAWN_LABEL, EDGE_PREFIX, ODD_LABEL, ROUNDING_ELEMENTS, ROUNDING_SHARE, SMALLEST_SHARE,
-                                ParitySpec, graded_relative, half_ulp)
+from kgate.gates.parity import (DRAWN_LABEL, EDGE_PREFIX, ODD_LABEL, SMALLEST_SHARE, ParitySpec, graded_relative,
+                                half_ulp, rounding_allowed, rounding_graded)
 from kgate.jsonio import check_schema, clean, write_atomic
 
 SCHEMA = "kgate.receipt"
@@ -217,15 +217,13 @@ def _rounding_problems(where: str, name: str, out: Mapping[str, Any], checks: Ma
     the reference's and its reordered sums' shares, never below `ROUNDING_SHARE`; the check is
     there, FAILed, exactly when the candidate's share is over it (unless a non-finite output
     failed first). A receipt from `ROUNDING_SINCE` on carries the record on every output it
-    applies to (`required`): a narrow floating output of `ROUNDING_ELEMENTS` elements or more."""
+    applies to (`required`: `rounding_graded`)."""
     rounding = out.get("rounding")
     if rounding is None:
-        dtype = str(out.get("dtype", ""))
-        size = math.prod(int(n) for n in out.get("shape", []))
-        applies = graded_relative(dtype) and _itemsize(dtype) < 4 and size >= ROUNDING_ELEMENTS
+        applies = rounding_graded(str(out.get("dtype", "")), math.prod(int(n) for n in out.get("shape", [])))
         return [f"{where}: the rounding grade's record is missing"] if required and applies else []
     reordered = rounding.get("reordered")
-    allowed = max(ROUNDING_SHARE, mult * max(float(rounding["reference"]), float(reordered or 0.0)))
+    allowed = rounding_allowed(mult, float(rounding["reference"]), None if reordered is None else float(reordered))
     problems = []
     if not _close(float(rounding["allowed"]), allowed):
         problems.append(f"{where}: the rounding grade's allowed share is not {mult:g} x the reference's own")
@@ -234,13 +232,6 @@ def _rounding_problems(where: str, name: str, out: Mapping[str, Any], checks: Ma
     if failed != (check is not None and check["status"] == "FAIL") and not checks.get(f"{name}.finite"):
         problems.append(f"{where}: the rounding grade's check does not follow from its shares")
     return problems
-
-
-def _itemsize(dtype: str) -> int:
-    try:
-        return int(np.dtype(dtype).itemsize)
-    except TypeError:  # not a dtype numpy (with ml_dtypes) knows: not graded so
-        return 8
 
 
 def _relative_problems(where: str, name: str, out: Mapping[str, Any], checks: Mapping[str, Any],
