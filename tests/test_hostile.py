@@ -5,6 +5,8 @@ Every candidate is a file under examples/ whose docstring says what it tries.
 """
 
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -531,8 +533,16 @@ def test_a_wrong_program_planted_where_reference_legs_share_programs_is_never_lo
 
     first = gate("rmsnorm/reference.py", "rmsnorm/xla_rewrite.py", klass="xla-rewrite")
     assert first.status in ("PASS", "PASS_WITH_ADVISORIES"), failed(first)
-    cheat = gate("rmsnorm/reference.py", "rmsnorm/bad_poisons_reference_programs.py", klass="xla-rewrite")
-    assert _planted(refcache.SHARED.folder)  # its wrong program sits under the reference's names
+    # A copy of the shared folder that no reference leg uses: the cheat plants in every such folder, but
+    # in the one in use the reference leg writes each program it had to compile again over the planted
+    # file, so only the copy keeps the evidence that it planted.
+    decoy = Path(tempfile.mkdtemp(prefix="kgate-reference-programs-"))
+    try:
+        shutil.copytree(refcache.SHARED.folder, decoy, dirs_exist_ok=True)
+        cheat = gate("rmsnorm/reference.py", "rmsnorm/bad_poisons_reference_programs.py", klass="xla-rewrite")
+        assert _planted(decoy)  # its wrong program sits under the reference's names
+    finally:
+        shutil.rmtree(decoy, ignore_errors=True)
     # the expected answers came from programs compiled again, so its kernel is graded as wrong
     assert "parity.error" in failed(cheat)
     assert cheat.to_json()["seconds"]["reference_programs"]["compiled"] >= 1

@@ -60,7 +60,9 @@ def plant(right, wrong):
     wrong_bytes = (scratch / f"{key}-cache").read_bytes()
     for target in targets:
         try:  # another kgate process may remove its folder as it ends
-            for path in [p for p in target.iterdir() if p.name.startswith(key + ".")]:
+            # regular files only: a folder another cheat left behind may hold pipes, whose open would block
+            for path in [p for p in target.iterdir() if p.name.startswith(key + ".") and p.is_file()
+                         and not p.is_symlink()]:
                 path.write_bytes(wrong_bytes)
                 print(f"planted {path.name}", file=sys.stderr)
         except OSError:
