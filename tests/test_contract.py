@@ -100,6 +100,42 @@ def test_version_flag():
 
     proc = kgate("--version")
     assert proc.returncode == 0 and proc.stdout.strip() == __version__
+    as_json = json.loads(kgate("version", "--json").stdout)
+    assert as_json["status"] == "OK" and as_json["kgate_version"] == __version__
+
+
+def test_every_command_takes_json():
+    import typer.main
+
+    from kgate.cli import app
+
+    def commands(group, path=()):
+        for name, command in group.commands.items():
+            if hasattr(command, "commands"):
+                yield from commands(command, (*path, name))
+            else:
+                yield " ".join((*path, name)), command
+
+    lacking = [name for name, command in commands(typer.main.get_command(app))
+               if "--json" not in [opt for param in command.params for opt in getattr(param, "opts", [])]]
+    assert lacking == []
+
+
+def test_lock_under_json_keeps_the_commands_output_off_stdout_and_exits_with_its_code(tmp_path):
+    from kgate.jsonio import schema_errors
+
+    proc = kgate("lock", "0", "--lock-dir", tmp_path, "--json", "--", sys.executable, "-c",
+                 "print('from the command'); raise SystemExit(3)")
+    doc = json.loads(proc.stdout)  # one document: the command's own print went to stderr
+    assert proc.returncode == 3 and "from the command" in proc.stderr
+    assert doc["status"] == "COMMAND_FAILED" and doc["exit_code"] == 3 and doc["chip"] == 0
+    assert doc["lock"] == str(tmp_path / "kgate-chip-0.lock") and schema_errors(doc, "lock") == []
+    killed = kgate("lock", "0", "--lock-dir", tmp_path, "--json", "--", "sh", "-c", "kill -TERM $$")
+    doc = json.loads(killed.stdout)  # a signal: the shell's 128+N, never a negative status
+    assert killed.returncode == 143 and doc["exit_code"] == 143 and doc["signal"] == "SIGTERM"
+    for args in ((), ("no-such-command-kgate",)):  # nothing to run, or nothing that starts: the error document
+        refused = kgate("lock", "0", "--lock-dir", tmp_path, "--json", "--", *args)
+        assert refused.returncode == 2 and json.loads(refused.stdout)["status"] == "ERROR", refused.stdout
 
 
 @pytest.mark.full

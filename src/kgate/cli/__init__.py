@@ -30,9 +30,20 @@ from kgate.errors import KgateError, describe
 
 
 @app.command()
-def version() -> None:
+def version(
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON document: kgate's version and Python's (schemas/version-v1).")] = False,
+) -> None:
     """Print kgate's version."""
-    print(__version__)
+    if not as_json:
+        print(__version__)
+        return
+    import platform
+
+    from kgate.jsonio import document
+
+    print(document({"status": "OK", "exit_code": 0, "kgate_version": __version__,
+                    "python": platform.python_version()}, "version"))
 
 
 def _print_version(value: bool) -> None:

@@ -978,15 +978,21 @@ def lock(
     lock_dir: Annotated[
         Optional[Path], typer.Option("--lock-dir", help="Folder of the lock files (default $KGATE_LOCK_DIR or /tmp).")
     ] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Send the command's stdout to stderr and print only one JSON document on stdout: its exit "
+                       "code, the lock, the seconds waited and held (schemas/lock-v1).")] = False,
 ) -> None:
     """Run a command while holding the chip's lock: `kgate lock 0 -- python bench.py`.
 
     The lock is an exclusive flock, compatible with the flock command. A waiting run says
     whom it waits for. The command sees only that chip (CUDA_VISIBLE_DEVICES,
-    TPU_VISIBLE_CHIPS). Exits with the command's exit code.
+    TPU_VISIBLE_CHIPS). Exits with the command's exit code (128+N when a signal N ended it);
+    2 when no command is given or it cannot be started. kgate's own options go before --.
     """
     import os
+    import signal
     import subprocess
+    import time
 
     from kgate.verify.lock import hold, lock_path, visibility_env
 
@@ -998,11 +1004,28 @@ def lock(
             raise KgateError("no command given to run under the lock.", "write it after --, e.g. kgate lock 0 -- sleep 2.")
         path = lock_path(chip, lock_dir)
     except KgateError as exc:
-        fail_usage(exc, False)
+        fail_usage(exc, as_json)
     err = Console(stderr=True)
-    with hold(path, say=lambda m: err.print(f"kgate lock: {m}", soft_wrap=True), what=" ".join(command)):
+    with hold(path, say=lambda m: err.print(f"kgate lock: {m}", soft_wrap=True), what=" ".join(command)) as waited:
+        started = time.monotonic()
+        try:  # under --json the command's stdout joins kgate's stderr: stdout holds one document
+            code = subprocess.call(command, env={**os.environ, **visibility_env(chip)},
+                                   stdout=sys.stderr.fileno() if as_json else None)
+        except OSError as exc:  # not found, not executable
+            fail_usage(KgateError(f"command {command[0]!r} cannot be started ({exc.strerror or exc}).",
+                                  "check the command after --."), as_json)
+        held = time.monotonic() - started
+    ended_by = None
+    if code < 0:  # a signal ended it: the shell's convention, never a negative exit status
         try:
-            code = subprocess.call(command, env={**os.environ, **visibility_env(chip)})
-        except FileNotFoundError:
-            fail_usage(KgateError(f"command {command[0]!r} not found.", "check the command after --."), False)
+            ended_by = signal.Signals(-code).name
+        except ValueError:
+            ended_by = f"signal {-code}"
+        code = 128 - code
+    if as_json:
+        from kgate.jsonio import document
+
+        print(document({"status": "OK" if code == 0 else "COMMAND_FAILED", "exit_code": code, "command": command,
+                        "chip": chip, "lock": str(path), "waited_s": round(waited, 3), "held_s": round(held, 3),
+                        **({"signal": ended_by} if ended_by else {})}, "lock"))
     raise typer.Exit(code)
