@@ -261,6 +261,29 @@ def test_an_op_point_too_big_for_the_machine_is_refused_before_anything_is_alloc
         assert "needs about" in error["error"]["problem"] and "nothing was allocated" in error["error"]["problem"]
 
 
+def test_numpy_in_create_inputs_that_asks_for_more_than_the_free_memory_is_refused_while_it_is_sized(write_module):
+    """numpy runs for real even while create_inputs is only traced for its shapes: before the
+    cap, arrays larger together than the free memory were made in the reference leg until the
+    kernel killed it (a crash, after minutes of swapping). Here the arrays are never written, so
+    a regression fails fast instead of filling the machine."""
+    from kgate.backends.base import host_memory
+
+    piece = host_memory()[0] * 6 // 10  # two of them: more than is free
+    ref = write_module("reference.py", (
+        "import numpy as np\nimport jax.numpy as jnp\nCONFIG = {'n': 8}\n"
+        "def create_inputs(seed=0):\n"
+        f"    held = [np.empty(({piece},), np.uint8) for _ in range(2)] if CONFIG['n'] > 8 else []\n"
+        "    return (jnp.asarray(np.random.default_rng(seed).standard_normal((4, CONFIG['n'])), jnp.float32),)\n"
+        "def workload(x):\n    return jnp.tanh(x)\n"))
+    proc = kgate("parity", "-r", ref, "-c", ref, "--set", "n=16", "--json")
+    error = json.loads(proc.stdout)
+    assert proc.returncode == 2 and error["status"] == "ERROR", proc.stdout[-800:]
+    assert "asked for more memory than this machine has free" in error["error"]["problem"]
+    assert "n=16" in error["error"]["problem"] and "--set" in error["error"]["fix"]
+    fine = json.loads(kgate("parity", "-r", ref, "-c", ref, "--json").stdout)  # at its own size: graded
+    assert fine["status"] == "PASS", fine
+
+
 def test_the_memory_estimate_counts_every_probe_held_at_once():
     import pytest
 

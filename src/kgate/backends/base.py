@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
 import pickle
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -556,6 +557,57 @@ def host_memory() -> tuple[int, str] | None:
     except OSError:
         pass
     return None
+
+
+ADDRESS_SLACK = 2**30  # address space that costs no memory: thread stacks and malloc arenas reserved while capped
+
+
+@contextlib.contextmanager
+def host_allocations_capped(what: Any) -> Iterator[None]:
+    """Run the block with this process's address space capped at its present size plus the
+    host's free memory (and ADDRESS_SLACK): code that allocates for real while kgate only sizes an op-point (numpy
+    inside create_inputs runs even under `jax.eval_shape`) gets a MemoryError, which is refused
+    as too big for the machine (`allocation_refused`), instead of filling memory until the
+    kernel kills the process. Nothing is capped where the limits or the sizes cannot be read."""
+    import resource
+
+    free = host_memory()
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        size = next(int(line.split()[1]) * 1024 for line in Path("/proc/self/status").read_text().splitlines()
+                     if line.startswith("VmSize:"))
+    except (OSError, ValueError, StopIteration, resource.error):
+        free = None
+    if free is None:
+        yield
+        return
+    limit = size + free[0] + ADDRESS_SLACK
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    if soft != resource.RLIM_INFINITY and soft <= limit:  # already as tight
+        yield
+        return
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    except MemoryError as exc:
+        raise allocation_refused(what, free, exc) from exc
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def allocation_refused(problem: Any, free: tuple[int, str], exc: BaseException) -> Any:
+    """The KgateError for inputs that asked for more memory than the host has free while sized."""
+    from kgate.errors import KgateError, describe
+    from kgate.problem.oppoint import shown
+
+    return KgateError(
+        f"{problem.path.name}'s {'get_inputs' if problem.model is not None else 'create_inputs'} asked for more memory "
+        f"than {free[1]} has free ({free[0] / 2**30:.1f} GiB) at this op-point "
+        f"({shown(problem.config or {}) or 'as shipped'}), while kgate was only sizing it: {describe(exc)}; what it "
+        "had made was let go, and nothing else was allocated.",
+        "choose a smaller op-point with --set, or run where more memory is free.",
+    )
 
 
 def fits(footprint: Footprint | None, available: tuple[int, str] | None, probes: int, values: dict[str, Any]) -> bool:

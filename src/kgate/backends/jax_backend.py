@@ -40,6 +40,7 @@ from kgate.backends.base import (
     output_moves as _moves,
     read_hand_over,
     fits,
+    host_allocations_capped,
     host_memory,
     write_hand_over,
 )
@@ -162,6 +163,11 @@ def bind_static(fn: Callable[..., Any], inputs: Sequence[Any]) -> tuple[Callable
     return bound, tuple(x for i, x in enumerate(inputs) if i not in static)
 
 
+def _state_key(problem: ProblemModule, dtype: str | None) -> tuple[Any, ...]:
+    """What one traced create_inputs and entry depend on: the module, its entry, the dtype, CONFIG's values."""
+    return (id(problem.module), problem.entry_name, dtype, repr(sorted((problem.config or {}).items())))
+
+
 def _flat(bound: tuple[Callable[..., Any], tuple[Any, ...]]) -> tuple[Any, ...]:
     """(fn, arrays) -> (fn, *arrays): what `jax.eval_shape` takes."""
     return (bound[0], *bound[1])
@@ -229,6 +235,7 @@ class JaxBackend:
         self.interpreted = self.platform == "cpu"
         self._device_kind = getattr(device, "device_kind", self.platform)
         self._signatures: dict[tuple[Any, ...], str | None] = {}
+        self._refused: dict[tuple[Any, ...], KgateError] = {}  # op-points whose sizing ran out of memory
         # (fn, shapes, static inputs) -> (fn, the first program `run` traced and ran there, whether a
         # later run there traced another)
         self._ran: dict[tuple[Any, ...], tuple[Any, Any, bool]] = {}
@@ -273,7 +280,8 @@ class JaxBackend:
         """The op-point's bytes per probe from shapes alone (`jax.eval_shape` of create_inputs
         and of the reference): nothing is allocated. None when create_inputs cannot be traced
         (it reads values). numpy code inside create_inputs runs for real under eval_shape: such
-        inputs are made (and sized) once here."""
+        inputs are made (and sized) once here, with the process capped at the host's free memory
+        (more is refused as too big, not allocated until the kernel kills the leg)."""
         try:
             _, inputs = self._traced_inputs(problem, dtype)
         except KgateError:
@@ -323,7 +331,15 @@ class JaxBackend:
             count.append(len(inputs))
             return [x for i, x in enumerate(inputs) if i not in static]
 
-        closed, shapes = jax.make_jaxpr(make, return_shape=True)()
+        key = _state_key(problem, dtype)  # numpy in create_inputs allocates for real: refused past free memory,
+        if key in self._refused:  # once per CONFIG state (the override check, the sizing and the odd shape ask)
+            raise self._refused[key]
+        try:
+            with host_allocations_capped(problem):
+                closed, shapes = jax.make_jaxpr(make, return_shape=True)()
+        except KgateError as exc:
+            self._refused[key] = exc
+            raise
         arrays = iter(shapes)
         return closed, tuple(static[i] if i in static else next(arrays) for i in range(count[0]))
 
@@ -332,7 +348,7 @@ class JaxBackend:
         constants, static values) and the entry's traced program on those inputs. None when
         either cannot be traced abstractly. Traced once per CONFIG state (the override check
         and the odd-shape probe ask for the same one)."""
-        key = (id(problem.module), problem.entry_name, dtype, repr(sorted((problem.config or {}).items())))
+        key = _state_key(problem, dtype)
         if key not in self._signatures:
             self._signatures[key] = self._program_signature(problem, dtype)
         return self._signatures[key]

@@ -36,6 +36,7 @@ from kgate.backends.base import (
     output_moves,
     read_hand_over,
     fits,
+    host_allocations_capped,
     host_memory,
     write_hand_over,
 )
@@ -391,8 +392,9 @@ class TorchBackend:
         return tuple(inputs), how
 
     def _shapes_of_inputs(self, problem: ProblemModule, dtype: str | None) -> tuple[Any, ...]:
-        """The inputs made on torch's meta device: shapes and dtypes, nothing allocated."""
-        with torch.device("meta"):
+        """The inputs made on torch's meta device: shapes and dtypes, nothing allocated (numpy
+        code in them runs for real: refused past the host's free memory)."""
+        with torch.device("meta"), host_allocations_capped(problem):
             return self._call_create_inputs(problem, 0, dtype)[0]
 
     def footprint(self, problem: ProblemModule, dtype: str | None) -> Footprint | None:
@@ -401,6 +403,8 @@ class TorchBackend:
         float64 oracle). None when the inputs cannot be made without values."""
         try:
             shapes = self._shapes_of_inputs(problem, dtype)
+        except KgateError:
+            raise
         except Exception:
             return None
         size = sum(t.numel() * t.element_size() for _, t in _flatten(shapes) if isinstance(t, torch.Tensor))
