@@ -95,7 +95,9 @@ def unknown(call: str, known: dict[str, set[str]]) -> list[str]:
     path = " ".join(words[:2]) if " ".join(words[:2]) in known else words[0]
     if path not in known:
         return [f"{call}: no command {path!r}"]
-    flags = re.findall(r"(?<![\w=-])(--?[a-z][a-z0-9-]*)", " ".join(words[len(path.split()):]))
+    own = words[len(path.split()):]
+    own = own[:own.index("--")] if "--" in own else own  # after a lone --: the command `kgate lock` runs
+    flags = re.findall(r"(?<![\w=-])(--?[a-z][a-z0-9-]*)", " ".join(own))
     return [f"{call}: {path} has no {flag}" for flag in flags if flag not in known[path] | {"--help"}]
 
 
@@ -135,6 +137,9 @@ def test_the_extractor_sees_fenced_blocks_and_spans_and_catches_what_is_missing(
     assert [p for c in calls for p in unknown(c, commands())] == [
         "kgate nosuch --x 1: no command 'nosuch'", "kgate cand SLUG candN (--what W | --abandon) [--nope X]: cand has no --nope",
         "kgate gate -r a.py --bogus: gate has no --bogus"]
+    # after a lone --, the words are the command kgate lock runs, not kgate's flags; before it they are
+    assert unknown("kgate lock 0 --json -- sh -c 'exit 3'", commands()) == []
+    assert unknown("kgate lock 0 --nope -- sh -c 'exit 3'", commands()) == ["kgate lock 0 --nope -- sh -c 'exit 3': lock has no --nope"]
 
 
 def test_the_commit_grammar_the_skill_quotes_is_the_one_enforced():
