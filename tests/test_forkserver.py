@@ -238,3 +238,32 @@ def test_a_leg_loads_what_jax_imports_late_while_bytecode_is_trusted_and_compile
     from kgate.backends.jax_backend import LAZY_MODULES
 
     assert set(absent) <= set(LAZY_MODULES)
+
+
+def test_a_watch_takes_the_surfaces_snapshot_ahead_only_while_nothing_they_cover_has_changed():
+    """The fork server snapshots what a leg's Watch watches once (kgate.verify.watch.prepare); a
+    leg forked from it takes those snapshots only after a diff finds nothing changed since, so a
+    patch made between the two is never folded into what the watch calls the state before."""
+    import jax.numpy as jnp
+
+    from kgate.backends import get_backend
+    from kgate.verify import watch
+
+    backend = get_backend("jax")
+    original = jnp.tanh
+    watch.prepare(backend.name, backend.watched_modules)
+    ahead = watch.Watch(backend)
+    assert ahead.prepared_ahead
+    try:
+        jnp.tanh = lambda x: x  # after the watch began: seen, as with a snapshot of its own
+        ahead.check("after a call")
+        assert any("jax.numpy.tanh" in change for change in ahead.changes), ahead.changes
+    finally:
+        jnp.tanh = original
+    assert not watch.Watch(backend).prepared_ahead  # a snapshot ahead serves one watch
+    watch.prepare(backend.name, backend.watched_modules)
+    try:
+        jnp.tanh = lambda x: x  # between the snapshot ahead and the watch: that snapshot is not used
+        assert not watch.Watch(backend).prepared_ahead
+    finally:
+        jnp.tanh = original

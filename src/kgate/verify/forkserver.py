@@ -330,10 +330,16 @@ def serve(fd: int, backend: str = "jax") -> None:
     imported = {k: v for k, v in os.environ.items() if before.get(k) != v}
 
     children: dict[int, tuple[int, int]] = {}  # pidfd -> (pid, pidfd)
+    prepared = False
     try:
         sock.send(b'{"ready": true}')
         while True:
-            for ready in select.select([sock, *children], [], [])[0]:
+            waiting = select.select([sock, *children], [], [], None if prepared else 0)[0]
+            if not waiting and not prepared:  # idle: the surfaces a leg's Watch snapshots, taken once here
+                _prepare_watch(module, backend)
+                prepared = True
+                continue
+            for ready in waiting:
                 if ready is not sock:
                     pid, pidfd = children.pop(ready)
                     _, status = os.waitpid(pid, 0)
@@ -360,6 +366,23 @@ def serve(fd: int, backend: str = "jax") -> None:
                 signal.pidfd_send_signal(pidfd, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def _prepare_watch(module: Any, backend: str) -> None:
+    """Snapshot what a leg's Watch watches (kgate.verify.watch.prepare), with the kgate modules a
+    leg has loaded by then imported first: every leg forked after this inherits the snapshots and
+    skips about a second of work, once it has checked that nothing they cover changed. Nothing
+    of a problem's has run here. A failure costs only that second, in each leg."""
+    try:
+        import kgate.verify.measure  # noqa: F401  (with probes: what the legs that watch import)
+        import kgate.verify.probes  # noqa: F401
+        from kgate.verify import watch
+
+        cls = next(v for v in vars(module).values() if isinstance(v, type) and hasattr(v, "watched_modules")
+                   and v.__module__ == module.__name__)
+        watch.prepare(backend, cls.watched_modules)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _child(message: dict[str, Any], fds: list[int], sock: socket.socket, interrupt: Any, pidfds: list[int],

@@ -35,6 +35,48 @@ def _interpreter_state() -> dict[str, Any]:
     return state
 
 
+DEPTHS = ("hot", "public", "deep")
+
+# Surfaces snapshot ahead in the fork server (`prepare`), which has imported what a leg imports
+# and has run nothing of a problem's: a leg forked from it inherits them, and its first Watch
+# takes them once a diff shows that nothing they cover changed since (else it snapshots afresh).
+_PREPARED: dict[str, Any] = {}
+
+
+def _surfaces(watched_modules: Any) -> dict[str, tuple[str, ...]]:
+    """The modules each depth watches now: kgate's own (hot and public) and the backend's."""
+    kgate_modules = loaded_modules("kgate")
+    return {
+        "hot": tuple(sorted({*kgate_modules, *watched_modules("hot")})),
+        "public": tuple(sorted({*kgate_modules, *watched_modules("public")})),
+        "deep": tuple(sorted(set(watched_modules("deep")))),
+    }
+
+
+def prepare(backend_name: str, watched_modules: Any) -> None:
+    """Snapshot the surfaces now, for the next Watch of `backend_name` in this process or a fork
+    of it (about a second of work a leg then skips)."""
+    names = _surfaces(watched_modules)
+    snapshots = {depth: snapshot_surface(names[depth]) for depth in DEPTHS}
+    for snapshot in snapshots.values():
+        snapshot.diff()  # its first diff builds what every later one reads (half a second): here, once
+    _PREPARED[backend_name] = (names, snapshots)
+
+
+def _take_prepared(backend: Any) -> dict[str, Any] | None:
+    """The prepared snapshots, when they cover exactly the modules a fresh Watch would and
+    nothing in them changed since (the same identity diff every check makes); each is used once."""
+    prepared = _PREPARED.pop(getattr(backend, "name", ""), None)
+    if prepared is None:
+        return None
+    names, snapshots = prepared
+    if names != _surfaces(backend.watched_modules):
+        return None
+    if any(snapshots[depth].diff() for depth in DEPTHS):
+        return None
+    return snapshots
+
+
 def _op_point_state(config: Any) -> dict[str, tuple[type, str]]:
     return {k: (type(v), repr(v)) for k, v in list(config.items())}
 
@@ -47,12 +89,12 @@ class Watch:
     (every loaded module of the array library) at the end."""
 
     def __init__(self, backend: Any) -> None:
-        kgate_modules = loaded_modules("kgate")
-        self.snapshots = {
-            "hot": snapshot_surface([*kgate_modules, *backend.watched_modules("hot")]),
-            "public": snapshot_surface([*kgate_modules, *backend.watched_modules("public")]),
-            "deep": snapshot_surface(backend.watched_modules("deep")),
-        }
+        snapshots = _take_prepared(backend)
+        self.prepared_ahead = snapshots is not None  # taken in the fork server (`prepare`), not here
+        if snapshots is None:
+            names = _surfaces(backend.watched_modules)
+            snapshots = {depth: snapshot_surface(names[depth]) for depth in DEPTHS}
+        self.snapshots = snapshots
         self.interpreter = _interpreter_state()
         self.backend = backend
         self.settings = backend.settings()
