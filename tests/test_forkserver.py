@@ -251,7 +251,7 @@ def test_a_watch_takes_the_surfaces_snapshot_ahead_only_while_nothing_they_cover
 
     backend = get_backend("jax")
     original = jnp.tanh
-    watch.prepare(backend.name, backend.watched_modules)
+    list(watch.prepare(backend.name, backend.watched_modules))  # every step
     ahead = watch.Watch(backend)
     assert ahead.prepared_ahead
     try:
@@ -261,7 +261,10 @@ def test_a_watch_takes_the_surfaces_snapshot_ahead_only_while_nothing_they_cover
     finally:
         jnp.tanh = original
     assert not watch.Watch(backend).prepared_ahead  # a snapshot ahead serves one watch
-    watch.prepare(backend.name, backend.watched_modules)
+    steps = watch.prepare(backend.name, backend.watched_modules)
+    next(steps)
+    assert not watch.Watch(backend).prepared_ahead  # ready only once every step ran
+    list(watch.prepare(backend.name, backend.watched_modules))  # every step
     try:
         jnp.tanh = lambda x: x  # between the snapshot ahead and the watch: that snapshot is not used
         assert not watch.Watch(backend).prepared_ahead

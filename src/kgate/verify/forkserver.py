@@ -31,7 +31,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from kgate.verify import census
@@ -329,19 +329,24 @@ def serve(fd: int, backend: str = "jax") -> None:
     # Variables those imports set (jax sets a few defaults), which a fresh leg would have too.
     imported = {k: v for k, v in os.environ.items() if before.get(k) != v}
 
-    children: dict[int, tuple[int, int]] = {}  # pidfd -> (pid, pidfd)
-    prepared = False
+    children: dict[int, tuple[int, int, str]] = {}  # pidfd -> (pid, pidfd, the leg's kind)
+    # Once a leg that watches has come and gone, this server serves a run of many (a suite, a
+    # test session): while idle it takes, step by step, the snapshots their watch would take.
+    preparing: Iterator[None] | None = None
+    prepare_ahead: Iterator[None] | None = None  # started once
     try:
         sock.send(b'{"ready": true}')
         while True:
-            waiting = select.select([sock, *children], [], [], None if prepared else 0)[0]
-            if not waiting and not prepared:  # idle: the surfaces a leg's Watch snapshots, taken once here
-                _prepare_watch(module, backend)
-                prepared = True
+            waiting = select.select([sock, *children], [], [], None if preparing is None else 0)[0]
+            if not waiting and preparing is not None:
+                if next(preparing, _DONE) is _DONE:
+                    preparing = None
                 continue
             for ready in waiting:
                 if ready is not sock:
-                    pid, pidfd = children.pop(ready)
+                    pid, pidfd, kind = children.pop(ready)
+                    if kind in WATCHING_LEGS and prepare_ahead is None:
+                        prepare_ahead = preparing = _prepare_watch(module, backend)
                     _, status = os.waitpid(pid, 0)
                     os.close(pidfd)
                     sock.send(json.dumps({"exit": pid, "returncode": os.waitstatus_to_exitcode(status)}).encode())
@@ -356,23 +361,28 @@ def serve(fd: int, backend: str = "jax") -> None:
                 for passed in fds:
                     os.close(passed)
                 pidfd = os.pidfd_open(pid)
-                children[pidfd] = (pid, pidfd)
+                children[pidfd] = (pid, pidfd, str((message.get("argv") or [""])[0]))
                 socket.send_fds(sock, [json.dumps({"id": message["id"], "pid": pid}).encode()], [pidfd])
     except OSError:
         return  # the parent's end is closed
     finally:  # nobody will read their results (they also die with this process: PR_SET_PDEATHSIG)
-        for _, pidfd in children.values():
+        for _, pidfd, _ in children.values():
             try:
                 signal.pidfd_send_signal(pidfd, signal.SIGKILL)
             except ProcessLookupError:
                 pass
 
 
-def _prepare_watch(module: Any, backend: str) -> None:
-    """Snapshot what a leg's Watch watches (kgate.verify.watch.prepare), with the kgate modules a
-    leg has loaded by then imported first: every leg forked after this inherits the snapshots and
-    skips about a second of work, once it has checked that nothing they cover changed. Nothing
-    of a problem's has run here. A failure costs only that second, in each leg."""
+WATCHING_LEGS = frozenset({"candidate-probes", "measure", "lower", "fit"})  # the legs that build a Watch
+_DONE = object()
+
+
+def _prepare_watch(module: Any, backend: str) -> Iterator[None]:
+    """The steps of snapshotting what a leg's Watch watches (kgate.verify.watch.prepare), with the
+    kgate modules a leg has loaded by then imported first: every leg forked after the last step
+    inherits the snapshots and skips about a second of work, once it has checked that nothing
+    they cover changed. Nothing of a problem's has run here. A failure costs only that second, in
+    each leg."""
     try:
         import kgate.verify.measure  # noqa: F401  (with probes: what the legs that watch import)
         import kgate.verify.probes  # noqa: F401
@@ -380,9 +390,9 @@ def _prepare_watch(module: Any, backend: str) -> None:
 
         cls = next(v for v in vars(module).values() if isinstance(v, type) and hasattr(v, "watched_modules")
                    and v.__module__ == module.__name__)
-        watch.prepare(backend, cls.watched_modules)
+        yield from watch.prepare(backend, cls.watched_modules)
     except Exception:  # noqa: BLE001
-        pass
+        return
 
 
 def _child(message: dict[str, Any], fds: list[int], sock: socket.socket, interrupt: Any, pidfds: list[int],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from kgate.problem.snapshot import ModuleSnapshot, loaded_modules, snapshot_module, snapshot_surface
@@ -53,14 +54,19 @@ def _surfaces(watched_modules: Any) -> dict[str, tuple[str, ...]]:
     }
 
 
-def prepare(backend_name: str, watched_modules: Any) -> None:
-    """Snapshot the surfaces now, for the next Watch of `backend_name` in this process or a fork
-    of it (about a second of work a leg then skips)."""
+def prepare(backend_name: str, watched_modules: Any) -> Iterator[None]:
+    """Snapshot the surfaces for the next Watch of `backend_name` in this process or a fork of it
+    (about a second of work a leg then skips), one step per next(): a fork server serves a fork
+    request between steps. Ready once exhausted."""
     names = _surfaces(watched_modules)
-    snapshots = {depth: snapshot_surface(names[depth]) for depth in DEPTHS}
-    for snapshot in snapshots.values():
-        snapshot.diff()  # its first diff builds what every later one reads (half a second): here, once
-    _PREPARED[backend_name] = (names, snapshots)
+    snapshots = {}
+    for depth in DEPTHS:
+        yield
+        snapshots[depth] = snapshot_surface(names[depth])
+        yield
+        snapshots[depth].diff()  # its first diff builds what every later one reads: here, once
+    if names == _surfaces(watched_modules):  # nothing was imported between the steps
+        _PREPARED[backend_name] = (names, snapshots)
 
 
 def _take_prepared(backend: Any) -> dict[str, Any] | None:
