@@ -565,46 +565,54 @@ ADDRESS_SLACK = 2**30  # address space that costs no memory: thread stacks and m
 @contextlib.contextmanager
 def host_allocations_capped(what: Any) -> Iterator[None]:
     """Run the block with this process's address space capped at its present size plus the
-    host's free memory (and ADDRESS_SLACK): code that allocates for real while kgate only sizes an op-point (numpy
-    inside create_inputs runs even under `jax.eval_shape`) gets a MemoryError, which is refused
-    as too big for the machine (`allocation_refused`), instead of filling memory until the
-    kernel kills the process. Nothing is capped where the limits or the sizes cannot be read."""
+    host's free memory (and ADDRESS_SLACK): code that allocates for real while kgate only sizes
+    an op-point (numpy inside create_inputs runs even under `jax.eval_shape`) gets a MemoryError,
+    which is refused as too big for the machine (`allocation_refused`), instead of filling memory
+    until the kernel kills the process. Where a limit at least as tight is already set (`ulimit
+    -v`), that one stands, and a MemoryError under it is refused the same way. Nothing is capped
+    where the limits or the sizes cannot be read."""
     import resource
+
+    from kgate.errors import describe
 
     free = host_memory()
     try:
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         size = next(int(line.split()[1]) * 1024 for line in Path("/proc/self/status").read_text().splitlines()
-                     if line.startswith("VmSize:"))
+                    if line.startswith("VmSize:"))
     except (OSError, ValueError, StopIteration, resource.error):
         free = None
-    if free is None:
-        yield
-        return
-    limit = size + free[0] + ADDRESS_SLACK
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    if soft != resource.RLIM_INFINITY and soft <= limit:  # already as tight
-        yield
-        return
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    capped = False
+    if free is not None:
+        limit = size + free[0] + ADDRESS_SLACK
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        if soft == resource.RLIM_INFINITY or soft > limit:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+            capped = True
+    refused = ""
     try:
         yield
     except MemoryError as exc:
-        raise allocation_refused(what, free, exc) from exc
+        if free is None:
+            raise
+        refused = describe(exc)  # the text alone: the frames it holds (and their arrays) go with it
     finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        if capped:
+            resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    if refused:
+        raise allocation_refused(what, free, refused) from None
 
 
-def allocation_refused(problem: Any, free: tuple[int, str], exc: BaseException) -> Any:
+def allocation_refused(problem: Any, free: tuple[int, str], why: str) -> Any:
     """The KgateError for inputs that asked for more memory than the host has free while sized."""
-    from kgate.errors import KgateError, describe
+    from kgate.errors import KgateError
     from kgate.problem.oppoint import shown
 
     return KgateError(
         f"{problem.path.name}'s {'get_inputs' if problem.model is not None else 'create_inputs'} asked for more memory "
         f"than {free[1]} has free ({free[0] / 2**30:.1f} GiB) at this op-point "
-        f"({shown(problem.config or {}) or 'as shipped'}), while kgate was only sizing it: {describe(exc)}; what it "
+        f"({shown(problem.config or {}) or 'as shipped'}), while kgate was only sizing it: {why}; what it "
         "had made was let go, and nothing else was allocated.",
         "choose a smaller op-point with --set, or run where more memory is free.",
     )

@@ -235,7 +235,7 @@ class JaxBackend:
         self.interpreted = self.platform == "cpu"
         self._device_kind = getattr(device, "device_kind", self.platform)
         self._signatures: dict[tuple[Any, ...], str | None] = {}
-        self._refused: dict[tuple[Any, ...], KgateError] = {}  # op-points whose sizing ran out of memory
+        self._refused: dict[tuple[Any, ...], tuple[str, str]] = {}  # op-points whose sizing ran out of memory
         # (fn, shapes, static inputs) -> (fn, the first program `run` traced and ran there, whether a
         # later run there traced another)
         self._ran: dict[tuple[Any, ...], tuple[Any, Any, bool]] = {}
@@ -333,12 +333,12 @@ class JaxBackend:
 
         key = _state_key(problem, dtype)  # numpy in create_inputs allocates for real: refused past free memory,
         if key in self._refused:  # once per CONFIG state (the override check, the sizing and the odd shape ask)
-            raise self._refused[key]
+            raise KgateError(*self._refused[key])
         try:
             with host_allocations_capped(problem):
                 closed, shapes = jax.make_jaxpr(make, return_shape=True)()
         except KgateError as exc:
-            self._refused[key] = exc
+            self._refused[key] = (exc.problem, exc.fix)  # the words only: no frame of create_inputs kept alive
             raise
         arrays = iter(shapes)
         return closed, tuple(static[i] if i in static else next(arrays) for i in range(count[0]))

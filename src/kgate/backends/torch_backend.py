@@ -340,6 +340,7 @@ class TorchBackend:
         self._graded: dict[tuple[int, str], list[frozenset[str]]] = {}
         self._graded_outputs: dict[tuple[int, str], HostTree] = {}  # (id(fn), inputs' digest) -> that run's outputs
         self._signatures: dict[tuple[Any, ...], str | None] = {}
+        self._refused: dict[tuple[Any, ...], tuple[str, str]] = {}  # op-points whose sizing ran out of memory
 
     def device(self) -> DeviceInfo:
         versions = {"torch": torch.__version__}
@@ -394,8 +395,15 @@ class TorchBackend:
     def _shapes_of_inputs(self, problem: ProblemModule, dtype: str | None) -> tuple[Any, ...]:
         """The inputs made on torch's meta device: shapes and dtypes, nothing allocated (numpy
         code in them runs for real: refused past the host's free memory)."""
-        with torch.device("meta"), host_allocations_capped(problem):
-            return self._call_create_inputs(problem, 0, dtype)[0]
+        key = (id(problem.module), problem.entry_name, dtype, repr(sorted((problem.config or {}).items())))
+        if key in self._refused:  # refused once per CONFIG state, as the jax backend does
+            raise KgateError(*self._refused[key])
+        try:
+            with torch.device("meta"), host_allocations_capped(problem):
+                return self._call_create_inputs(problem, 0, dtype)[0]
+        except KgateError as exc:
+            self._refused[key] = (exc.problem, exc.fix)
+            raise
 
     def footprint(self, problem: ProblemModule, dtype: str | None) -> Footprint | None:
         """The bytes of one probe's inputs from shapes alone (the inputs made on the meta

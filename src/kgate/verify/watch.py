@@ -80,6 +80,10 @@ def _take_prepared(backend: Any) -> dict[str, Any] | None:
         return None
     if any(snapshots[depth].diff() for depth in DEPTHS):
         return None
+    # a name a library's module or class gained since is one a fresh snapshot would watch, which
+    # the diff reports only for kgate's own modules: then the snapshots are not the same
+    if any(namespace.keys() != names for depth in DEPTHS for _, namespace, names, _ in snapshots[depth].namespaces):
+        return None
     return snapshots
 
 
