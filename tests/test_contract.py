@@ -104,19 +104,23 @@ def test_version_flag():
     assert as_json["status"] == "OK" and as_json["kgate_version"] == __version__
 
 
+def _commands(group=None, path=()):
+    """Every command of the CLI (a group's too): (its words, its click command)."""
+    if group is None:
+        import typer.main
+
+        from kgate.cli import app
+
+        group = typer.main.get_command(app)
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):
+            yield from _commands(command, (*path, name))
+        else:
+            yield (*path, name), command
+
+
 def test_every_command_takes_json():
-    import typer.main
-
-    from kgate.cli import app
-
-    def commands(group, path=()):
-        for name, command in group.commands.items():
-            if hasattr(command, "commands"):
-                yield from commands(command, (*path, name))
-            else:
-                yield " ".join((*path, name)), command
-
-    lacking = [name for name, command in commands(typer.main.get_command(app))
+    lacking = [" ".join(words) for words, command in _commands()
                if "--json" not in [opt for param in command.params for opt in getattr(param, "opts", [])]]
     assert lacking == []
 
@@ -140,18 +144,7 @@ def test_lock_under_json_keeps_the_commands_output_off_stdout_and_exits_with_its
 
 @pytest.mark.full
 def test_every_command_lists_its_exit_codes_and_no_flag_shows_a_type():
-    import typer.main
-
-    from kgate.cli import app
-
-    def commands(group, path=()):
-        for name, command in group.commands.items():
-            if hasattr(command, "commands"):
-                yield from commands(command, (*path, name))
-            else:
-                yield (*path, name)
-
-    found = list(commands(typer.main.get_command(app)))
+    found = [words for words, _ in _commands()]
     assert {("gate",), ("verify",), ("family", "new"), ("lint",)} <= set(found)
     for path in [(), ("family",), *found]:  # the groups say the convention too
         proc = kgate(*path, "--help")
