@@ -3,6 +3,8 @@ usage error never exits 1), `--json` stays one object on stdout whatever the can
 and a closed pipe does not change the verdict's code."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -140,6 +142,28 @@ def test_lock_under_json_keeps_the_commands_output_off_stdout_and_exits_with_its
     for args in ((), ("no-such-command-kgate",)):  # nothing to run, or nothing that starts: the error document
         refused = kgate("lock", "0", "--lock-dir", tmp_path, "--json", "--", *args)
         assert refused.returncode == 2 and json.loads(refused.stdout)["status"] == "ERROR", refused.stdout
+
+
+def test_a_ctrl_c_exits_2_with_the_error_document_never_130(tmp_path):
+    """typer turns a KeyboardInterrupt into a returned 130, the code a command's own exit could
+    have: kgate notes the interruption itself and exits 2, as for any run it could not finish,
+    while a wrapped command's own 130 stays its code."""
+    # SIGINT as a terminal delivers it (a test runner may have it ignored); no preexec_fn: threads run here
+    launcher = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.executable, sys.argv[1:])"
+    lock = tmp_path / "kgate-chip-0.lock"
+    proc = subprocess.Popen([sys.executable, "-c", launcher, sys.executable, "-m", "kgate", "lock", "0", "--lock-dir",
+                             str(tmp_path), "--json", "--", "sleep", "30"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not (lock.is_file() and lock.read_text().startswith("pid")):  # the command runs under the lock
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C does: the whole foreground group
+    out, err = proc.communicate(timeout=30)
+    error = json.loads(out)
+    assert proc.returncode == 2 and error["status"] == "ERROR" and "interrupted" in error["error"]["problem"], err
+    own = kgate("lock", "0", "--lock-dir", tmp_path, "--", "sh", "-c", "exit 130")
+    assert own.returncode == 130 and "interrupted" not in own.stderr
 
 
 @pytest.mark.full

@@ -14,6 +14,7 @@ import sys
 from typing import Annotated
 
 import typer
+import typer.main
 
 try:  # typer vendors click from 0.2x on; older ones use click itself
     from typer._click import exceptions as click_exceptions
@@ -72,9 +73,23 @@ def main() -> None:
     as_json = "--json" in sys.argv[1:]
     if not isinstance(sys.stdout, ClosedPipeSafe):
         sys.stdout = ClosedPipeSafe(sys.stdout)  # a reader that goes away never changes the exit code
+    interrupted: list[BaseException] = []
+    command = typer.main.get_command(app)
+    invoke = command.invoke
+
+    def invoke_and_note_an_interruption(ctx: typer.Context) -> object:
+        try:
+            return invoke(ctx)
+        except KeyboardInterrupt as exc:  # typer turns it into a returned 130, like a command's own exit
+            interrupted.append(exc)
+            raise
+
+    command.invoke = invoke_and_note_an_interruption  # type: ignore[method-assign]
     try:
-        result = app(prog_name="kgate", standalone_mode=False)
+        result = command.main(prog_name="kgate", standalone_mode=False)
         code = result if isinstance(result, int) else 0
+        if interrupted:
+            code = _fail(as_json, KgateError("interrupted: nothing was written.", "run the command again."))
     except _EXIT as exc:
         code = exc.exit_code
         if code == 130:  # typer's own exit for a Ctrl-C it caught: an interruption is exit 2 here
