@@ -271,8 +271,9 @@ def test_outputs_are_counted_only_where_their_shapes_are_known(write_module, sou
 @pytest.mark.full
 def test_an_op_point_too_big_for_the_machine_is_refused_before_anything_is_allocated():
     huge = ("--set", "seq_len=4000000", "--set", "emb_dim=8192")  # ~244 GiB of bf16 inputs
-    for command in (("parity",), ("measure", "--budget", "1")):
-        proc = kgate(*command, "-r", RMS / "reference.py", "-c", RMS / "pallas.py", *huge, "--json")
+    for command in (("parity", "-c", RMS / "pallas.py"), ("measure", "-c", RMS / "pallas.py", "--budget", "1"),
+                    ("calibrate", "--budget", "1")):
+        proc = kgate(*command, "-r", RMS / "reference.py", *huge, "--json")
         error = json.loads(proc.stdout)
         assert proc.returncode == 2 and error["status"] == "ERROR", command
         assert "needs about" in error["error"]["problem"] and "nothing was allocated" in error["error"]["problem"]

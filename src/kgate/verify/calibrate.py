@@ -68,6 +68,8 @@ def _calibrate(request: CalibrateRequest, progress: Callable[[int, float], None]
     with load_pair(request.reference, request.reference, overrides=request.overrides, entry=request.reference_entry,
                    reference_entry=request.reference_entry, weights=request.weights) as pair:
         backend.refuse_ineffective(pair.reference, request.dtype, pair.op_point, dict(request.overrides))
+        # the reference's and its copy's outputs beside one set of inputs: as measure counts, ~2 probes
+        backend.ensure_fits(pair.reference, request.dtype, 2, dict(pair.reference.config or {}))
         beat("phase making inputs")
         inputs, _ = backend.create_inputs(pair.reference, request.seed, request.dtype)
         beat("phase tracing the reference for kernels")
