@@ -160,6 +160,36 @@ def test_a_row_past_its_timeout_is_stopped_with_every_process_it_started_and_nev
         assert gone(pid), pid
 
 
+def test_the_local_pool_is_sized_to_the_hosts_chips_and_pins_each_slot_to_one(monkeypatch, tmp_path):
+    from kgate.suite.executors import default_jobs, host_chips, worker_env
+
+    for name in lock.VISIBLE_ENVS:
+        monkeypatch.delenv(name, raising=False)
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for name in ("nvidia1", "nvidia0", "nvidiactl", "nvidia-uvm", "nvidia10", "null"):
+        (dev / name).touch()
+    assert host_chips(dev=dev) == ["0", "1", "10"]  # the device files, numbered; never the control files
+    assert host_chips({"TPU_VISIBLE_CHIPS": "2,3"}, dev=dev) == ["2", "3"]  # a scheduler's choice wins
+    assert host_chips(dev=tmp_path / "none") == []  # a CPU-only host
+    assert default_jobs(["0", "1", "10"]) == 3 and default_jobs([]) == max(1, (os.cpu_count() or 2) // 2)
+    pinned = [worker_env(slot, ["4", "7"]) for slot in range(3)]
+    assert [env["CUDA_VISIBLE_DEVICES"] for env in pinned] == ["4", "7", "4"]  # round robin, by physical id
+    assert all(env["TPU_VISIBLE_CHIPS"] == env["CUDA_VISIBLE_DEVICES"] for env in pinned)
+    assert worker_env(0, []) == {}  # nothing changed on a CPU-only host
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", pinned[1]["CUDA_VISIBLE_DEVICES"])  # in that worker: its chip 0
+    assert lock.lock_path(0, tmp_path).name == "kgate-chip-7.lock"
+
+
+@pytest.mark.full
+def test_a_pool_on_a_host_with_chips_runs_each_row_on_its_slots_chip(tmp_path):
+    suite, results = _tree(tmp_path), tmp_path / "results"
+    rows = run_suite(_request(suite, results), executor=Pool(2, chips=["3", "5"]))
+    assert _statuses(rows) == EXPECTED
+    assert {r.extra["ran_on"]["chips"]["CUDA_VISIBLE_DEVICES"] for r in rows} <= {"3", "5"}
+    assert all(r.extra["ran_on"]["executor"] == "local" for r in rows)
+
+
 @pytest.mark.full
 def test_the_local_executor_options_are_checked_before_anything_runs(tmp_path):
     with pytest.raises(KgateError, match="--jobs 0"):

@@ -743,8 +743,9 @@ def suite(
         "--executor", help="Where rows run: local (this host; --jobs at once) or ray (a Ray cluster: each row's gate "
         "a CPU task, its verify a task on one chip; needs `pip install 'kgate[ray]'`).")] = "local",
     jobs: Annotated[Optional[int], typer.Option(
-        "--jobs", help="local: rows at once, each in a worker process of its own (default: half the cores, at least "
-        "1); timing still takes the chip's lock, one at a time.")] = None,
+        "--jobs", help="local: rows at once, each in a worker process of its own, pinned to one chip where the host "
+        "has chips (default: one per chip; on a CPU-only host half the cores, at least 1); timing takes the chip's "
+        "lock, one row at a time per chip.")] = None,
     address: Annotated[Optional[str], typer.Option(
         "--address", help="ray: the cluster's address (e.g. 10.0.0.1:6379, or auto); default: start a local "
         "cluster for this suite.")] = None,

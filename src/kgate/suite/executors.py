@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from kgate.errors import KgateError
@@ -41,16 +42,48 @@ from kgate.suite.run import (
 )
 from kgate.suite.summary import ERROR
 from kgate.verify.forkserver import SAFE_PATH
-from kgate.verify.lock import VISIBLE_ENVS
+from kgate.verify.lock import VISIBLE_ENVS, visible
 
 OUTCOME_MARK = "kgate-suite-outcome "  # the line a pool's worker ends with; anything else it prints is progress
 EXECUTORS = ("local", "ray")
 
 
-def default_jobs() -> int:
-    """Rows at once on this host: each row's gate runs two processes (reference and candidate),
-    so half the cores (at least one). Timing takes the chip's lock either way."""
-    return max(1, (os.cpu_count() or 2) // 2)
+def host_chips(env: Mapping[str, str] | None = None, dev: Path = Path("/dev")) -> list[str]:
+    """The accelerator chips this host gives this process, by physical id, without importing a
+    framework: what a scheduler's variable lists (`CUDA_VISIBLE_DEVICES`, `TPU_VISIBLE_CHIPS`),
+    else the device files (`/dev/nvidiaN`, a TPU VM's `/dev/accelN`); [] on a CPU-only host."""
+    listed = visible(env)
+    if listed:
+        return next(iter(listed.values()))
+    found: list[str] = []
+    for prefix in ("nvidia", "accel"):
+        try:
+            found += sorted((p.name[len(prefix):] for p in dev.iterdir()
+                             if p.name.startswith(prefix) and p.name[len(prefix):].isdigit()), key=int)
+        except OSError:
+            pass
+        if found:
+            return found
+    return found
+
+
+def default_jobs(chips: Sequence[str] | None = None) -> int:
+    """Rows at once on this host: one per chip where there are chips (each worker's rows time on
+    a chip of their own); on a CPU-only host, where each row's gate runs two processes
+    (reference and candidate), half the cores (at least one)."""
+    chips = host_chips() if chips is None else chips
+    return len(chips) if chips else max(1, (os.cpu_count() or 2) // 2)
+
+
+def worker_env(slot: int, chips: Sequence[str]) -> dict[str, str]:
+    """What the worker in pool slot `slot` sees: one chip, the slot's (round robin), by its
+    physical id, so that its legs' locks and theirs never collide with another slot's chip;
+    nothing changed on a CPU-only host."""
+    if not chips:
+        return {}
+    chip = chips[slot % len(chips)]
+    return {"CUDA_VISIBLE_DEVICES": chip, "TPU_VISIBLE_CHIPS": chip, "TPU_CHIPS_PER_PROCESS_BOUNDS": "1,1,1",
+            "TPU_PROCESS_BOUNDS": "1,1,1"}
 
 
 def local(jobs: int, timeout_s: float | None = None) -> InProcess | Pool:
@@ -100,13 +133,15 @@ class Pool:
     """Up to `jobs` rows at once, each in a worker process of its own session (so that stopping
     the suite stops a worker's legs with it)."""
 
-    def __init__(self, jobs: int, timeout_s: float | None = None) -> None:
+    def __init__(self, jobs: int, timeout_s: float | None = None, chips: Sequence[str] | None = None) -> None:
         self.jobs, self.timeout_s = jobs, timeout_s
+        self.chips = list(host_chips() if chips is None else chips)  # each slot's worker pinned to one
 
     def run(self, jobs: Sequence[Job], request: SuiteRequest,
             say: Callable[[str], None]) -> Iterator[tuple[Job, Outcome]]:
         done: queue.Queue[tuple[Job, Outcome]] = queue.Queue()
         live: dict[int, subprocess.Popen[str]] = {}
+        slots: dict[int, int] = {}  # a live job's index -> its pool slot (and so its chip)
         started: dict[int, float] = {}
         expired: set[int] = set()
         todo = list(jobs)
@@ -120,8 +155,11 @@ class Pool:
             while todo or live:
                 while todo and len(live) < self.jobs:
                     job = todo.pop(0)
-                    tell(f"{job.label}: gating (worker {len(live) + 1} of {self.jobs})")
-                    live[job.index] = proc = _start_worker(job, request)
+                    slot = slots[job.index] = min(set(range(self.jobs)) - set(slots.values()))
+                    env = worker_env(slot, self.chips)
+                    on = f", chip {env['CUDA_VISIBLE_DEVICES']}" if env else ""
+                    tell(f"{job.label}: gating (worker {slot + 1} of {self.jobs}{on})")
+                    live[job.index] = proc = _start_worker(job, request, env)
                     started[job.index] = time.monotonic()
                     threading.Thread(target=_watch, args=(job, proc, done, tell), daemon=True).start()
                 if self.timeout_s is not None:  # looked at every turn, however often rows finish
@@ -134,6 +172,7 @@ class Pool:
                 except queue.Empty:
                     continue
                 live.pop(job.index, None)
+                slots.pop(job.index, None)
                 if job.index in expired:  # only ever filled under a timeout
                     outcome = timed_out(job, float(self.timeout_s or 0))
                 yield job, outcome
@@ -142,9 +181,10 @@ class Pool:
                 _stop(proc)
 
 
-def _start_worker(job: Job, request: SuiteRequest) -> subprocess.Popen[str]:
+def _start_worker(job: Job, request: SuiteRequest, env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
     proc = subprocess.Popen([sys.executable, *SAFE_PATH, "-m", "kgate.suite.worker"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, **(env or {})})
     assert proc.stdin is not None
     proc.stdin.write(json.dumps({"entry": entry_to_json(job.entry), "key": job.key,
                                  "request": request_to_json(request)}))
