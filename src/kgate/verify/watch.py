@@ -82,7 +82,7 @@ def _take_prepared(backend: Any) -> dict[str, Any] | None:
         return None
     # a name a library's module or class gained since is one a fresh snapshot would watch, which
     # the diff reports only for kgate's own modules: then the snapshots are not the same
-    if any(namespace.keys() != names for depth in DEPTHS for _, namespace, names, _ in snapshots[depth].namespaces):
+    if any(namespace.keys() != then for depth in DEPTHS for _, namespace, then, _ in snapshots[depth].namespaces):
         return None
     return snapshots
 
