@@ -181,6 +181,35 @@ def test_the_local_pool_is_sized_to_the_hosts_chips_and_pins_each_slot_to_one(mo
     assert lock.lock_path(0, tmp_path).name == "kgate-chip-7.lock"
 
 
+def test_the_verify_mode_of_a_suite_is_part_of_each_rows_key_and_crosses_to_its_workers(tmp_path):
+    from kgate.suite.run import request_from_json, request_to_json
+
+    suite = _tree(tmp_path)
+    screen = _request(suite, tmp_path / "results")
+    full = SuiteRequest(screen.entries, screen.results, budget_s=2.0, phase_budget_s=60.0, mode="full")
+    entry = screen.entries[0]
+    assert key_of(entry, screen) != key_of(entry, full)  # a screen row is never taken for a full one
+    assert request_from_json(request_to_json(full)).mode == "full"
+    with pytest.raises(KgateError, match="--mode 'quick' is not a verify mode"):
+        SuiteRequest(screen.entries, screen.results, mode="quick")
+    refused = kgate(tmp_path, "suite", suite, "--results", tmp_path / "r", "--mode", "quick", "--json")
+    assert refused.returncode == 2 and "is not a verify mode" in json.loads(refused.stdout)["error"]["problem"]
+    assert not (tmp_path / "r").exists()  # refused before anything ran
+
+
+@pytest.mark.full
+def test_a_suite_in_full_mode_verifies_its_passing_rows_in_full_mode(tmp_path):
+    suite, results = _tree(tmp_path), tmp_path / "results"
+    request = SuiteRequest(tuple(discover(suite, klass="xla-rewrite")), results, budget_s=2.0, phase_budget_s=60.0,
+                           mode="full")
+    rows = run_suite(request)
+    assert _statuses(rows) == EXPECTED
+    passed = next(r for r in rows if r.status == PASS)
+    receipt = json.loads(Path(passed.extra["receipt"]).read_text())
+    assert receipt["mode"] == "full" and "capture" in receipt["gates"]
+    assert (results / f"{passed.key}.artifacts").is_dir()  # the profiler capture, beside the row's receipt
+
+
 @pytest.mark.full
 def test_a_pool_on_a_host_with_chips_runs_each_row_on_its_slots_chip(tmp_path):
     suite, results = _tree(tmp_path), tmp_path / "results"

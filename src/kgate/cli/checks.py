@@ -762,13 +762,17 @@ def suite(
     html: Annotated[Optional[Path], typer.Option(
         "--html", help="Also write a self-contained HTML page: the summary, each timed candidate's speedup with its "
         "interval, the fast_p curve, and every row.")] = None,
+    mode: Annotated[str, typer.Option(
+        "--mode", help="verify's mode for a candidate whose gate passed: screen (parity, firing, one timing) or full "
+        "(adds the cold-process orderings, the reproduction check and a profiler capture, kept in "
+        "--results/<key>.artifacts); part of each row's key.")] = "screen",
     fast_p: Annotated[str, typer.Option(
         "--fast-p", metavar="P,P,...", help="The speedups p that fast_p is counted at: a candidate counts when it "
         "is correct and the lower end of its interval exceeds p.")] = "1.0,1.5,2.0",
     as_json: JsonOpt = False,
     output: OutOpt = None,
 ) -> None:
-    """Run many problems and candidates: each candidate gated, what passes verified (screen).
+    """Run many problems and candidates: each candidate gated, what passes verified (screen, or --mode full).
 
     Each candidate runs in processes of its own (a crash, or a hang past --phase-budget, is
     that candidate's row). Rows are written to --results as each finishes, so an
@@ -783,7 +787,7 @@ def suite(
     from kgate.report.suite import render_suite, to_html
     from kgate.suite import discover, parse_fast_p, summarize
     from kgate.suite.executors import RayExecutor, default_jobs, local
-    from kgate.suite.run import SuiteRequest, run_suite
+    from kgate.suite.run import SuiteRequest, check_mode, run_suite
     from kgate.verify.lock import COMPILE_SLOTS_ENV, compile_slots as slots_here
 
     try:
@@ -793,6 +797,7 @@ def suite(
         if output is not None and html is not None and output.resolve() == html.resolve():
             raise KgateError(f"-o and --html name the same file {output}.", "give the JSON (-o) and the page (--html) "
                              "two paths.")
+        check_mode(mode)
         if root is None and manifest is None:
             raise KgateError("no suite given.", "pass the suite's folder (kgate suite ROOT) or --manifest FILE.")
         if executor not in ("local", "ray"):
@@ -811,7 +816,7 @@ def suite(
         slots_here()  # a bad $KGATE_COMPILE_SLOTS is refused before any row runs
         entries = discover(root or Path("."), manifest, parse_classes(klass), tuple(candidates or ()))
         request = SuiteRequest(tuple(entries), results, budget_s=budget, phase_budget_s=phase_budget,
-                               time_interpreted=time_interpreted)
+                               time_interpreted=time_interpreted, mode=mode)
         runner = (RayExecutor(address, retries, timeout) if executor == "ray"
                   else local(default_jobs() if jobs is None else jobs, timeout))
         rows = run_suite(request, say=lambda line: typer.echo(f"kgate suite: {line}", err=True), executor=runner)

@@ -1,5 +1,5 @@
 """Running a suite: each candidate through the early-kill gate, and what passes through
-`kgate verify --mode screen`, each in processes of its own (a crash or a hang is that
+`kgate verify` (`--mode screen`, or `full`), each in processes of its own (a crash or a hang is that
 candidate's row). Each finished row is written to the results folder at once, keyed by what
 decides it, so a re-run skips what is done and an interruption loses nothing finished."""
 
@@ -29,6 +29,15 @@ class SuiteRequest:
     seeds: tuple[int, ...] = (42, 43)
     parity: str = "floor"
     time_interpreted: bool = False
+    mode: str = "screen"  # verify's mode for a row whose gate passed: screen | full
+
+    def __post_init__(self) -> None:
+        check_mode(self.mode)
+
+
+def check_mode(mode: str) -> None:
+    if mode not in ("screen", "full"):
+        raise KgateError(f"--mode {mode!r} is not a verify mode.", "use --mode screen or --mode full.")
 
 
 def key_of(entry: Entry, request: SuiteRequest) -> str:
@@ -37,7 +46,8 @@ def key_of(entry: Entry, request: SuiteRequest) -> str:
                "overrides": {k: entry.overrides[k] for k in sorted(entry.overrides)}, "class": entry.klass,
                "weights": entry.weights, "entry": entry.entry, "reference_entry": entry.reference_entry,
                "parity": request.parity, "seeds": list(request.seeds), "budget_s": request.budget_s,
-               "time_interpreted": request.time_interpreted, "kgate": __version__}
+               "time_interpreted": request.time_interpreted, "kgate": __version__,
+               **({"mode": request.mode} if request.mode != "screen" else {})}  # a screen row's key as it always was
     return hashlib.sha256(dumps(decided).encode()).hexdigest()
 
 
@@ -165,13 +175,15 @@ def gate_step(entry: Entry, key: str, request: SuiteRequest, where: Mapping[str,
 
 def verify_step(entry: Entry, key: str, request: SuiteRequest, say: Callable[[str], None],
                 where: Mapping[str, Any] | None = None) -> Outcome:
-    """`kgate verify --mode screen` of a row whose gate passed: its finished row and receipt."""
+    """`kgate verify` of a row whose gate passed (`--mode screen`, or full: its artifacts beside
+    the row's receipt): its finished row and receipt."""
     from kgate.verify.sweep import SweepTiming, verify_point
 
     check = _check_request(entry, request)
     try:
         report, speedup, why, sealed = verify_point(
-            check, check.kwargs, SweepTiming(request.budget_s, request.time_interpreted), say, label="verify")
+            check, check.kwargs, SweepTiming(request.budget_s, request.time_interpreted), say, label="verify",
+            mode=request.mode, artifacts=request.results / f"{key}.artifacts" if request.mode == "full" else None)
     except KgateError as exc:
         return _done(entry, key, where, ERROR, f"verify: {exc.problem}", gate_status="PASS")
     receipt = request.results / f"{key}.receipt.json"
@@ -235,9 +247,11 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
 def request_to_json(request: SuiteRequest) -> dict[str, Any]:
     """The terms of a suite without its entries (a worker is given one row at a time)."""
     return {"results": str(request.results), "budget_s": request.budget_s, "phase_budget_s": request.phase_budget_s,
-            "seeds": list(request.seeds), "parity": request.parity, "time_interpreted": request.time_interpreted}
+            "seeds": list(request.seeds), "parity": request.parity, "time_interpreted": request.time_interpreted,
+            "mode": request.mode}
 
 
 def request_from_json(data: Mapping[str, Any]) -> SuiteRequest:
     return SuiteRequest((), Path(data["results"]), float(data["budget_s"]), float(data["phase_budget_s"]),
-                        tuple(int(s) for s in data["seeds"]), str(data["parity"]), bool(data["time_interpreted"]))
+                        tuple(int(s) for s in data["seeds"]), str(data["parity"]), bool(data["time_interpreted"]),
+                        str(data.get("mode", "screen")))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from kgate.errors import KgateError
@@ -55,10 +56,12 @@ def failures(report: Report) -> str:
 
 
 def verify_point(request: CheckRequest, kwargs: Mapping[str, Any], timing: SweepTiming,
-                 say: Callable[[str], None], label: str = "sweep") -> tuple[Report, dict[str, float] | None, str, dict[str, Any]]:
-    """One point through `kgate verify --mode screen` at the op-point: the checks again on the
-    inputs that are timed, then the co-measured timing in its own process. The report, the
-    speedup interval (None when there is none), why there is none, and the sealed receipt."""
+                 say: Callable[[str], None], label: str = "sweep", mode: str = "screen",
+                 artifacts: Path | None = None) -> tuple[Report, dict[str, float] | None, str, dict[str, Any]]:
+    """One point through `kgate verify` at the op-point (`--mode screen` unless `mode` says full,
+    its profiler capture into `artifacts`): the checks again on the inputs that are timed, then
+    the co-measured timing in its own process. The report, the speedup interval (None when there
+    is none), why there is none, and the sealed receipt."""
     from kgate.verify.screen import VerifyRequest, run_verify
 
     report, sealed = run_verify(VerifyRequest(
@@ -66,7 +69,7 @@ def verify_point(request: CheckRequest, kwargs: Mapping[str, Any], timing: Sweep
         seeds=request.seeds, reference_entry=request.reference_entry, phase_budget_s=request.phase_budget_s,
         dtype=request.dtype, overrides={**request.registered, **request.overrides}, parity=request.parity_spec.describe(),
         firing=request.firing_spec, budget_s=timing.budget_s, time_interpreted=timing.time_interpreted, kwargs=kwargs,
-        weights=request.weights,
+        weights=request.weights, mode=mode, artifacts=artifacts,
     ), say=lambda line: say(f"{label}:   {line}"))
     speedup = report.gates["timing"].details.get("speedup") if "timing" in report.gates else None
     if report.status != "PASS":
