@@ -9,7 +9,7 @@ import os
 import pickle
 import re
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -602,6 +602,31 @@ def host_allocations_capped(what: Any) -> Iterator[None]:
             resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
     if refused:
         raise allocation_refused(what, free, refused) from None
+
+
+def config_state_key(problem: Any, dtype: str | None) -> tuple[Any, ...]:
+    """What a problem's inputs and entry, traced for their shapes, depend on: the module, its
+    entry, the dtype, and CONFIG's values as they are now."""
+    return (id(problem.module), problem.entry_name, dtype, repr(sorted((problem.config or {}).items())))
+
+
+def sized_once(refused: dict[tuple[Any, ...], tuple[str, str]], problem: Any, dtype: str | None,
+               make: Callable[[], Any]) -> Any:
+    """`make()` (create_inputs traced or made on a meta device: its numpy code allocates for real)
+    with the host's allocations capped; a refusal is remembered in `refused` per CONFIG state (the
+    override check, the sizing and the odd shape ask for the same one) as its words only, so no
+    frame of create_inputs stays alive, and given again without running it."""
+    from kgate.errors import KgateError
+
+    key = config_state_key(problem, dtype)
+    if key in refused:
+        raise KgateError(*refused[key])
+    try:
+        with host_allocations_capped(problem):
+            return make()
+    except KgateError as exc:
+        refused[key] = (exc.problem, exc.fix)
+        raise
 
 
 def allocation_refused(problem: Any, free: tuple[int, str], why: str) -> Any:

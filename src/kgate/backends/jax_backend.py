@@ -40,8 +40,9 @@ from kgate.backends.base import (
     output_moves as _moves,
     read_hand_over,
     fits,
-    host_allocations_capped,
+    config_state_key,
     host_memory,
+    sized_once,
     write_hand_over,
 )
 from kgate.errors import KgateError, describe
@@ -161,11 +162,6 @@ def bind_static(fn: Callable[..., Any], inputs: Sequence[Any]) -> tuple[Callable
         if hasattr(fn, attr):
             setattr(bound, attr, getattr(fn, attr))
     return bound, tuple(x for i, x in enumerate(inputs) if i not in static)
-
-
-def _state_key(problem: ProblemModule, dtype: str | None) -> tuple[Any, ...]:
-    """What one traced create_inputs and entry depend on: the module, its entry, the dtype, CONFIG's values."""
-    return (id(problem.module), problem.entry_name, dtype, repr(sorted((problem.config or {}).items())))
 
 
 def _flat(bound: tuple[Callable[..., Any], tuple[Any, ...]]) -> tuple[Any, ...]:
@@ -331,15 +327,7 @@ class JaxBackend:
             count.append(len(inputs))
             return [x for i, x in enumerate(inputs) if i not in static]
 
-        key = _state_key(problem, dtype)  # numpy in create_inputs allocates for real: refused past free memory,
-        if key in self._refused:  # once per CONFIG state (the override check, the sizing and the odd shape ask)
-            raise KgateError(*self._refused[key])
-        try:
-            with host_allocations_capped(problem):
-                closed, shapes = jax.make_jaxpr(make, return_shape=True)()
-        except KgateError as exc:
-            self._refused[key] = (exc.problem, exc.fix)  # the words only: no frame of create_inputs kept alive
-            raise
+        closed, shapes = sized_once(self._refused, problem, dtype, jax.make_jaxpr(make, return_shape=True))
         arrays = iter(shapes)
         return closed, tuple(static[i] if i in static else next(arrays) for i in range(count[0]))
 
@@ -348,7 +336,7 @@ class JaxBackend:
         constants, static values) and the entry's traced program on those inputs. None when
         either cannot be traced abstractly. Traced once per CONFIG state (the override check
         and the odd-shape probe ask for the same one)."""
-        key = _state_key(problem, dtype)
+        key = config_state_key(problem, dtype)
         if key not in self._signatures:
             self._signatures[key] = self._program_signature(problem, dtype)
         return self._signatures[key]

@@ -36,8 +36,9 @@ from kgate.backends.base import (
     output_moves,
     read_hand_over,
     fits,
-    host_allocations_capped,
+    config_state_key,
     host_memory,
+    sized_once,
     write_hand_over,
 )
 from kgate.errors import KgateError, describe
@@ -395,15 +396,11 @@ class TorchBackend:
     def _shapes_of_inputs(self, problem: ProblemModule, dtype: str | None) -> tuple[Any, ...]:
         """The inputs made on torch's meta device: shapes and dtypes, nothing allocated (numpy
         code in them runs for real: refused past the host's free memory)."""
-        key = (id(problem.module), problem.entry_name, dtype, repr(sorted((problem.config or {}).items())))
-        if key in self._refused:  # refused once per CONFIG state, as the jax backend does
-            raise KgateError(*self._refused[key])
-        try:
-            with torch.device("meta"), host_allocations_capped(problem):
+        def make() -> tuple[Any, ...]:
+            with torch.device("meta"):
                 return self._call_create_inputs(problem, 0, dtype)[0]
-        except KgateError as exc:
-            self._refused[key] = (exc.problem, exc.fix)
-            raise
+
+        return sized_once(self._refused, problem, dtype, make)
 
     def footprint(self, problem: ProblemModule, dtype: str | None) -> Footprint | None:
         """The bytes of one probe's inputs from shapes alone (the inputs made on the meta
@@ -425,7 +422,7 @@ class TorchBackend:
         """A digest of what the op-point builds: the inputs' shapes, dtypes and static values
         (from the meta device), and the Model's constructor arguments. None when they cannot be
         found without values."""
-        key = (id(problem.module), problem.entry_name, dtype, repr(sorted((problem.config or {}).items())))
+        key = config_state_key(problem, dtype)
         if key not in self._signatures:
             try:
                 shapes = self._shapes_of_inputs(problem, dtype)

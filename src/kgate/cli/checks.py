@@ -786,7 +786,7 @@ def suite(
     from kgate.report import write_atomic
     from kgate.report.suite import render_suite, to_html
     from kgate.suite import discover, parse_fast_p, summarize
-    from kgate.suite.executors import RayExecutor, default_jobs, local
+    from kgate.suite.executors import RayExecutor, local
     from kgate.suite.run import SuiteRequest, check_mode, run_suite
     from kgate.verify.lock import COMPILE_SLOTS_ENV, compile_slots as slots_here
 
@@ -818,7 +818,7 @@ def suite(
         request = SuiteRequest(tuple(entries), results, budget_s=budget, phase_budget_s=phase_budget,
                                time_interpreted=time_interpreted, mode=mode)
         runner = (RayExecutor(address, retries, timeout) if executor == "ray"
-                  else local(default_jobs() if jobs is None else jobs, timeout))
+                  else local(jobs, timeout))
         rows = run_suite(request, say=lambda line: typer.echo(f"kgate suite: {line}", err=True), executor=runner)
     except KgateError as exc:
         fail_usage(exc, as_json)

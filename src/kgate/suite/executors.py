@@ -42,7 +42,7 @@ from kgate.suite.run import (
 )
 from kgate.suite.summary import ERROR
 from kgate.verify.forkserver import SAFE_PATH
-from kgate.verify.lock import VISIBLE_ENVS, visible
+from kgate.verify.lock import VISIBLE_ENVS, pinned_env, visible
 
 OUTCOME_MARK = "kgate-suite-outcome "  # the line a pool's worker ends with; anything else it prints is progress
 EXECUTORS = ("local", "ray")
@@ -79,20 +79,19 @@ def worker_env(slot: int, chips: Sequence[str]) -> dict[str, str]:
     """What the worker in pool slot `slot` sees: one chip, the slot's (round robin), by its
     physical id, so that its legs' locks and theirs never collide with another slot's chip;
     nothing changed on a CPU-only host."""
-    if not chips:
-        return {}
-    chip = chips[slot % len(chips)]
-    return {"CUDA_VISIBLE_DEVICES": chip, "TPU_VISIBLE_CHIPS": chip, "TPU_CHIPS_PER_PROCESS_BOUNDS": "1,1,1",
-            "TPU_PROCESS_BOUNDS": "1,1,1"}
+    return pinned_env(chips[slot % len(chips)]) if chips else {}
 
 
-def local(jobs: int, timeout_s: float | None = None) -> InProcess | Pool:
-    """The local executor: rows one at a time here, or a pool of worker processes; with a
-    per-row `timeout_s`, always workers (a row past it is stopped with its process group)."""
+def local(jobs: int | None, timeout_s: float | None = None) -> InProcess | Pool:
+    """The local executor: rows one at a time here, or a pool of worker processes (by default
+    one per chip, `default_jobs`); with a per-row `timeout_s`, always workers (a row past it is
+    stopped with its process group)."""
+    chips = host_chips()
+    jobs = default_jobs(chips) if jobs is None else jobs
     if jobs < 1:
         raise KgateError(f"--jobs {jobs} is not a number of rows to run at once.", "use --jobs 1 or more.")
     check_timeout(timeout_s)
-    return InProcess() if jobs == 1 and timeout_s is None else Pool(jobs, timeout_s)
+    return InProcess() if jobs == 1 and timeout_s is None else Pool(jobs, timeout_s, chips)
 
 
 def check_timeout(timeout_s: float | None) -> None:

@@ -333,7 +333,7 @@ def serve(fd: int, backend: str = "jax") -> None:
     # Once a leg that watches has come and gone, this server serves a run of many (a suite, a
     # test session): while idle it takes, step by step, the snapshots their watch would take.
     preparing: Iterator[None] | None = None
-    prepare_ahead: Iterator[None] | None = None  # started once
+    prepare_started = False  # once per server
     try:
         sock.send(b'{"ready": true}')
         while True:
@@ -345,8 +345,8 @@ def serve(fd: int, backend: str = "jax") -> None:
             for ready in waiting:
                 if ready is not sock:
                     pid, pidfd, kind = children.pop(ready)
-                    if kind in WATCHING_LEGS and prepare_ahead is None:
-                        prepare_ahead = preparing = _prepare_watch(module, backend)
+                    if kind in WATCHING_LEGS and not prepare_started:
+                        prepare_started, preparing = True, _prepare_watch(module, backend)
                     _, status = os.waitpid(pid, 0)
                     os.close(pidfd)
                     sock.send(json.dumps({"exit": pid, "returncode": os.waitstatus_to_exitcode(status)}).encode())

@@ -184,14 +184,14 @@ def compile_slot(lock_dir: str | Path | None = None, say: Callable[[str], None] 
             os.close(fd)
 
 
+def pinned_env(physical_id: str) -> dict[str, str]:
+    """Variables that make only the chip of this physical id visible to a framework imported
+    afterwards (a GPU's or a TPU's: the other kind's variables are ignored)."""
+    return {"CUDA_VISIBLE_DEVICES": physical_id, "TPU_VISIBLE_CHIPS": physical_id,
+            "TPU_CHIPS_PER_PROCESS_BOUNDS": "1,1,1", "TPU_PROCESS_BOUNDS": "1,1,1"}
+
+
 def visibility_env(chip: int) -> dict[str, str]:
     """Variables that make only `chip` visible to a framework imported afterwards: the physical
     chip a scheduler's variable names at that index, or `chip` itself where none is set."""
-    ids = physical(chip)
-    return {
-        "CUDA_VISIBLE_DEVICES": ids.get("CUDA_VISIBLE_DEVICES", str(chip)),
-        "TPU_VISIBLE_CHIPS": ids.get("TPU_VISIBLE_CHIPS", str(chip)),
-        "TPU_CHIPS_PER_PROCESS_BOUNDS": "1,1,1",
-        "TPU_PROCESS_BOUNDS": "1,1,1",
-        "KGATE_CHIP": str(chip),
-    }
+    return {**pinned_env(str(chip)), **physical(chip), "KGATE_CHIP": str(chip)}
