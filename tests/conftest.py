@@ -113,3 +113,14 @@ def home_repo(root: Path, reference: Path, message: str = "reference") -> Path:
     sh(root, "git", "add", "-A")
     sh(root, "git", "commit", "-qm", message)
     return root
+
+
+def copy_repo(root: Path, dst: Path, slug: str) -> tuple[Path, Path]:
+    """A copy of a home repo (`root`) in a new place, the worktree of family `slug` linked to the
+    copy's repository (git keeps both links as absolute paths). Returns (the copy, its worktree)."""
+    shutil.copytree(root, dst, symlinks=True)
+    wt = dst / "kernel_experiments" / slug / ".repo"
+    (admin,) = (dst / ".git" / "worktrees").iterdir()
+    (wt / ".git").write_text(f"gitdir: {admin}\n")
+    (admin / "gitdir").write_text(f"{wt / '.git'}\n")
+    return dst, wt

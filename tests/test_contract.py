@@ -279,6 +279,7 @@ def test_an_op_point_too_big_for_the_machine_is_refused_before_anything_is_alloc
         assert "needs about" in error["error"]["problem"] and "nothing was allocated" in error["error"]["problem"]
 
 
+@pytest.mark.full  # it makes arrays up to the memory free: most of a minute beside another worker
 def test_numpy_in_create_inputs_that_asks_for_more_than_the_free_memory_is_refused_while_it_is_sized(write_module):
     """numpy runs for real even while create_inputs is only traced for its shapes: before the
     cap, arrays larger together than the free memory were made in the reference leg until the

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, home_repo, kgate, sh
+from conftest import EXAMPLES, copy_repo, home_repo, kgate, sh
 
 CUMSUM = EXAMPLES / "cumsum"
 OP_POINT = ["--set", "n=1024", "--set", "batch=16"]
@@ -68,12 +68,8 @@ def record(root: Path, candidate: str, klass: str, bar: str, *, file: bool) -> d
 
 def copy_record(rec: dict, dst: Path) -> dict:
     """A copy of a record in a new place, its worktree linked to the copy's repository."""
-    shutil.copytree(rec["root"], dst, symlinks=True)
-    wt = dst / "kernel_experiments" / "cumsum" / ".repo"
-    (admin,) = (dst / ".git" / "worktrees").iterdir()  # both links are absolute paths: point them at the copy
-    (wt / ".git").write_text(f"gitdir: {admin}\n")
-    (admin / "gitdir").write_text(f"{wt / '.git'}\n")
-    return {**rec, "root": dst, "wt": wt}
+    root, wt = copy_repo(rec["root"], dst, "cumsum")
+    return {**rec, "root": root, "wt": wt}
 
 
 @pytest.fixture(scope="module")

@@ -47,7 +47,7 @@ HELD = "had what it holds replaced in place"
 
 
 @pytest.mark.parametrize("candidate,where", [
-    ("bad_swaps_jit_in_its_closure.py", "jax.jit"),  # a closure cell's contents, on the first call
+    pytest.param("bad_swaps_jit_in_its_closure.py", "jax.jit", marks=pytest.mark.full),  # a closure cell, on the first call
     pytest.param("bad_reinits_a_property.py", "jaxlib._jax.ArrayImpl.dtype", marks=pytest.mark.full),  # at import
     pytest.param("bad_resets_a_partial.py", "jax._src.lax.lax._ones", marks=pytest.mark.full),  # __setstate__
 ])
@@ -179,7 +179,7 @@ def _measure(candidate, problem="rmsnorm", op_point=_RMSNORM):
 
 
 @pytest.mark.parametrize("candidate,how", [
-    ("bad_os_exit_at_import.py", "exit code 0"),  # os._exit(0): no exception, no exit hook
+    pytest.param("bad_os_exit_at_import.py", "exit code 0", marks=pytest.mark.full),  # os._exit(0): no exit hook
     ("bad_prints_a_pass_and_exits.py", "exit code 0"),  # a forged PASS document on stdout, then os._exit(0)
     pytest.param("bad_exits_zero_while_timed.py", "exit code 0", marks=pytest.mark.full),  # sys.exit(0) mid-run
     pytest.param("bad_kills_its_process.py", "killed by SIGKILL", marks=pytest.mark.full),  # from a host callback
@@ -756,6 +756,7 @@ def _running(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.full
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
 def test_a_leg_stopped_past_its_phase_budget_takes_the_daemon_it_started_with_it():
     import os

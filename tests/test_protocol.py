@@ -132,6 +132,7 @@ def test_set_override_mutates_the_shared_config_before_inputs(write_module):
     assert report.context["op_point"] == {"source": "--set", "values": {"n": 16, "scale": 2.0}, "overrides": {"n": 16}}
 
 
+@pytest.mark.full
 def test_candidate_with_its_own_config_copy_shrinks_too(write_module):
     ref = write_module(
         "reference.py",
@@ -157,6 +158,7 @@ def test_candidate_config_that_disagrees_is_an_integrity_failure(write_module):
     assert "integrity.config_consistent" in failed(report)
 
 
+@pytest.mark.full
 def test_candidate_that_monkeypatches_a_library_the_reference_uses(write_module):
     ref = write_module(
         "reference.py",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import home_repo, kgate, sh
+from conftest import copy_repo, home_repo, kgate, sh
 from kgate.errors import KgateError
 from kgate.record import slug as slugs
 
@@ -293,6 +293,18 @@ def example_repo(tmp_path):
     return root
 
 
+@pytest.fixture(scope="module")
+def stubbed_once(tmp_path_factory):
+    """`example_repo` with the default stub, made once per module: tests that only read it or
+    refuse a command work on a copy (`copy_repo`)."""
+    root = home_repo(tmp_path_factory.mktemp("stubbed") / "code", EXAMPLE / "reference.py")
+    assert kgate(root, "init").returncode == 0
+    proc = kgate(root, "family", "new", "rmsnorm", "--reference", "ops/reference.py", "--target", "ops/rmsnorm.py")
+    assert proc.returncode == 0, proc.stderr
+    _stub(root)
+    return root
+
+
 def _stub(repo, *extra):
     proc = kgate(repo, "stub", "rmsnorm", *STUB, "--diagnosis", "The reference reads each row twice.",
                  "--reading", "Pallas TPU pipelining", *extra)
@@ -422,9 +434,9 @@ def test_abandon_extension_and_pivot(example_repo):
         ("detached", ["cand1", "--what", "x", "--why", "kept"], "detached HEAD"),
     ],
 )
-def test_bad_candidates_change_nothing(example_repo, tmp_path, setup, args, message):
-    repo = example_repo
-    wt, page = _stub(repo)
+def test_bad_candidates_change_nothing(stubbed_once, tmp_path, setup, args, message):
+    repo, wt = copy_repo(stubbed_once, tmp_path / "code", "rmsnorm")
+    (page,) = (wt / "kernel_experiments" / "rmsnorm").glob("*-v001-rmsnorm.md")
     if setup != "clean":
         (wt / "ops" / "rmsnorm.py").write_text("def workload(x, w):\n    return x\n")
     if setup == "outside":
