@@ -21,9 +21,10 @@ import random
 import types
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from kgate.errors import KgateError, describe
 
@@ -196,6 +197,8 @@ def _assign(obj: Any, path: Path_, value: Any) -> None:
 def _host(value: Any) -> np.ndarray:
     """A host copy: a torch tensor detached, on the CPU, bfloat16 widened to float32 (numpy
     has no bfloat16 of its own; the widening is exact)."""
+    import numpy as np  # on first use: the CLI loads this module without needing numpy
+
     detach = getattr(value, "detach", None)
     if callable(detach) and not isinstance(value, np.ndarray):
         value = detach().cpu()
@@ -208,6 +211,8 @@ def _host(value: Any) -> np.ndarray:
 def weights_sha256(arrays: Mapping[Path_, Any]) -> str:
     """The weights' names, shapes, dtypes and bytes: two processes built the same instance
     exactly when these agree."""
+    import numpy as np  # on first use: the CLI loads this module without needing numpy
+
     h = hashlib.sha256()
     for path in sorted(arrays, key=dotted):
         host = _host(arrays[path])
@@ -298,6 +303,8 @@ def randomize(instance: Any, seed: int) -> list[str]:
     vector): outputs keep a unit scale through a matmul whichever way the weight is laid out.
     Each new array is made by the old one's own array library (`__array_namespace__`).
     Returns the names replaced; integer arrays (indices, counts) keep their values."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     replaced: list[str] = []
     arrays = named_arrays(instance)
@@ -328,6 +335,8 @@ def _is_floating(value: Any) -> bool:
 
 
 def _same(a: Any, b: Any) -> bool:
+    import numpy as np
+
     try:
         x, y = _host(a), _host(b)
         return x.shape == y.shape and bool(np.array_equal(x.astype(np.float64), y.astype(np.float64), equal_nan=True))
@@ -346,6 +355,8 @@ def seeded(seed: int = 0) -> Iterator[None]:
     torch before building a model), then put back: a reference whose __init__ draws from them
     builds the same weights in every process. An unseeded `np.random.default_rng()` gets the
     next of a fixed sequence of seeds."""
+    import numpy as np
+
     state, np_state = random.getstate(), np.random.get_state()
     make_rng = np.random.default_rng
     drawn = iter(range(seed, seed + 1_000_000))
