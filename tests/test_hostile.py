@@ -43,6 +43,14 @@ def test_rebinding_kgate_gates_at_import_changes_no_verdict():
     assert "parity.error" in failed(report)  # graded in a process that never imported the candidate
 
 
+@pytest.mark.full
+def test_bytecode_of_kgate_written_in_place_at_import_changes_no_verdict_and_is_an_anomaly():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_rewrites_kgate_in_place.py", klass="xla-rewrite")
+    assert report.status == "ANOMALY"
+    assert "kgate.gates.parity.computes had its code changed in place" in _integrity_text(report)
+    assert report.gates["parity"].status == "PASS"  # its values are right, graded where it never ran
+
+
 HELD = "had what it holds replaced in place"
 
 

@@ -101,6 +101,48 @@ def test_a_patch_made_inside_what_a_watched_callable_holds_is_named_and_put_back
         del sys.modules[lib.__name__]
 
 
+def _write_in_place(fn) -> None:
+    """Turn the first comparison of `fn` around in the bytecode the interpreter runs (through
+    ctypes): the function, its code object and `co_code` stay as they were."""
+    import ctypes
+    import dis
+
+    code = fn.__code__
+    live = code._co_code_adaptive
+    at = ctypes.string_at(id(code), sys.getsizeof(code)).find(live)
+    i = next(i for i in range(0, len(live), 2) if dis._deoptop(live[i]) == dis.opmap["COMPARE_OP"])
+    assert at > 0
+    ctypes.memmove(id(code) + at + i + 1, bytes([live[i + 1] ^ 1]), 1)  # `<` <-> `<=`
+
+
+@pytest.mark.skipif(not hasattr(types.CodeType, "_co_code_adaptive"), reason="the interpreter runs co_code itself")
+def test_bytecode_written_in_place_where_the_interpreter_runs_it_is_found_and_specializing_is_not():
+    """From 3.11 the interpreter runs an adaptive copy of a function's bytecode that `co_code`
+    does not show and that it rewrites itself as it specializes: a byte written into it through
+    ctypes changes what the function does. The content diff (the end of a leg) and a problem
+    module's diff read it; the interpreter's own rewriting is never a change."""
+    from kgate.problem.snapshot import snapshot_module
+
+    lib = _module("libfake_in_place")
+    exec("def below(x, y):\n    return x < y\ndef busy(x):\n    return x * 2 + 1\n", vars(lib))
+    sys.modules[lib.__name__] = lib
+    try:
+        snap = snapshot_surface(["libfake_in_place"])
+        module = snapshot_module(lib)
+        for _ in range(100):  # specialized as it runs
+            lib.busy(3), lib.busy(2.5)
+        assert snap.diff(content=True) == [] and module.diff(lib) == []
+        assert lib.below(2, 2) is False
+        _write_in_place(lib.below)
+        assert lib.below(2, 2) is True and lib.below.__code__.co_code == compile(
+            "def below(x, y):\n    return x < y\n", "<s>", "exec").co_consts[0].co_code  # co_code shows nothing
+        assert snap.diff() == []  # identities only, after every call: the end's content diff reads the bytes
+        assert snap.diff(content=True) == snap._walked_diff(True) == ["libfake_in_place.below had its code changed in place"]
+        assert module.diff(lib) == ["libfake_in_place.below had its code or defaults replaced"]
+    finally:
+        del sys.modules["libfake_in_place"]
+
+
 def test_a_librarys_state_changing_is_not_a_patch_but_its_functions_are():
     mod = _module("libfake_state")
     try:

@@ -9,6 +9,7 @@ against. Taking a snapshot before the import and diffing after names each change
 from __future__ import annotations
 
 import copy
+import dis
 import functools
 import hashlib
 import itertools
@@ -56,12 +57,54 @@ def _code_digest(fn: Any) -> tuple[str, str, str] | None:
 
 
 def _code_content(code: Any) -> str | None:
-    """A digest of a code object's bytecode and constants."""
+    """A digest of a code object's bytecode (as written and as the interpreter runs it) and constants."""
     if code is None:
         return None
     h = hashlib.sha256(code.co_code)
+    h.update(_executed(code))
     h.update(repr(code.co_consts).encode())
     return h.hexdigest()[:16]
+
+
+def _content_once(contents: dict[int, str | None], code: Any) -> str | None:
+    """`_code_content`, once per code object in `contents` (many bindings share one code)."""
+    key = id(code)
+    if key not in contents:
+        contents[key] = _code_content(code)
+    return contents[key]
+
+
+def _deopt_table() -> bytes | None:
+    try:
+        return bytes(dis._deoptop(op) for op in range(256))  # type: ignore[attr-defined]
+    except Exception:  # an interpreter without specialization (before 3.11)
+        return None
+
+
+_DEOPT = _deopt_table()
+_NOT_A_CACHE = bytes([0] + [255] * 255)  # opcode 0 is CACHE: an inline cache entry, rewritten as the code runs
+
+
+def _executed(code: Any) -> bytes:
+    """The bytecode the interpreter runs, as comparable from one read to the next: from 3.11 it
+    runs its own adaptive copy, which `co_code` does not show (a byte written into it through
+    ctypes changes what the function does and leaves `co_code` as it was). Specialized
+    instructions are read as the instructions they specialize and the inline caches, which the
+    interpreter rewrites as it runs, as zeros; the opcodes and arguments must be the ones
+    written. Empty where the interpreter keeps no such copy."""
+    adaptive = getattr(code, "_co_code_adaptive", None)
+    if _DEOPT is None or not isinstance(adaptive, bytes):
+        return b""
+    written = code.co_code
+    if adaptive == written:  # never specialized (most code never runs): what it runs is what was written
+        return written
+    if len(adaptive) != len(written):
+        return b"\xff" + adaptive  # never equal to what a read of unchanged code gives
+    live = bytearray(adaptive)
+    live[0::2] = adaptive[0::2].translate(_DEOPT)
+    kept = bytearray(len(written))
+    kept[0::2] = kept[1::2] = written[0::2].translate(_NOT_A_CACHE)
+    return (int.from_bytes(live, "little") & int.from_bytes(kept, "little")).to_bytes(len(written), "little")
 
 
 def _held(value: Any) -> tuple[Any, tuple[Any, ...]] | None:
@@ -334,6 +377,7 @@ class SurfaceSnapshot:
             self._watched.append(list(self._bindings()))  # a list: candidate code walking gc.get_objects() may hold it as it grows, which a tuple cannot survive
         changes: list[str] = []
         walk = False
+        contents: dict[int, str | None] = {}  # id of a code object -> its content, read once per diff (kept alive: see _code_identity)
         for key, namespace, attr, value, fn, func, code, defaults, simple, reprs, held in self._watched[0]:
             now = namespace.get(attr, _MISSING)
             if now is not value:
@@ -349,7 +393,7 @@ class SurfaceSnapshot:
             elif held is not None and _held_changed(held):
                 changes.append(f"{key} had what it holds replaced in place (a closure cell, a partial's arguments "
                                "or a property's accessors)")
-            elif content and _code_content(code) != self.digests[key]:
+            elif content and _content_once(contents, code) != self.digests[key]:
                 changes.append(f"{key} had its code changed in place")
         changes += self._submodules_changed()
         for prefix, namespace, names, is_class in self.namespaces:
