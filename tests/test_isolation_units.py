@@ -101,18 +101,26 @@ def test_a_patch_made_inside_what_a_watched_callable_holds_is_named_and_put_back
         del sys.modules[lib.__name__]
 
 
-def _write_in_place(fn) -> None:
-    """Turn the first comparison of `fn` around in the bytecode the interpreter runs (through
-    ctypes): the function, its code object and `co_code` stay as they were."""
-    import ctypes
+def _compare_arg(code) -> tuple[int, int]:
+    """Where the first comparison of `code` is, and its argument (which names the comparison)."""
     import dis
 
-    code = fn.__code__
     live = code._co_code_adaptive
-    at = ctypes.string_at(id(code), sys.getsizeof(code)).find(live)
     i = next(i for i in range(0, len(live), 2) if dis._deoptop(live[i]) == dis.opmap["COMPARE_OP"])
+    return i, live[i + 1]
+
+
+def _write_in_place(fn) -> None:
+    """Make the first comparison of `fn` a `<=`, in the bytecode the interpreter runs (through
+    ctypes): the function, its code object and `co_code` stay as they were."""
+    import ctypes
+
+    code = fn.__code__
+    at = ctypes.string_at(id(code), sys.getsizeof(code)).find(code._co_code_adaptive)
     assert at > 0
-    ctypes.memmove(id(code) + at + i + 1, bytes([live[i + 1] ^ 1]), 1)  # `<` <-> `<=`
+    i, _ = _compare_arg(code)
+    _, at_most = _compare_arg(compile("x <= y", "<s>", "eval"))  # the argument `<=` has on this interpreter
+    ctypes.memmove(id(code) + at + i + 1, bytes([at_most]), 1)
 
 
 @pytest.mark.skipif(not hasattr(types.CodeType, "_co_code_adaptive"), reason="the interpreter runs co_code itself")

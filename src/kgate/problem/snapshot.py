@@ -74,14 +74,28 @@ def _content_once(contents: dict[int, str | None], code: Any) -> str | None:
     return contents[key]
 
 
-def _deopt_table() -> bytes | None:
+def _opcode_tables() -> tuple[bytes | None, bytes]:
+    """Per opcode as the interpreter may have rewritten it: the instruction it stands for
+    (specializations and, from 3.12, the instrumented forms sys.monitoring puts in, back to
+    their base), and 0 where the one it stands for is kept outside the bytecode (an
+    instrumented line or instruction, an executor of the tier-2 optimizer), 255 elsewhere."""
+    hidden = bytearray(b"\xff" * 256)
     try:
-        return bytes(dis._deoptop(op) for op in range(256))  # type: ignore[attr-defined]
+        deopt = bytearray(dis._deoptop(op) for op in range(256))  # type: ignore[attr-defined]
     except Exception:  # an interpreter without specialization (before 3.11)
-        return None
+        return None, bytes(hidden)
+    names = getattr(dis, "_all_opname", dis.opname)
+    opmap = getattr(dis, "_all_opmap", dis.opmap)
+    for op, name in enumerate(names[:256]):
+        base = opmap.get(name.removeprefix("INSTRUMENTED_")) if name.startswith("INSTRUMENTED_") else None
+        if base is not None:
+            deopt[op] = dis._deoptop(base)  # type: ignore[attr-defined]
+        elif name.startswith("INSTRUMENTED_") or name == "ENTER_EXECUTOR":
+            hidden[op] = 0
+    return bytes(deopt), bytes(hidden)
 
 
-_DEOPT = _deopt_table()
+_DEOPT, _SHOWN = _opcode_tables()
 _NOT_A_CACHE = bytes([0] + [255] * 255)  # opcode 0 is CACHE: an inline cache entry, rewritten as the code runs
 
 
@@ -91,7 +105,9 @@ def _executed(code: Any) -> bytes:
     ctypes changes what the function does and leaves `co_code` as it was). Specialized
     instructions are read as the instructions they specialize and the inline caches, which the
     interpreter rewrites as it runs, as zeros; the opcodes and arguments must be the ones
-    written. Empty where the interpreter keeps no such copy."""
+    written, except where the instruction is kept outside the bytecode (an instrumented line
+    under sys.monitoring, from 3.12), read as written. Empty where the interpreter keeps no
+    such copy."""
     adaptive = getattr(code, "_co_code_adaptive", None)
     if _DEOPT is None or not isinstance(adaptive, bytes):
         return b""
@@ -102,9 +118,13 @@ def _executed(code: Any) -> bytes:
         return b"\xff" + adaptive  # never equal to what a read of unchanged code gives
     live = bytearray(adaptive)
     live[0::2] = adaptive[0::2].translate(_DEOPT)
-    kept = bytearray(len(written))
+    kept, shown = bytearray(len(written)), bytearray(len(written))
     kept[0::2] = kept[1::2] = written[0::2].translate(_NOT_A_CACHE)
-    return (int.from_bytes(live, "little") & int.from_bytes(kept, "little")).to_bytes(len(written), "little")
+    shown[0::2] = shown[1::2] = adaptive[0::2].translate(_SHOWN)
+    keep, show = int.from_bytes(kept, "little"), int.from_bytes(shown, "little")
+    hide = keep & ~show & ((1 << 8 * len(written)) - 1)  # the instruction is kept elsewhere: read as written
+    read = (int.from_bytes(live, "little") & keep & show) | (int.from_bytes(written, "little") & hide)
+    return read.to_bytes(len(written), "little")
 
 
 def _held(value: Any) -> tuple[Any, tuple[Any, ...]] | None:
