@@ -151,6 +151,42 @@ def test_bytecode_written_in_place_where_the_interpreter_runs_it_is_found_and_sp
         del sys.modules["libfake_in_place"]
 
 
+@pytest.mark.skipif(not hasattr(types.CodeType, "_co_code_adaptive"), reason="the interpreter runs co_code itself")
+def test_a_specialization_of_another_operation_or_a_write_into_a_nested_code_object_is_found():
+    """Two writes the bytecode's base instructions alone would not show: a specialized opcode
+    that does another operation whatever its argument says (`x - y` run as `BINARY_OP_ADD_INT`),
+    and a byte written into the code of a generator expression inside a watched function."""
+    import ctypes
+    import dis
+
+    lib = _module("libfake_nested")
+    exec("def sub(x, y):\n    return x - y\ndef anyone(xs):\n    return any(x == 1 for x in xs)\n", vars(lib))
+    sys.modules[lib.__name__] = lib
+    try:
+        for _ in range(100):  # `x - y` on ints: BINARY_OP_SUBTRACT_INT
+            lib.sub(5, 3)
+        snap = snapshot_surface(["libfake_nested"])
+        assert snap.diff(content=True) == []
+        code = lib.sub.__code__
+        live = code._co_code_adaptive
+        at = ctypes.string_at(id(code), sys.getsizeof(code)).find(live)
+        i = next(i for i in range(0, len(live), 2) if code.co_code[i] and dis._deoptop(live[i]) == dis.opmap["BINARY_OP"])
+        ctypes.memmove(id(code) + at + i, bytes([dis._all_opmap["BINARY_OP_ADD_INT"]]), 1)
+        assert lib.sub(5, 3) == 8
+        assert snap.diff(content=True) == ["libfake_nested.sub had its code changed in place"]
+
+        inner = next(c for c in lib.anyone.__code__.co_consts if isinstance(c, types.CodeType))
+        assert lib.anyone([2, 3]) is False
+        i, _ = _compare_arg(inner)
+        _, differs = _compare_arg(compile("x != y", "<s>", "eval"))
+        ctypes.memmove(id(inner) + ctypes.string_at(id(inner), sys.getsizeof(inner)).find(inner._co_code_adaptive) + i + 1,
+                       bytes([differs]), 1)
+        assert lib.anyone([2, 3]) is True
+        assert "libfake_nested.anyone had its code changed in place" in snap.diff(content=True)
+    finally:
+        del sys.modules["libfake_nested"]
+
+
 def test_a_librarys_state_changing_is_not_a_patch_but_its_functions_are():
     mod = _module("libfake_state")
     try:

@@ -63,6 +63,9 @@ def _code_content(code: Any) -> str | None:
     h = hashlib.sha256(code.co_code)
     h.update(_executed(code))
     h.update(repr(code.co_consts).encode())
+    for const in code.co_consts:  # a comprehension's, a generator's, an inner function's or a lambda's code
+        if isinstance(const, types.CodeType):
+            h.update(str(_code_content(const)).encode())
     return h.hexdigest()[:16]
 
 
@@ -74,28 +77,40 @@ def _content_once(contents: dict[int, str | None], code: Any) -> str | None:
     return contents[key]
 
 
-def _opcode_tables() -> tuple[bytes | None, bytes]:
+def _opcode_tables() -> tuple[bytes | None, bytes, bytes, dict[int, frozenset[int]]]:
     """Per opcode as the interpreter may have rewritten it: the instruction it stands for
     (specializations and, from 3.12, the instrumented forms sys.monitoring puts in, back to
-    their base), and 0 where the one it stands for is kept outside the bytecode (an
-    instrumented line or instruction, an executor of the tier-2 optimizer), 255 elsewhere."""
-    hidden = bytearray(b"\xff" * 256)
+    their base); whether its opcode byte, and its argument byte, say what runs (0 where the
+    instruction is kept outside the bytecode: an instrumented line or instruction keeps its
+    opcode elsewhere and its argument here, an executor of the tier-2 optimizer both); and,
+    for the specializations of a binary operation that do one operation whatever the argument
+    (`BINARY_OP_ADD_INT`), the arguments they may stand for."""
+    shown_op, shown_arg = bytearray(b"\xff" * 256), bytearray(b"\xff" * 256)
     try:
         deopt = bytearray(dis._deoptop(op) for op in range(256))  # type: ignore[attr-defined]
     except Exception:  # an interpreter without specialization (before 3.11)
-        return None, bytes(hidden)
+        return None, bytes(shown_op), bytes(shown_arg), {}
     names = getattr(dis, "_all_opname", dis.opname)
     opmap = getattr(dis, "_all_opmap", dis.opmap)
+    operations = [name for name, _ in getattr(dis, "_nb_ops", ())]  # NB_ADD, NB_INPLACE_ADD, ... by argument
+    fixed: dict[int, frozenset[int]] = {}
     for op, name in enumerate(names[:256]):
         base = opmap.get(name.removeprefix("INSTRUMENTED_")) if name.startswith("INSTRUMENTED_") else None
         if base is not None:
             deopt[op] = dis._deoptop(base)  # type: ignore[attr-defined]
-        elif name.startswith("INSTRUMENTED_") or name == "ENTER_EXECUTOR":
-            hidden[op] = 0
-    return bytes(deopt), bytes(hidden)
+        elif name == "ENTER_EXECUTOR":
+            shown_op[op] = shown_arg[op] = 0
+        elif name.startswith("INSTRUMENTED_"):
+            shown_op[op] = 0
+        if name.startswith("BINARY_OP_") and names[deopt[op]] == "BINARY_OP":
+            words = name.removeprefix("BINARY_OP_").split("_")
+            does = {arg for arg, nb in enumerate(operations) if nb.removeprefix("NB_").removeprefix("INPLACE_") in words}
+            if does:
+                fixed[op] = frozenset(does)
+    return bytes(deopt), bytes(shown_op), bytes(shown_arg), fixed
 
 
-_DEOPT, _SHOWN = _opcode_tables()
+_DEOPT, _SHOWN_OP, _SHOWN_ARG, _FIXED_OPERATION = _opcode_tables()
 _NOT_A_CACHE = bytes([0] + [255] * 255)  # opcode 0 is CACHE: an inline cache entry, rewritten as the code runs
 
 
@@ -106,8 +121,9 @@ def _executed(code: Any) -> bytes:
     instructions are read as the instructions they specialize and the inline caches, which the
     interpreter rewrites as it runs, as zeros; the opcodes and arguments must be the ones
     written, except where the instruction is kept outside the bytecode (an instrumented line
-    under sys.monitoring, from 3.12), read as written. Empty where the interpreter keeps no
-    such copy."""
+    under sys.monitoring, from 3.12), read as written; a specialization that does one operation
+    whatever its argument must stand for the argument there. Empty where the interpreter keeps
+    no such copy."""
     adaptive = getattr(code, "_co_code_adaptive", None)
     if _DEOPT is None or not isinstance(adaptive, bytes):
         return b""
@@ -116,11 +132,18 @@ def _executed(code: Any) -> bytes:
         return written
     if len(adaptive) != len(written):
         return b"\xff" + adaptive  # never equal to what a read of unchanged code gives
+    ops = adaptive[0::2]
+    for op, may in _FIXED_OPERATION.items():  # a specialization that does another operation than its argument says
+        at = ops.find(op)
+        while at >= 0:
+            if adaptive[2 * at + 1] not in may and written[2 * at] != 0:
+                return b"\xfe" + adaptive  # never equal to what a read of unchanged code gives
+            at = ops.find(op, at + 1)
     live = bytearray(adaptive)
-    live[0::2] = adaptive[0::2].translate(_DEOPT)
+    live[0::2] = ops.translate(_DEOPT)
     kept, shown = bytearray(len(written)), bytearray(len(written))
     kept[0::2] = kept[1::2] = written[0::2].translate(_NOT_A_CACHE)
-    shown[0::2] = shown[1::2] = adaptive[0::2].translate(_SHOWN)
+    shown[0::2], shown[1::2] = ops.translate(_SHOWN_OP), ops.translate(_SHOWN_ARG)
     keep, show = int.from_bytes(kept, "little"), int.from_bytes(shown, "little")
     hide = keep & ~show & ((1 << 8 * len(written)) - 1)  # the instruction is kept elsewhere: read as written
     read = (int.from_bytes(live, "little") & keep & show) | (int.from_bytes(written, "little") & hide)
