@@ -44,10 +44,14 @@ def test_rebinding_kgate_gates_at_import_changes_no_verdict():
 
 
 @pytest.mark.full
-def test_bytecode_of_kgate_written_in_place_at_import_changes_no_verdict_and_is_an_anomaly():
-    report = gate("rmsnorm/reference.py", "rmsnorm/bad_rewrites_kgate_in_place.py", klass="xla-rewrite")
+@pytest.mark.parametrize("candidate,where", [
+    ("bad_rewrites_kgate_in_place.py", "computes"),  # a comparison of the function's own
+    ("bad_rewrites_kgate_nested_in_place.py", "passes"),  # one in the generator expression inside it
+])
+def test_bytecode_of_kgate_written_in_place_at_import_changes_no_verdict_and_is_an_anomaly(candidate, where):
+    report = gate("rmsnorm/reference.py", f"rmsnorm/{candidate}", klass="xla-rewrite")
     assert report.status == "ANOMALY"
-    assert "kgate.gates.parity.computes had its code changed in place" in _integrity_text(report)
+    assert f"kgate.gates.parity.{where} had its code changed in place" in _integrity_text(report)
     assert report.gates["parity"].status == "PASS"  # its values are right, graded where it never ran
 
 
