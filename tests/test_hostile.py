@@ -259,6 +259,15 @@ def test_wrapping_kgates_timed_call_is_seen_by_the_process_watch():
 
 
 @pytest.mark.full
+def test_bytecode_written_in_place_in_the_process_that_times_both_legs_is_an_anomaly():
+    """`measure` holds the reference and the candidate in one process: the watch's end reads the
+    bytecode the interpreter runs there too."""
+    report = _measure("bad_rewrites_kgate_nested_in_place.py")
+    assert report["status"] == "ANOMALY"
+    assert "kgate.gates.parity.passes had its code changed in place" in _check(report, "process_untouched")["detail"]
+
+
+@pytest.mark.full
 @pytest.mark.parametrize("candidate", [
     "bad_slows_reference_compile.py",  # rebinds the compiler's function on its trace; it puts itself back
     "bad_slows_reference_compile_from_its_trace.py",  # a collector callback installs it inside the reference's trace
