@@ -150,8 +150,10 @@ class Watch:
         return [f"the array library's setting {k} changed from {self.settings.get(k)!r} to {now.get(k)!r}"
                 for k in sorted(set(now) | set(self.settings)) if now.get(k) is not self.settings.get(k)]
 
-    def check(self, when: str, depth: str = "public") -> None:
-        found = self.snapshots[depth].diff(content=depth == "deep")
+    def check(self, when: str, depth: str = "public", content: bool | None = None) -> None:
+        """What changed since the snapshots, at `depth`; `content` (at the end, `deep`, by default)
+        also reads the bytes of every code object again (`SurfaceSnapshot.diff`)."""
+        found = self.snapshots[depth].diff(content=depth == "deep" if content is None else content)
         if depth == "deep":  # the end: code objects hashed again, for bytes written into one in place
             found += self.snapshots["public"].diff(content=True)
         now = _interpreter_state()
