@@ -101,26 +101,29 @@ def test_a_patch_made_inside_what_a_watched_callable_holds_is_named_and_put_back
         del sys.modules[lib.__name__]
 
 
-def _compare_arg(code) -> tuple[int, int]:
-    """Where the first comparison of `code` is, and its argument (which names the comparison)."""
+def _first(code, base: str) -> tuple[int, int]:
+    """Where the first `base` instruction (or a specialization of it) of `code` is, and its argument."""
     import dis
 
     live = code._co_code_adaptive
-    i = next(i for i in range(0, len(live), 2) if dis._deoptop(live[i]) == dis.opmap["COMPARE_OP"])
+    i = next(i for i in range(0, len(live), 2) if code.co_code[i] and dis._deoptop(live[i]) == dis.opmap[base])
     return i, live[i + 1]
 
 
-def _write_in_place(fn) -> None:
-    """Make the first comparison of `fn` a `<=`, in the bytecode the interpreter runs (through
-    ctypes): the function, its code object and `co_code` stay as they were."""
+def _write_byte(code, offset: int, value: int) -> None:
+    """Write one byte into the bytecode the interpreter runs for `code` (through ctypes): the
+    function, its code object and `co_code` stay as they were."""
     import ctypes
 
-    code = fn.__code__
     at = ctypes.string_at(id(code), sys.getsizeof(code)).find(code._co_code_adaptive)
     assert at > 0
-    i, _ = _compare_arg(code)
-    _, at_most = _compare_arg(compile("x <= y", "<s>", "eval"))  # the argument `<=` has on this interpreter
-    ctypes.memmove(id(code) + at + i + 1, bytes([at_most]), 1)
+    ctypes.memmove(id(code) + at + offset, bytes([value]), 1)
+
+
+def _compare_as(code, source: str) -> None:
+    """Make the first comparison of `code` the one `source` (`x <= y`) has on this interpreter."""
+    i, _ = _first(code, "COMPARE_OP")
+    _write_byte(code, i + 1, _first(compile(source, "<s>", "eval"), "COMPARE_OP")[1])
 
 
 @pytest.mark.skipif(not hasattr(types.CodeType, "_co_code_adaptive"), reason="the interpreter runs co_code itself")
@@ -141,7 +144,7 @@ def test_bytecode_written_in_place_where_the_interpreter_runs_it_is_found_and_sp
             lib.busy(3), lib.busy(2.5)
         assert snap.diff(content=True) == [] and module.diff(lib) == []
         assert lib.below(2, 2) is False
-        _write_in_place(lib.below)
+        _compare_as(lib.below.__code__, "x <= y")
         assert lib.below(2, 2) is True and lib.below.__code__.co_code == compile(
             "def below(x, y):\n    return x < y\n", "<s>", "exec").co_consts[0].co_code  # co_code shows nothing
         assert snap.diff() == []  # identities only, after every call: the end's content diff reads the bytes
@@ -156,7 +159,6 @@ def test_a_specialization_of_another_operation_or_a_write_into_a_nested_code_obj
     """Two writes the bytecode's base instructions alone would not show: a specialized opcode
     that does another operation whatever its argument says (`x - y` run as `BINARY_OP_ADD_INT`),
     and a byte written into the code of a generator expression inside a watched function."""
-    import ctypes
     import dis
 
     lib = _module("libfake_nested")
@@ -167,20 +169,14 @@ def test_a_specialization_of_another_operation_or_a_write_into_a_nested_code_obj
             lib.sub(5, 3)
         snap = snapshot_surface(["libfake_nested"])
         assert snap.diff(content=True) == []
-        code = lib.sub.__code__
-        live = code._co_code_adaptive
-        at = ctypes.string_at(id(code), sys.getsizeof(code)).find(live)
-        i = next(i for i in range(0, len(live), 2) if code.co_code[i] and dis._deoptop(live[i]) == dis.opmap["BINARY_OP"])
-        ctypes.memmove(id(code) + at + i, bytes([dis._all_opmap["BINARY_OP_ADD_INT"]]), 1)
+        i, _ = _first(lib.sub.__code__, "BINARY_OP")
+        _write_byte(lib.sub.__code__, i, dis._all_opmap["BINARY_OP_ADD_INT"])
         assert lib.sub(5, 3) == 8
         assert snap.diff(content=True) == ["libfake_nested.sub had its code changed in place"]
 
         inner = next(c for c in lib.anyone.__code__.co_consts if isinstance(c, types.CodeType))
         assert lib.anyone([2, 3]) is False
-        i, _ = _compare_arg(inner)
-        _, differs = _compare_arg(compile("x != y", "<s>", "eval"))
-        ctypes.memmove(id(inner) + ctypes.string_at(id(inner), sys.getsizeof(inner)).find(inner._co_code_adaptive) + i + 1,
-                       bytes([differs]), 1)
+        _compare_as(inner, "x != y")
         assert lib.anyone([2, 3]) is True
         assert "libfake_nested.anyone had its code changed in place" in snap.diff(content=True)
     finally:

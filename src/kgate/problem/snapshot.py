@@ -476,6 +476,7 @@ class SurfaceSnapshot:
     def _walked_diff(self, content: bool) -> list[str]:
         now = _surface(self.modules, self.owned_prefix)[0]
         changes = []
+        contents: dict[int, str | None] = {}
         for key, (ident, code, func) in self.entries.items():
             if key not in now:
                 changes.append(f"{key} was deleted")
@@ -483,7 +484,7 @@ class SurfaceSnapshot:
                 changes.append(f"{key} was rebound")
             elif now[key][1] != code or now[key][2] != func:
                 changes.append(f"{key} had its code or defaults replaced")
-            elif content and _code_content(self.originals[key][4]) != self.digests[key]:
+            elif content and _content_once(contents, self.originals[key][4]) != self.digests[key]:
                 changes.append(f"{key} had its code changed in place")
         for key in now.keys() - self.entries.keys():
             if key.startswith(self.owned_prefix + "."):
