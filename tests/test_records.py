@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import copy_repo, home_repo, kgate, sh
+from conftest import EXAMPLES, copy_repo, home_repo, kgate, sh
 from kgate.errors import KgateError
 from kgate.record import slug as slugs
 
@@ -842,6 +842,44 @@ def test_the_graded_dtype_is_shown_by_the_inputs_or_by_what_the_run_asked_for():
                        ({}, "records no inputs' dtypes and gave no --dtype")]:
         with pytest.raises(KgateError, match=says):
             summary(**data).check_dtype("bfloat16")
+
+
+def test_a_native_dtype_family_stands_only_for_runs_that_asked_for_no_dtype():
+    """A family whose reference makes its own dtype (the Model protocol) grades NATIVE: a run that
+    asked for none stands, one that asked for any --dtype does not; --family gives no --dtype."""
+    from kgate.errors import KgateError
+    from kgate.record.summary import ReportSummary
+    from kgate.record.terms import Terms, resolve
+    from kgate.record.workspace import NATIVE
+
+    def summary(**data):
+        return ReportSummary.from_json({"command": "gate", "status": "PASS", "gates": {}, **data}, Path("r.json"), "")
+
+    summary(input_dtypes=["float32"]).check_dtype(NATIVE)
+    with pytest.raises(KgateError, match="asked for --dtype float32; the family grades the dtype its reference makes"):
+        summary(input_dtypes=["float32"], dtype="float32").check_dtype(NATIVE)
+    terms = Terms("softmax", Path("ops/reference.py"), Path("ops/softmax.py"), {}, NATIVE, "floor:5", None, None, None)
+    assert resolve(terms, dtype=None)["dtype"] is None
+    with pytest.raises(KgateError, match="contradicts the family softmax registered dtype: the one its reference makes"):
+        resolve(terms, dtype="bfloat16")
+
+
+def test_a_model_protocol_family_grades_its_own_dtype_and_pins_only_its_shape_globals(tmp_path):
+    """`family new` on a KernelBench-format module: the graded dtype is the one get_inputs makes
+    (no --dtype can be given to it), and --set keys must be sizes the module assigns."""
+    root = home_repo(tmp_path / "code", EXAMPLES / "model_torch" / "softmax_reference.py")
+    assert kgate(root, "init").returncode == 0
+    before = sh(root, "git", "branch", "--list")
+    for extra, says in [(("--set", "dims=512"), "does not assign at its top level (its shape globals: batch_size, dim)"),
+                        (("--dtype", "float32"), "makes its inputs in its own dtype")]:
+        proc = kgate(root, "family", "new", "softmax", "--reference", "ops/reference.py", "--target", "ops/softmax.py", *extra)
+        assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+        assert not (root / "kernel_experiments" / "softmax").exists() and sh(root, "git", "branch", "--list") == before
+    proc = kgate(root, "family", "new", "softmax", "--reference", "ops/reference.py", "--target", "ops/softmax.py",
+                 "--set", "batch_size=64")
+    assert proc.returncode == 0, proc.stderr
+    binding = tomllib.loads((root / "kernel_experiments" / "softmax" / "family.toml").read_text())["family"]
+    assert binding["graded_dtype"] == "native" and binding["op_point"] == {"batch_size": 64}
 
 
 def test_the_commands_that_act_say_what_they_made_as_one_json_document(tmp_path):

@@ -228,3 +228,48 @@ def test_a_kernelbench_level_runs_as_a_suite(tmp_path):
     assert "kernel_reaches_output" in rows["run2/19_softmax.py"]["reason"]
     summary = json.loads(done.stdout)["summary"]
     assert summary["fast_p"]["1"] == 0.0
+
+
+@pytest.mark.full
+def test_a_torch_problem_is_recorded_from_stub_to_verdict(tmp_path):
+    """The experiment record on a KernelBench-format torch problem, as on a JAX one: a family (its
+    graded dtype the one get_inputs makes), a stub, a candidate gated under the family's terms and
+    committed, then `verdict --verify`, which runs `verify --mode full` at filing time; lint clean."""
+    import shutil
+    import tomllib
+
+    from conftest import home_repo, kgate
+
+    root = home_repo(tmp_path / "code", EXAMPLES / SOFTMAX)
+
+    def ok(*args):
+        proc = kgate(root, *args)
+        assert proc.returncode == 0, (args, proc.stdout[-2000:], proc.stderr[-2000:])
+        return proc
+
+    ok("init")
+    ok("family", "new", "softmax", "--reference", "ops/reference.py", "--target", "ops/softmax.py",
+       "--set", "batch_size=64", "--set", "dim=512")
+    ok("stub", "softmax", "--class", "rewrite", "--bar", "speedup > 1.0x", "--diagnosis", "torch's softmax, one op",
+       "--reading", "torch.softmax", "--hypothesis", "Written out, the softmax is as fast.",
+       "--mechanism", "exp of the shifted rows over their sum", "--predicted", "p50 as fast as torch's at the op-point",
+       "--criterion", "the speedup interval lies below 0.9x", "--plan", "cand1: written out - predict 1.0x")
+    ok("ledger", "softmax", "--loaded", "torch.softmax")
+    work = root / "kernel_experiments" / "softmax" / ".repo" / "ops"
+    shutil.copy(EXAMPLES / "model_torch" / "softmax_rewrite.py", work / "softmax.py")
+    receipt = tmp_path / "cand1.json"
+    done = subprocess.run([sys.executable, "-m", "kgate", "gate", "--family", "softmax", "-o", str(receipt)], cwd=work,
+                          capture_output=True, text=True)
+    assert done.returncode in (0, 1), done.stdout[-2000:]
+    assert json.loads(receipt.read_text())["dtype"] is None  # no --dtype: the family grades the reference's own
+    ok("cand", "softmax", "cand1", "--receipt", str(receipt), "--why", "kept: the only candidate")
+    filed = kgate(root, "verdict", "softmax", "v001", "--verify", "--budget", "2", "--lock-dir", str(tmp_path), "--json")
+    assert filed.returncode in (0, 1), filed.stderr[-3000:]
+    verdict = json.loads(filed.stdout)
+    assert verdict["verdict"] in ("supported", "refuted", "inconclusive"), verdict
+    binding = tomllib.loads((root / "kernel_experiments" / "softmax" / "family.toml").read_text())["family"]
+    assert binding["graded_dtype"] == "native"
+    row = (root / "kernel_experiments" / "softmax" / "RESULTS.tsv").read_text().splitlines()[1].split("\t")
+    assert row[0] == "v001" and row[9] == verdict["verdict"]
+    lint = json.loads(kgate(root, "lint", "softmax", "--json").stdout)
+    assert lint["status"] in ("CLEAN", "ADVISORY"), lint["findings"]

@@ -189,6 +189,51 @@ def static_config(source: str) -> dict[str, Any] | None:
     return found
 
 
+def _top_level(source: str) -> list[ast.stmt] | None:
+    try:
+        return ast.parse(source).body
+    except SyntaxError:
+        return None
+
+
+def static_is_model(source: str) -> bool:
+    """Whether the module, read without running it, follows the Model protocol: a top-level
+    `class Model` (or `ModelNew`) and no literal CONFIG dict (`kgate.problem.model.is_model_module`)."""
+    body = _top_level(source) or []
+    has_class = any(isinstance(n, ast.ClassDef) and n.name in ("Model", "ModelNew") for n in body)
+    return has_class and static_config(source) is None
+
+
+def static_takes_dtype(source: str) -> bool | None:
+    """Whether the module's inputs can be made in a dtype kgate asks for, read without running
+    it: True when its top-level `create_inputs` has a `dtype` parameter (or **kwargs); False
+    when it has none, or the module follows the Model protocol (`get_inputs()` makes its own);
+    None when it cannot be told (no such function defined at the top level)."""
+    body = _top_level(source)
+    if body is None:
+        return None
+    for node in body:
+        if isinstance(node, ast.FunctionDef) and node.name == "create_inputs":
+            args = node.args
+            names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+            return "dtype" in names or args.kwarg is not None
+    return False if static_is_model(source) else None
+
+
+def static_shape_globals(source: str) -> set[str] | None:
+    """A Model-protocol module's possible shape globals, read without running it: the public names
+    its top level assigns (the values are checked when the module runs). None for a module that
+    does not follow the Model protocol, or cannot be parsed."""
+    if not static_is_model(source):
+        return None
+    names: set[str] = set()
+    for node in _top_level(source) or []:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        for target in targets:
+            names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return {n for n in names if not n.startswith("_") and n not in ("CONFIG", "TINY")}
+
+
 def config_keys_read(source: str) -> set[str] | None:
     """The names the module's code mentions outside its CONFIG literal's keys (a string, as in
     `CONFIG["mode"]`, or a name, as in `def f(mode)` fed by `**CONFIG`): a CONFIG key among them

@@ -15,7 +15,7 @@ from kgate.errors import KgateError
 from kgate.jsonio import write_atomic
 from kgate.problem.module import file_sha256
 from kgate.record import git, slug as slugs, tomlfile
-from kgate.record.workspace import Workspace, check_graded_dtype
+from kgate.record.workspace import NATIVE, Workspace, check_graded_dtype
 
 RESULTS_COLUMNS = (
     "exp_id", "date", "p50_ms", "speedup", "tflops", "roofline_util", "parity", "class", "activity", "status", "description",
@@ -44,6 +44,11 @@ class Family:
     @property
     def worktree(self) -> Path:
         return self.folder / ".repo"
+
+    @property
+    def run_dtype(self) -> str | None:
+        """The --dtype each check of the family runs with: None where the reference makes its own."""
+        return None if self.graded_dtype == NATIVE else self.graded_dtype
 
     def records_rel(self, home_repo: Path) -> Path:
         """The family folder relative to the home repo: where its pages sit in the worktree."""
@@ -108,11 +113,10 @@ def new(
             "pass the folder candidates are written in (default: the target's folder).",
         )
     spec = ParitySpec.parse(parity or ws.parity).describe()
-    dtype = graded_dtype or ws.graded_dtype
-    check_graded_dtype(dtype)
     if not git.has_commits(repo):
         raise KgateError(f"the home repo {repo} has no commits.", "commit something first: worktrees need a base.")
     _check_pinnable(repo, ref_abs, dict(op_point or {}), say)
+    dtype = _graded_dtype(repo, ref_abs, graded_dtype, ws.graded_dtype)
     branch = integration_branch or f"kernel/{slug}"
     fam = Family(
         slug, folder, ref_abs.relative_to(repo), file_sha256(ref_abs), tgt_abs.relative_to(repo), spec, dtype, branch,
@@ -147,7 +151,7 @@ def new(
 def _check_pinnable(repo: Path, reference: Path, op_point: dict[str, Any], say: Callable[[str], None]) -> None:
     """The family pins the reference as committed (the worktree holds the commit, not the
     working copy) and an op-point of keys the reference's CONFIG has."""
-    from kgate.problem.oppoint import static_config, validate_overrides
+    from kgate.problem.oppoint import static_config, static_shape_globals, validate_overrides
 
     rel = reference.relative_to(repo).as_posix()
     if git.run(repo, "ls-files", "--error-unmatch", "--", rel).returncode != 0:
@@ -158,12 +162,42 @@ def _check_pinnable(repo: Path, reference: Path, op_point: dict[str, Any], say: 
                          f"commit (or revert) the changes to {rel}, then run family new again.")
     if not op_point:
         return
-    config = static_config(reference.read_text())
+    source = reference.read_text()
+    config = static_config(source)
+    shapes = static_shape_globals(source)
+    if config is None and shapes is not None:  # the Model protocol: its op-point is its top-level sizes
+        unknown = sorted(set(op_point) - shapes)
+        if unknown:
+            listed = ", ".join(sorted(shapes)) or "none"
+            raise KgateError(f"--set sets {', '.join(map(repr, unknown))}, which {rel} (the Model protocol) does not "
+                             f"assign at its top level (its shape globals: {listed}).",
+                             "use one of the shape globals listed.")
+        say(f"note: {rel} follows the Model protocol: the --set values are checked against its shape globals' "
+            "types when the reference first runs")
+        return
     if config is None:
-        say(f"note: {rel} has no literal CONFIG dict (a computed one, or the Model protocol's shape globals): "
-            "the --set keys are checked when the reference first runs")
+        say(f"note: {rel} has no literal CONFIG dict (a computed one): the --set keys are checked when the "
+            "reference first runs")
         return
     validate_overrides(config, op_point, "--set")
+
+
+def _graded_dtype(repo: Path, reference: Path, given: str | None, default: str) -> str:
+    """The dtype the family grades in: as given (else the workspace's default) for a reference
+    whose inputs are made in the dtype asked for; NATIVE for one that makes its own (the Model
+    protocol's get_inputs, a create_inputs without a dtype parameter), where no --dtype can be given."""
+    from kgate.problem.oppoint import static_takes_dtype
+
+    if static_takes_dtype(reference.read_text()) is not False:
+        dtype = given or default
+        check_graded_dtype(dtype)
+        return dtype
+    if given is not None and given != NATIVE:
+        rel = reference.relative_to(repo).as_posix()
+        raise KgateError(f"--dtype {given} given, but {rel} makes its inputs in its own dtype (its get_inputs or "
+                         "create_inputs takes no dtype): no check of the family could run in another one.",
+                         f"drop --dtype: the family grades the dtype {rel} makes (recorded as {NATIVE!r}).")
+    return NATIVE
 
 
 def load(ws: Workspace, slug: str) -> Family:

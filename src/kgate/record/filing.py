@@ -180,7 +180,7 @@ def verify_and_file(ws: Any, slug: str, exp: str, *, budget_s: float = 20.0, loc
     with tempfile.TemporaryDirectory(prefix="kgate-verdict-") as tmp:
         request = VerifyRequest(
             reference=ex.worktree / ex.family.reference, candidate=ex.worktree / ex.family.target,
-            klass=str(page.front.get("intervention_class")), overrides=dict(ex.family.op_point), dtype=ex.family.graded_dtype,
+            klass=str(page.front.get("intervention_class")), overrides=dict(ex.family.op_point), dtype=ex.family.run_dtype,
             parity=str(page.front.get("parity")), bar=str(page.front.get("bar")), budget_s=budget_s, chip=ws.chip,
             lock_dir=lock_dir, mode="full", argv=("kgate", "verdict", slug, exp, "--verify"),
             artifacts=Path(tmp) / "artifacts", weights=ex.family.weights,

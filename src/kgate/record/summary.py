@@ -11,6 +11,7 @@ from typing import Any
 
 from kgate.errors import KgateError
 from kgate.problem.module import file_sha256
+from kgate.record.workspace import NATIVE
 
 
 def _num(value: Any) -> float | None:
@@ -117,7 +118,14 @@ class ReportSummary:
         inputs show the dtype. A run that made inputs and none floating (integers only: there is
         no dtype to run them in, and such a module often takes no --dtype) stands unless it asked
         for another dtype. A run that records no inputs (lower, fit) must have asked for the
-        graded one (--dtype, as --family does), or nothing shows it ran in it."""
+        graded one (--dtype, as --family does), or nothing shows it ran in it. Where the family
+        grades the dtype its reference makes (NATIVE), a run must have asked for none."""
+        if graded == NATIVE:
+            if self.dtype is not None:
+                raise KgateError(f"{self.path} asked for --dtype {self.dtype}; the family grades the dtype its reference "
+                                 "makes (it takes no dtype).",
+                                 "re-run it under the family's terms (--family SLUG), without --dtype.")
+            return
         other = [d for d in self.input_dtypes if d != graded]
         if other:
             raise KgateError(

@@ -14,7 +14,7 @@ from kgate.jsonio import as_json
 from kgate.record import experiment, nopeek
 from kgate.record.family import load as load_family
 from kgate.record.page import Page
-from kgate.record.workspace import Workspace
+from kgate.record.workspace import NATIVE, Workspace
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,13 @@ def resolve(terms: Terms, **given: Any) -> dict[str, Any]:
         "weights": (terms.weights, lambda a, b: parse_weights(str(a)) == parse_weights(str(b)), "--weights"),
     }
     out: dict[str, Any] = {"candidate": given.get("candidate") or terms.target}
+    if terms.dtype == NATIVE and "dtype" in given:  # the reference makes its own dtype: no --dtype can be given
+        if given["dtype"] is not None:
+            raise KgateError(f"--dtype {given['dtype']} contradicts the {where} registered dtype: the one its "
+                             "reference makes (it takes no dtype).",
+                             f"drop --dtype: --family {terms.slug} runs in the reference's own dtype.")
+        checks.pop("dtype")
+        out["dtype"] = None
     for name, (value, same, flag) in checks.items():
         if name not in given:
             continue

@@ -14,6 +14,9 @@ from kgate.record import git, tomlfile
 
 FILENAME = "kgate.toml"
 DTYPES = ("bfloat16", "float16", "float32", "float64")
+# A family's graded dtype where its reference makes its inputs in a dtype of its own (the Model
+# protocol's get_inputs, a create_inputs without a dtype parameter): no check of it takes --dtype.
+NATIVE = "native"
 
 
 def check_graded_dtype(dtype: str) -> None:
