@@ -91,6 +91,9 @@ KNOWN_BAD_TORCH = [
     # outputs never written, or not plain tensors
     (SOFTMAX, "softmax_bad_skips_last_column.py", "FAIL", {"parity.finite"}),
     (SOFTMAX, "softmax_bad_returns_subclass.py", "FAIL", {"parity.candidate_ran"}),
+    # class 1, allocator result reuse: a buffer never written, where the last answer was freed
+    (SOFTMAX, "softmax_bad_reuses_freed_output.py", "FAIL", {"parity.uninitialized_memory"}),
+    (SOFTMAX, "softmax_bad_reuses_uninitialized_new.py", "FAIL", {"parity.uninitialized_memory"}),
     # patching what kgate or the library uses, in the candidate's own process
     (SOFTMAX, "softmax_bad_patches_torch_softmax.py", "ANOMALY", {"integrity.process_untouched"}),
     (SOFTMAX, "softmax_bad_patches_tensor_method.py", "ANOMALY", {"integrity.process_untouched"}),
@@ -184,6 +187,20 @@ def test_a_torch_rewrite_is_verified_and_its_receipt_checks(tmp_path):
     assert program["status"] == "PASS"  # the reference's torch calls, recorded before the candidate was imported
     checked = _cli("verify-receipt", str(receipt), "--json")
     assert checked.returncode == 0, checked.stdout[-2000:]
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("candidate", ["softmax_bad_reuses_freed_output.py", "softmax_bad_reuses_uninitialized_new.py"])
+def test_an_output_left_to_the_allocator_while_timed_is_an_anomaly(candidate):
+    """Timed calls on the same input buffers, one process for both legs: an unwritten output
+    that lands on the last answer's freed block would look right and fast. The timed calls'
+    outputs are compared with the first one's (after NaN poisoning): an ANOMALY."""
+    done = _cli("measure", "-r", f"examples/{SOFTMAX}", "-c", f"examples/model_torch/{candidate}", "--budget", "2",
+                "--json")
+    report = json.loads(done.stdout)
+    assert done.returncode == 2 and report["status"] == "ANOMALY", done.stdout[-2000:]
+    checks = {c["name"]: c["status"] for c in report["gates"]["integrity"]["checks"]}
+    assert checks["outputs_stable"] == "FAIL", checks
 
 
 @pytest.mark.full

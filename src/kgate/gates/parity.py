@@ -90,7 +90,8 @@ class Probe:
 
 
 def _f64(a: np.ndarray) -> np.ndarray:
-    return np.asarray(a).astype(np.float64)
+    with np.errstate(invalid="ignore"):  # a signaling NaN (uninitialized memory) is a NaN here, graded as one
+        return np.asarray(a).astype(np.float64)
 
 
 def _eps(dtype: np.dtype) -> float:
