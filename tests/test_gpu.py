@@ -83,3 +83,35 @@ def test_work_left_on_a_side_stream_is_an_anomaly_on_a_gpu(candidate, escapes):
     assert check.status == ("FAIL" if escapes else "PASS"), check.detail
     assert (report.status == "ANOMALY") == escapes
     assert "CUDA event pair" in report.gates["timing"].details["method"]["clock"]
+
+
+@pytest.mark.accelerator
+def test_the_l2_flush_rewrites_a_device_buffer_larger_than_any_l2_before_each_timed_call():
+    if not _cuda():
+        pytest.skip("needs a CUDA GPU")
+    import torch
+
+    from kgate.backends import get_backend
+
+    before = torch.cuda.memory_allocated()
+    flush, said = get_backend("torch").cache_flusher()
+    held = torch.cuda.memory_allocated() - before
+    assert held >= 256 * 2**20 and "256 MiB device buffer" in said  # an H200's L2 is 50 MiB
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    flush()
+    end.record()
+    torch.cuda.synchronize()
+    assert start.elapsed_time(end) > 0.01  # 256 MiB read and written: tens of microseconds, not a no-op
+
+
+@pytest.mark.accelerator
+def test_a_pallas_kernel_is_a_custom_call_in_the_program_compiled_for_a_gpu_and_a_ghost_is_not():
+    jax = pytest.importorskip("jax")
+    if jax.devices()[0].platform != "gpu":
+        pytest.skip("needs JAX on a GPU")
+    report = gate("rmsnorm/reference.py", "rmsnorm/pallas.py")
+    assert report.status == "PASS", failed(report)
+    checks = {c.name: c.status for c in report.gates["firing"].checks}
+    assert checks["compiled_custom_call"] == "PASS", checks
+    assert "firing.compiled_custom_call" in failed(gate("rmsnorm/reference.py", "rmsnorm/bad_ghost.py"))
