@@ -288,5 +288,9 @@ def test_a_torch_problem_is_recorded_from_stub_to_verdict(tmp_path):
     assert binding["graded_dtype"] == "native"
     row = (root / "kernel_experiments" / "softmax" / "RESULTS.tsv").read_text().splitlines()[1].split("\t")
     assert row[0] == "v001" and row[9] == verdict["verdict"]
+    filed_receipt = root / "kernel_experiments" / "softmax" / ".repo" / "kernel_experiments" / "softmax" / "receipts"
+    sealed = json.loads((filed_receipt / "v001-verify.json").read_text())
+    assert sealed["mode"] == "full" and sealed["gates"]["capture"]["status"] == "PASS"  # torch's profiler, named by sha256
+    assert {f["path"] for f in sealed["gates"]["capture"]["files"]} == {"operators.txt", "perfetto_trace.json.gz"}
     lint = json.loads(kgate(root, "lint", "softmax", "--json").stdout)
     assert lint["status"] in ("CLEAN", "ADVISORY"), lint["findings"]
