@@ -30,6 +30,38 @@ def test_the_backend_is_chosen_from_what_the_reference_imports(tmp_path):
     assert detect(tmp_path / "missing.py") == "jax"
 
 
+def test_backend_forces_the_framework_and_refuses_one_kgate_lacks(tmp_path):
+    from kgate.backends import backend_for
+    from kgate.errors import KgateError
+
+    both = tmp_path / "both.py"
+    both.write_text("import jax\nimport torch\n")
+    assert backend_for(both) == backend_for(both, "auto") == "jax"
+    assert backend_for(both, "torch") == "torch" and backend_for(EXAMPLES / SOFTMAX, "jax") == "jax"
+    with pytest.raises(KgateError, match="--backend 'tpu' is not one kgate has"):
+        backend_for(both, "tpu")
+
+
+@pytest.mark.full
+def test_a_torch_problem_that_also_imports_jax_runs_on_torch_with_backend(tmp_path):
+    """A torch reference that imports jax too: auto takes it for JAX (and it fails there);
+    --backend torch runs it on torch. jax's own import (a garbage-collector callback) is not the
+    candidate's doing; the receipt records the backend, and verify-receipt regenerates with it."""
+    reference = tmp_path / "reference.py"
+    reference.write_text("import jax  # noqa: F401\n" + (EXAMPLES / SOFTMAX).read_text())
+    candidate = EXAMPLES / "model_torch" / "softmax_rewrite.py"
+    auto = _cli("gate", "-r", str(reference), "-c", str(candidate), "--class", "rewrite", "--json")
+    assert auto.returncode == 2 and "not a valid JAX type" in auto.stdout
+    receipt = tmp_path / "r.json"
+    done = _cli("verify", "-r", str(reference), "-c", str(candidate), "--class", "rewrite", "--backend", "torch",
+                "--budget", "2", "-o", str(receipt), "--json")
+    assert done.returncode in (0, 1), done.stdout[-3000:]
+    assert json.loads(done.stdout)["device"]["versions"]["torch"].startswith("2.")
+    assert json.loads(receipt.read_text())["backend"] == "torch"
+    checked = _cli("verify-receipt", str(receipt), "--json")
+    assert checked.returncode == 0, checked.stdout[-2000:]
+
+
 @pytest.mark.parametrize("reference, candidate, klass", [
     (SOFTMAX, "model_torch/softmax_triton.py", "kernel-authored"),  # `make test` gates this one; the rest are `full`
     pytest.param(SOFTMAX, "model_torch/softmax_rewrite.py", "xla-rewrite", marks=pytest.mark.full),

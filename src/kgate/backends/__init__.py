@@ -12,7 +12,8 @@ from kgate.backends.base import Ablation, DeviceInfo, HostTree, KernelSite, Prog
 if TYPE_CHECKING:
     from kgate.backends.jax_backend import JaxBackend
 
-__all__ = ["Ablation", "BACKENDS", "DeviceInfo", "HostTree", "KernelSite", "ProgramFacts", "detect", "get_backend"]
+__all__ = ["Ablation", "BACKENDS", "DeviceInfo", "HostTree", "KernelSite", "ProgramFacts", "backend_for", "detect", "get_backend",
+           "import_frameworks"]
 
 BACKENDS: tuple[str, ...] = ("jax", "torch")
 _INSTANCES: dict[str, object] = {}
@@ -63,6 +64,22 @@ def frameworks(path: str | Path) -> set[str]:
     return {_FRAMEWORKS[name] for name in source_imports(path) if name in _FRAMEWORKS}
 
 
+def import_frameworks(*modules: str | Path | None) -> None:
+    """Import, here and now, every framework the problem's modules name in their imports (jax,
+    torch, triton), before a leg's watch takes its snapshot: a framework's own import registers
+    hooks (jax adds a garbage-collector callback) that must not read as candidate code's doing
+    where the backend is another framework's. One that is not installed is left to the module's
+    own import to report."""
+    import importlib
+
+    named = {name for path in modules if path for name in source_imports(path) if name in _FRAMEWORKS}
+    for name in sorted(named):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
 def require_jax(reference: str | Path, what: str) -> None:
     """Refuse a problem of another framework for what only JAX programs have (`what`)."""
     backend = detect(reference)
@@ -71,6 +88,18 @@ def require_jax(reference: str | Path, what: str) -> None:
 
         raise KgateError(f"{Path(reference).name} is a {backend} problem, and {what}.",
                          f"use kgate gate, parity, measure and verify on {backend} problems.")
+
+
+def backend_for(reference: str | Path, forced: str | None = None) -> str:
+    """The backend a problem runs on: `forced` (`--backend`) where given, else the one its
+    reference's imports call for (`detect`)."""
+    if forced is None or forced == "auto":
+        return detect(reference)
+    if forced not in BACKENDS:
+        from kgate.errors import KgateError
+
+        raise KgateError(f"--backend {forced!r} is not one kgate has.", f"use auto or one of: {', '.join(BACKENDS)}.")
+    return forced
 
 
 def detect(reference: str | Path) -> str:

@@ -15,6 +15,8 @@ from kgate.cli.common import (
     finite,
     at_tiny,
     AdvisoriesOkOpt,
+    BackendOpt,
+    checked_backend,
     FamilyCandidateOpt,
     FamilyOpt,
     FamilyReferenceOpt,
@@ -76,6 +78,7 @@ def gate(
     chip_kind: ChipKindOpt = None,
     kwargs: KwargOpt = None,
     weights: WeightsOpt = None,
+    backend: BackendOpt = "auto",
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -101,7 +104,7 @@ def gate(
         return run_gate(problem_request(
             got["reference"], got["candidate"], entry, got["klass"], run_set, seed, got["dtype"],
             got["parity"], expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share, reference_entry,
-            phase_budget, lower_for, got["chip_kind"], kwargs, got["weights"], registered,
+            phase_budget, lower_for, got["chip_kind"], kwargs, got["weights"], registered, backend,
         ))
 
     run_report(as_json, output, produce, advisories_ok)
@@ -317,6 +320,7 @@ def parity(
     parity_spec: OptionalParityOpt = None,
     kwargs: KwargOpt = None,
     weights: WeightsOpt = None,
+    backend: BackendOpt = "auto",
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -337,7 +341,8 @@ def parity(
                        dtype=dtype, parity=parity_spec)
         return run_parity(problem_request(got["reference"], got["candidate"], entry, "kernel-authored", got["overrides"],
                                           seed, got["dtype"], got["parity"], reference_entry=reference_entry,
-                                          phase_budget=phase_budget, kwargs=kwargs, weights=got["weights"]))
+                                          phase_budget=phase_budget, kwargs=kwargs, weights=got["weights"],
+                                          backend=backend))
 
     run_report(as_json, output, produce, advisories_ok)
 
@@ -473,6 +478,7 @@ def measure(
     time_interpreted: TimeInterpretedOpt = False,
     kwargs: KwargOpt = None,
     weights: WeightsOpt = None,
+    backend: BackendOpt = "auto",
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -529,6 +535,7 @@ def measure(
             time_interpreted=time_interpreted,
             kwargs=parse_kwargs(kwargs or []),
             weights=parse_weights(got["weights"]),
+            backend=checked_backend(backend),
         )
 
     run_report(as_json, output, produce, advisories_ok)
@@ -547,6 +554,7 @@ def calibrate(
     sessions: SessionsOpt = 3,
     time_interpreted: TimeInterpretedOpt = False,
     weights: WeightsOpt = None,
+    backend: BackendOpt = "auto",
     advisories_ok: AdvisoriesOkOpt = False,
     as_json: JsonOpt = False,
     output: OutOpt = None,
@@ -575,6 +583,7 @@ def calibrate(
             sessions=sessions,
             time_interpreted=time_interpreted,
             weights=parse_weights(weights or "shared"),
+            backend=checked_backend(backend),
         ),
         progress=progress_callback(as_json),
     ), advisories_ok)
@@ -600,6 +609,7 @@ def verify(
     time_interpreted: TimeInterpretedOpt = False,
     kwargs: KwargOpt = None,
     weights: WeightsOpt = None,
+    backend: BackendOpt = "auto",
     expect_hlo: ExpectHloOpt = None,
     forbid_hlo: ForbidHloOpt = None,
     kernel_calls: KernelCallsOpt = None,
@@ -702,6 +712,7 @@ def verify(
             time_interpreted=time_interpreted,
             kwargs=parse_kwargs(kwargs or []),
             weights=parse_weights(got["weights"]),
+            backend=checked_backend(backend),
         )
         try:
             if spinner is not None:

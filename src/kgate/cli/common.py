@@ -129,6 +129,13 @@ WeightsOpt = Annotated[
                  "floating weight replaced by seeded random values of its shape: for modules whose shipped weights "
                  "make the output constant); the candidate is given the same ones. Default shared, or the family's."),
 ]
+BackendOpt = Annotated[
+    str,
+    typer.Option("--backend", metavar="auto|jax|torch",
+                 help="The framework the problem runs with: auto (from what the reference module imports: torch or "
+                 "triton and not jax means torch), or jax or torch to force it (a module that imports both, or its "
+                 "framework only through a helper)."),
+]
 SeedOpt = Annotated[Optional[list[int]], typer.Option("--seed", help="Probe seed (repeatable). Default: 42 and 43.")]
 DtypeOpt = Annotated[
     Optional[str], typer.Option("--dtype", help="Graded dtype passed to create_inputs(dtype=...), e.g. bfloat16.")
@@ -423,6 +430,7 @@ def problem_request(
     kwargs: list[str] | None = None,
     weights: str = "shared",
     registered: dict[str, Any] | None = None,
+    backend: str = "auto",
 ):  # -> CheckRequest
     from kgate.gates.parity import ParitySpec
     from kgate.problem.model import parse_weights
@@ -444,7 +452,19 @@ def problem_request(
         firing_spec=firing_spec(expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share, lower_for, chip_kind),
         kwargs=parse_kwargs(kwargs or []),
         weights=parse_weights(weights),
+        backend=checked_backend(backend),
     )
+
+
+def checked_backend(backend: str) -> str | None:
+    """`--backend` as a request holds it: None for auto; a name kgate does not have is refused."""
+    from kgate.backends import BACKENDS
+
+    if backend == "auto":
+        return None
+    if backend not in BACKENDS:
+        raise KgateError(f"--backend {backend!r} is not one kgate has.", f"use auto or one of: {', '.join(BACKENDS)}.")
+    return backend
 
 
 def firing_spec(

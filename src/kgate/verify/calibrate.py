@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from kgate import clock as kclock
-from kgate.backends import detect, get_backend
+from kgate.backends import backend_for, get_backend
 from kgate.gates import stats
 from kgate.gates.bar import Bar
 from kgate.gates.common import Check, GateResult
@@ -49,6 +49,7 @@ class CalibrateRequest:
     order_seed: int | None = None
     time_interpreted: bool = False  # time a reference that runs a kernel in an interpreter; default: skip
     weights: str = "shared"  # a Model reference's weights: shared | random:SEED (`--weights`)
+    backend: str | None = None  # `--backend`: the framework to run the problem with; None: from its imports
 
 
 def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], None] | None = None) -> Report:
@@ -63,7 +64,7 @@ def run_calibrate(request: CalibrateRequest, progress: Callable[[int, float], No
 def _calibrate(request: CalibrateRequest, progress: Callable[[int, float], None] | None) -> Report:
     started = time.perf_counter()
     clock = kclock.perf_counter_ns
-    backend = get_backend(detect(request.reference))
+    backend = get_backend(backend_for(request.reference, request.backend))
     beat("phase importing the reference and its copy")
     with load_pair(request.reference, request.reference, overrides=request.overrides, entry=request.reference_entry,
                    reference_entry=request.reference_entry, weights=request.weights) as pair:

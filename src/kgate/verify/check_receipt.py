@@ -76,6 +76,7 @@ def _regenerated_inputs(receipt: dict[str, Any]) -> dict[str, str]:
         "seeds": receipt["seeds"],
         "dtype": receipt.get("dtype"),
         "overrides": receipt.get("overrides", {}),
+        **({"backend": receipt["backend"]} if receipt.get("backend") else {}),  # as the run had it (`--backend`)
     }
     with tempfile.TemporaryDirectory(prefix="kgate-receipt-") as scratch:
         result = spawn.run("inputs", payload, Path(scratch))

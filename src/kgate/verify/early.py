@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kgate.backends import ProgramFacts, wire
+from kgate.backends import ProgramFacts, backend_for, wire
 from kgate.backends.base import floating_dtypes, write_new
 from kgate.problem.module import kwargs_to_wire
 from kgate.problem.model import weights_mismatch
@@ -65,6 +65,7 @@ class CheckRequest:
     firing_spec: FiringSpec = FiringSpec()
     kwargs: Mapping[str, Any] = field(default_factory=dict)  # the candidate's entry bound with these (--kwarg)
     weights: str = "shared"  # a Model reference's weights: shared | random:SEED (`--weights`)
+    backend: str | None = None  # `--backend`: the framework to run the problem with; None: from its imports
 
     def __post_init__(self) -> None:
         firing.parse_classes(self.klass)
@@ -97,6 +98,7 @@ def run_probe_legs(
         "registered": dict(request.registered),
         "kwargs": kwargs_to_wire(request.kwargs),
         "weights": request.weights,
+        "backend": backend_for(request.reference, request.backend),
         "use_tiny": use_tiny,
         "dtype": request.dtype,
     }
@@ -400,7 +402,7 @@ def run_shape_leg(kind: str, request: CheckRequest, extra: Mapping[str, Any]) ->
             "entry": request.entry, "reference_entry": request.reference_entry, "overrides": dict(request.overrides),
             "registered": dict(request.registered),
             "kwargs": kwargs_to_wire(request.kwargs), "weights": request.weights, "dtype": request.dtype,
-            "lower_for": request.firing_spec.lower_for,
+            "backend": backend_for(request.reference, request.backend), "lower_for": request.firing_spec.lower_for,
             "chip_kind": request.firing_spec.chip_kind, **extra,
         }, Path(folder), beats=True, phase_budget_s=request.phase_budget_s)
     if result.get("status") == "ERROR":

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kgate.backends import import_frameworks
 from kgate.errors import KgateError
 from kgate.problem.module import file_sha256, load_requested_pair
 
@@ -66,6 +67,7 @@ def _measure(req: dict[str, Any]) -> dict[str, Any]:
         time_interpreted=req.get("time_interpreted", False),
         kwargs=kwargs_from_wire(req.get("kwargs")),
         weights=req.get("weights", "shared"),
+        backend=req.get("backend"),
         deadline=req.get("deadline"),
         **{key: req[key] for key in MEASURE_TUNING if key in req},  # `kgate measure`'s own knobs; verify's defaults
     )
@@ -152,6 +154,7 @@ def _lower(req: dict[str, Any]) -> dict[str, Any]:
 
     beat("phase importing the candidate")
     backend = _lowering_backend(req)
+    import_frameworks(req["reference"], req["candidate"])
     watch = Watch(backend)
     with load_requested_pair(req, use_tiny=req["use_tiny"]) as pair:
         watch.check("at import")
@@ -202,6 +205,7 @@ def _fit(req: dict[str, Any]) -> dict[str, Any]:
 
     beat("phase importing the candidate")
     backend = _lowering_backend(req)
+    import_frameworks(req["reference"], req["candidate"])
     watch = Watch(backend)
     with load_requested_pair(req) as pair:
         watch.check("at import")

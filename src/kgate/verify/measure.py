@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from kgate import clock as kclock
-from kgate.backends import HostTree, detect, get_backend
+from kgate.backends import HostTree, backend_for, get_backend, import_frameworks
 from kgate.backends.base import ProgramPrint, floating_dtypes
 from kgate.errors import KgateError, describe
 from kgate.gates import integrity as integrity_gate, roofline, stats
@@ -68,6 +68,7 @@ class MeasureRequest:
     time_interpreted: bool = False  # time a kernel that runs in an interpreter (capped, labelled); default: skip
     kwargs: Mapping[str, Any] = field(default_factory=dict)  # the candidate's entry bound with these (--kwarg)
     weights: str = "shared"  # a Model reference's weights: shared | random:SEED (`--weights`)
+    backend: str | None = None  # `--backend`: the framework to run the problem with; None: from its imports
     # when the whole run's --budget ends (time.monotonic(): the machine's clock, the same in every process), every
     # phase before the timing included; None: the budget counts the timing alone
     deadline: float | None = None
@@ -395,7 +396,8 @@ def _ordering_check(ordered: Mapping[str, Any] | None, bar: Bar | None) -> Check
 
 def run_measure(request: MeasureRequest, progress: Callable[[int, float], None] | None = None) -> Report:
     """Co-measure reference and candidate; integrity + timing (+ bar) in one report."""
-    backend = get_backend(detect(request.reference))
+    backend = get_backend(backend_for(request.reference, request.backend))
+    import_frameworks(request.reference, request.candidate)  # a framework's own import is not the candidate's doing
     backend.warm_up()  # the framework's own threads exist before the census below
     watch = Watch(backend)  # before any candidate code exists in this process
     try:

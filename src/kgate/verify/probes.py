@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from kgate.backends import get_backend, wire
+from kgate.backends import get_backend, import_frameworks, wire
 from kgate.backends.base import refuse_if_too_big, write_new
 from kgate.errors import KgateError, describe
 from kgate.gates import parity
@@ -415,6 +415,7 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
     beat("phase importing the candidate")
     backend = get_backend(req.get("backend", "jax"))
     folder = Path(req["workdir"])
+    import_frameworks(req["reference"], req["candidate"])
     watch = Watch(backend)
     with load_requested_pair(req, use_tiny=req["use_tiny"]) as pair:
         watch.check("at import")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kgate import __version__
+from kgate.backends import backend_for
 from kgate.errors import KgateError
 from kgate.gates import coverage
 from kgate.gates.bar import parse_bar
@@ -69,6 +70,7 @@ class VerifyRequest:
     time_interpreted: bool = False  # time a kernel that runs in an interpreter (capped, labelled); default: skip
     kwargs: Mapping[str, Any] = field(default_factory=dict)  # the candidate's entry bound with these (--kwarg)
     weights: str = "shared"  # a Model reference's weights: shared | random:SEED (`--weights`)
+    backend: str | None = None  # `--backend`: the framework to run the problem with; None: from its imports
     # start the measure leg's process while the checks run (see _start_ahead); None: where the
     # machine has cores to spare beside the two checks legs
     start_ahead: bool | None = None
@@ -213,6 +215,7 @@ def _checks(request: VerifyRequest, say: Callable[[str], None], workdir: Path) -
         firing_spec=request.firing,
         kwargs=request.kwargs,
         weights=request.weights,
+        backend=request.backend,
     )
     path = chip_lock.lock_path(request.chip, request.lock_dir)
     with chip_lock.hold(path, say=say, what="kgate verify checks legs"):
@@ -267,6 +270,7 @@ def run_verify(request: VerifyRequest, say: Callable[[str], None] = lambda _: No
         "overrides": dict(request.overrides),
         "kwargs": kwargs_to_wire(request.kwargs),
         "weights": request.weights,
+        "backend": backend_for(request.reference, request.backend),
     }
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kgate-verify-") as scratch:
@@ -594,6 +598,7 @@ def _receipt_body(
                           **({"kwargs": dict(request.kwargs)} if request.kwargs else {}), **_model(checks_leg, "candidate")},
         },
         "class": request.klass,
+        "backend": backend_for(request.reference, request.backend),
         "dtype": request.dtype,
         "overrides": dict(request.overrides),
         "op_point": data.get("op_point", {}),
