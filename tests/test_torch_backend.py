@@ -42,6 +42,29 @@ def test_backend_forces_the_framework_and_refuses_one_kgate_lacks(tmp_path):
         backend_for(both, "tpu")
 
 
+def test_settings_a_candidate_changed_are_each_put_back_and_unchanged_ones_are_not_touched():
+    """A leg restores torch's process-wide settings as they were before candidate code ran: every
+    one it watches (the backends' flags too), each on its own, and only where it changed (setting
+    determinism imports torch's compiler stack: seconds a leg would spend for nothing)."""
+    import subprocess
+
+    code = """
+import sys, torch
+from kgate.backends import get_backend
+b = get_backend("torch")
+before = b.settings()
+b.restore_settings(before)
+assert "torch._inductor" not in sys.modules, "an unchanged setting was set"
+torch.set_float32_matmul_precision("medium"); torch.set_num_threads(1); torch.set_grad_enabled(False)
+torch.backends.cudnn.benchmark = not torch.backends.cudnn.benchmark
+m = torch.backends.cuda.matmul; m.allow_bf16_reduced_precision_reduction = not m.allow_bf16_reduced_precision_reduction
+b.restore_settings(before)
+assert b.settings() == before, (b.settings(), before)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 @pytest.mark.full
 def test_a_torch_problem_that_also_imports_jax_runs_on_torch_with_backend(tmp_path):
     """A torch reference that imports jax too: auto takes it for JAX (and it fails there);

@@ -599,15 +599,29 @@ class TorchBackend:
         # compared by identity (kgate.verify.watch): each text the very object it was
         return {k: sys.intern(v) if isinstance(v, str) else v for k, v in found.items()}
 
-    @staticmethod
-    def restore_settings(before: dict[str, Any]) -> None:
-        with contextlib.suppress(Exception):
-            torch.set_default_dtype(getattr(torch, before["default_dtype"].split(".")[-1]))
-            torch.set_float32_matmul_precision(before["float32_matmul_precision"])
-            torch.use_deterministic_algorithms(before["deterministic_algorithms"])
-            torch.set_num_threads(int(before["num_threads"]))
-            torch.set_grad_enabled(before["grad_enabled"])
-            os.environ["TRITON_INTERPRET"] = before["TRITON_INTERPRET"]
+    @classmethod
+    def restore_settings(cls, before: dict[str, Any]) -> None:
+        """Each setting that differs from `before` set back, one by one (one that cannot be set
+        does not keep the others from it). Only what changed is touched: setting determinism
+        imports torch's compiler stack (2 s), which an unchanged setting never needs."""
+        now = cls.settings()
+        setters: dict[str, Callable[[Any], None]] = {
+            "default_dtype": lambda v: torch.set_default_dtype(getattr(torch, v.split(".")[-1])),
+            "float32_matmul_precision": torch.set_float32_matmul_precision,
+            "deterministic_algorithms": torch.use_deterministic_algorithms,
+            "num_threads": lambda v: torch.set_num_threads(int(v)),
+            "grad_enabled": torch.set_grad_enabled,
+            "TRITON_INTERPRET": lambda v: os.environ.__setitem__("TRITON_INTERPRET", v),
+            "cudnn.allow_tf32": lambda v: setattr(torch.backends.cudnn, "allow_tf32", v),
+            "cudnn.deterministic": lambda v: setattr(torch.backends.cudnn, "deterministic", v),
+            "cudnn.benchmark": lambda v: setattr(torch.backends.cudnn, "benchmark", v),
+        }
+        for name in ("allow_tf32", "allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
+            setters[f"cuda.matmul.{name}"] = lambda v, name=name: setattr(torch.backends.cuda.matmul, name, v)
+        for key, value in before.items():
+            if key in setters and value is not None and now.get(key) != value:
+                with contextlib.suppress(Exception):
+                    setters[key](value)
 
     @staticmethod
     def watched_modules(depth: str = "public") -> list[str]:
