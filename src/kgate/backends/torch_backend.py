@@ -324,10 +324,28 @@ def is_static(x: Any) -> bool:
     return not isinstance(x, torch.Tensor) and not isinstance(x, (list, tuple, dict))
 
 
+# Modules torch imports only when first needed, which every reference and measure leg needs:
+# sizing a problem's inputs on the meta device imports torch's symbolic shapes, and with them
+# sympy (0.7 s alone, seconds in a leg beside others). Imported by the fork server once (and by
+# a fresh leg from their bytecode while it is trusted), not by each leg.
+LAZY_MODULES = ("torch.fx.experimental.symbolic_shapes", "torch._refs", "torch._prims_common")
+
+
+def load_lazy_modules() -> None:
+    """Import `LAZY_MODULES` now; one that cannot be imported here is left to torch to report
+    where it is needed."""
+    import importlib
+
+    for name in LAZY_MODULES:
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+
+
 class TorchBackend:
     """Runs PyTorch workloads; on the CPU, Triton kernels run under the Triton interpreter."""
 
     name = "torch"
+    load_lazy_modules = staticmethod(load_lazy_modules)
 
     # Why the lowering gate does not run here (kgate.verify.probes): said in the report.
     lowering_unavailable = ("kgate does not yet compile Triton kernels for a device from shapes; on a GPU the kernels "
