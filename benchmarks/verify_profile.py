@@ -32,6 +32,8 @@ RUNS = [
     ("rmsnorm xla_rewrite (compiled, timed)", "rmsnorm/reference.py", "rmsnorm/xla_rewrite.py", "xla-rewrite"),
     ("cumsum xla_rewrite (compiled, timed)", "cumsum/reference.py", "cumsum/xla_rewrite.py", "xla-rewrite"),
     ("rmsnorm pallas (interpreted, not timed)", "rmsnorm/reference.py", "rmsnorm/pallas.py", "kernel-authored"),
+    ("torch softmax rewrite (eager torch, timed)", "model_torch/softmax_reference.py", "model_torch/softmax_rewrite.py",
+     "rewrite"),
 ]
 
 GROUPS = (  # the first words of a phase name -> what it does
