@@ -258,10 +258,11 @@ def main(argv: list[str]) -> int:
     kind, request_path = argv[1], argv[2]
     from kgate.verify.spawn import HELD, HELD_ENV, beat
 
-    if os.environ.pop(HELD_ENV, ""):  # started ahead: load the library, then wait for the request
-        from kgate.backends.jax_backend import load_lazy_modules  # imports jax; opens no device
+    held = os.environ.pop(HELD_ENV, "")
+    if held:  # started ahead: load the problem's library (the parent named it), then wait for the request
+        import importlib
 
-        load_lazy_modules()
+        importlib.import_module(f"kgate.backends.{'torch' if held == 'torch' else 'jax'}_backend").load_lazy_modules()
         beat("phase " + HELD)
         line = sys.stdin.buffer.readline()  # its request, one line, from the parent alone
         if not line.strip():

@@ -174,7 +174,8 @@ def _start_ahead(request: VerifyRequest, workdir: Path) -> spawn.LegProcess:
     """The measure leg's process, started while the checks run: its interpreter and array library
     load meanwhile, and it waits, running nothing of the problem's, until it is handed its
     request (or discarded when the run stops before timing). It opens no device until then."""
-    return spawn.start("measure", None, workdir / "measure", env=_leg_env(request), beats=True, held=True)
+    return spawn.start("measure", None, workdir / "measure", env=_leg_env(request), beats=True, held=True,
+                       held_backend=backend_for(request.reference, request.backend))
 
 
 SPARE_CORES = 4  # the two checks legs keep about two cores busy; a third process needs more to gain

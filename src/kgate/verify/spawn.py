@@ -322,11 +322,13 @@ def start(
     data: bool = False,
     own_session: bool = False,
     held: bool = False,
+    held_backend: str = "jax",
 ) -> LegProcess:
     """Start one leg; `waits`: it blocks until `go()`; `beats`: the parent timestamps its beat
     lines and answers round requests with ticks (see the module's docstring); `data`: it sends bytes on a pipe (KGATE_DATA_FD) that only this process reads, so
     they never touch the disk. `held` (payload None): started ahead, it loads the array library
-    and waits, running nothing of the problem's, until `release(payload)`."""
+    (`held_backend`'s: the problem's, named by the caller) and waits, running nothing of the
+    problem's, until `release(payload)`."""
     workdir.mkdir(parents=True, exist_ok=True)
     result_path = workdir / f"{kind}-result.json"
     stderr_path = workdir / f"{kind}-stderr.txt"
@@ -335,8 +337,10 @@ def start(
     # never in a file: a candidate's process running beside it could read a file, or plant one first.
     line = b""
     if held:  # its request comes on stdin at release()
-        waits, env = True, {**(env or {}), HELD_ENV: "1"}
-        backend = "jax"  # a held leg imports jax before it knows its problem, forked or fresh
+        if held_backend not in forkserver.BACKENDS:
+            raise ValueError(f"no backend {held_backend!r}")
+        backend = held_backend  # a held leg imports its backend's library before it knows its problem
+        waits, env = True, {**(env or {}), HELD_ENV: backend}
     else:
         request = with_backend(payload or {})
         backend = str(request.get("backend", "jax"))
