@@ -217,3 +217,25 @@ def test_an_override_that_changed_nothing_is_named_where_it_came_from():
         refuse_ineffective(["seq_len"], point, {}, "reference.py")
     assert info.value.problem.startswith("TINY's seq_len=16 changed nothing") and "family" not in info.value.fix
     assert info.value.fix.endswith("drop these keys from TINY.")  # no --set was given: none to drop
+
+
+@pytest.mark.parametrize("source, takes, model", [
+    ("CONFIG = {'n': 8}\ndef create_inputs(seed=0, dtype=None): ...\ndef workload(x): ...", True, False),
+    ("CONFIG = {'n': 8}\ndef create_inputs(seed=0): ...\ndef workload(x): ...", False, False),
+    ("def create_inputs(**kw): ...\ndef workload(x): ...", True, False),
+    ("async def create_inputs(*, dtype): ...", True, False),
+    # Python keeps the last definition
+    ("def create_inputs(dtype): ...\ndef create_inputs(seed): ...\ndef workload(x): ...", False, False),
+    # the Model protocol: get_inputs makes its own dtype, whatever else the module defines
+    ("class Model: ...\nbatch_size = 4\ndef get_inputs(): ...", False, True),
+    ("class Model: ...\ndef get_inputs(): ...\ndef create_inputs(seed, dtype): ...", False, True),
+    # a module with a workload, or a CONFIG (literal or computed), keeps the CONFIG protocol
+    ("class Model: ...\nCONFIG = dict(n=8)\ndef create_inputs(dtype): ...\ndef workload(x): ...", True, False),
+    ("class Model: ...\nCONFIG = make()\ndef create_inputs(seed): ...", False, False),
+    ("from helpers import create_inputs, workload", None, False),
+])
+def test_the_dtype_and_protocol_are_read_from_the_source_as_kgate_loads_the_module(source, takes, model):
+    from kgate.problem.oppoint import static_is_model, static_takes_dtype
+
+    assert static_is_model(source) is model
+    assert static_takes_dtype(source) is takes

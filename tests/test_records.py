@@ -864,6 +864,46 @@ def test_a_native_dtype_family_stands_only_for_runs_that_asked_for_no_dtype():
         resolve(terms, dtype="bfloat16")
 
 
+def test_a_family_registers_its_backend_and_its_checks_take_it(tmp_path):
+    """`family new --backend torch` (a reference that imports both frameworks): the binding keeps
+    it, --family runs take it, a --backend that contradicts it is refused, and a receipt run on
+    another backend is not the family's evidence."""
+    from kgate.errors import KgateError
+    from kgate.record.terms import Terms, resolve
+
+    root = tmp_path / "code"
+    reference = tmp_path / "both.py"
+    reference.write_text("import jax  # noqa: F401\n" + (EXAMPLES / "model_torch" / "softmax_reference.py").read_text())
+    home_repo(root, reference)
+    assert kgate(root, "init").returncode == 0
+    proc = kgate(root, "family", "new", "softmax", "--reference", "ops/reference.py", "--target", "ops/softmax.py",
+                 "--backend", "torch")
+    assert proc.returncode == 0, proc.stderr
+    binding = tomllib.loads((root / "kernel_experiments" / "softmax" / "family.toml").read_text())["family"]
+    assert binding["backend"] == "torch"
+    bad = kgate(root, "family", "new", "other", "--reference", "ops/reference.py", "--target", "ops/o.py",
+                "--backend", "tpu")
+    assert bad.returncode == 2 and "--backend 'tpu' is not one kgate has" in bad.stderr
+    terms = Terms("softmax", root / "ops/reference.py", root / "ops/softmax.py", {}, "native", "floor:5", None, None,
+                  None, backend="torch")
+    assert resolve(terms, backend=None)["backend"] == "torch"
+    with pytest.raises(KgateError, match="--backend jax contradicts the family softmax registered --backend torch"):
+        resolve(terms, backend="jax")
+    from kgate.record.family import load
+    from kgate.record.summary import ReportSummary
+    from kgate.record.workspace import find
+
+    family = load(find(root), "softmax")
+
+    def ran_on(backend):
+        return ReportSummary.from_json({"command": "verify", "status": "PASS", "gates": {}, "backend": backend},
+                                       Path("r.json"), "")
+
+    ran_on("torch").check_backend(family)
+    with pytest.raises(KgateError, match="r.json ran on the jax backend; the family's checks run on torch"):
+        ran_on("jax").check_backend(family)
+
+
 def test_a_model_protocol_family_grades_its_own_dtype_and_pins_only_its_shape_globals(tmp_path):
     """`family new` on a KernelBench-format module: the graded dtype is the one get_inputs makes
     (no --dtype can be given to it), and --set keys must be sizes the module assigns."""

@@ -46,7 +46,7 @@ def source_imports(path: str | Path) -> set[str]:
     """The top-level modules a module's own imports name, read from its source (never run)."""
     try:
         tree = ast.parse(Path(path).read_text(), filename=str(path))
-    except (OSError, SyntaxError, ValueError):
+    except Exception:  # noqa: BLE001 - unreadable, not Python, or too deep to parse (MemoryError, RecursionError)
         return set()
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -68,15 +68,15 @@ def import_frameworks(*modules: str | Path | None) -> None:
     """Import, here and now, every framework the problem's modules name in their imports (jax,
     torch, triton), before a leg's watch takes its snapshot: a framework's own import registers
     hooks (jax adds a garbage-collector callback) that must not read as candidate code's doing
-    where the backend is another framework's. One that is not installed is left to the module's
-    own import to report."""
+    where the backend is another framework's. One that is not installed (or fails to import) is
+    left to the module's own import to report."""
     import importlib
 
     named = {name for path in modules if path for name in source_imports(path) if name in _FRAMEWORKS}
     for name in sorted(named):
         try:
             importlib.import_module(name)
-        except ImportError:
+        except Exception:  # noqa: BLE001 - absent or broken here: the module's own import reports it
             pass
 
 

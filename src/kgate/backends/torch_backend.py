@@ -720,11 +720,12 @@ class TorchBackend:
     def capture(self, fn: Callable[..., Any], inputs: Sequence[Any], folder: Path, calls: int = 3) -> list[str]:
         """Run `fn` under torch's profiler into `folder` (timing discarded): its operators and, on a
         GPU, its kernels, as a trace Perfetto opens (`perfetto_trace.json.gz`, Chrome's trace
-        format, gzipped) and a table of the operators' times (`operators.txt`); the files written."""
+        format, gzipped) and a table of the operators' times (`operators.txt`); the files written
+        (these two, written afresh: a reused folder's earlier ones are replaced, and nothing else
+        in it, the candidate's own files included, is named)."""
         from torch.profiler import ProfilerActivity, profile
 
         folder.mkdir(parents=True, exist_ok=True)
-        earlier = {p for p in folder.rglob("*") if p.is_file()}  # a reused folder: an earlier run's files are not this one's
         activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if _CUDA else [])]
         with torch.inference_mode():  # the candidate as it runs when timed: no buffers filled for it
             fn(*inputs)  # the first call (Triton's compile) is not in the trace
@@ -733,14 +734,17 @@ class TorchBackend:
                 for _ in range(calls):
                     fn(*inputs)
                     _SYNC()
+        trace, table = "perfetto_trace.json.gz", "operators.txt"
         with tempfile.TemporaryDirectory(dir=folder) as tmp:
             plain = Path(tmp) / "trace.json"
             prof.export_chrome_trace(str(plain))
-            with plain.open("rb") as src, gzip.open(folder / "perfetto_trace.json.gz", "wb") as dst:
+            with plain.open("rb") as src, gzip.open(Path(tmp) / trace, "wb") as dst:
                 shutil.copyfileobj(src, dst)
-        order = "self_cuda_time_total" if _CUDA else "self_cpu_time_total"
-        (folder / "operators.txt").write_text(prof.key_averages().table(sort_by=order, row_limit=40) + "\n")
-        return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p not in earlier)
+            order = "self_device_time_total" if _CUDA else "self_cpu_time_total"
+            (Path(tmp) / table).write_text(prof.key_averages().table(sort_by=order, row_limit=40) + "\n")
+            for name in (trace, table):
+                os.replace(Path(tmp) / name, folder / name)
+        return [table, trace]
 
     def output_spec(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> list[tuple[tuple[int, ...], str]]:
         """(shape, dtype) of each output leaf, from one call of `fn` (the reference)."""

@@ -17,6 +17,7 @@ from kgate.cli.common import (
     AdvisoriesOkOpt,
     BackendOpt,
     checked_backend,
+    typed_backend,
     FamilyCandidateOpt,
     FamilyOpt,
     FamilyReferenceOpt,
@@ -98,13 +99,14 @@ def gate(
 
     def produce():  # -> Report
         # the gate runs at TINY over the family's op-point (lowered at that op-point too)
-        got = settings(family, weights=weights, reference=reference, candidate=candidate, klass=klass, dtype=dtype, parity=parity_spec,
+        got = settings(family, weights=weights, backend=typed_backend(backend),
+                       reference=reference, candidate=candidate, klass=klass, dtype=dtype, parity=parity_spec,
                        chip_kind=chip_kind, overrides=parse_overrides(overrides or []))
         run_set, registered = at_tiny(got)
         return run_gate(problem_request(
             got["reference"], got["candidate"], entry, got["klass"], run_set, seed, got["dtype"],
             got["parity"], expect_hlo, forbid_hlo, kernel_calls, forbid_shape, kernel_share, reference_entry,
-            phase_budget, lower_for, got["chip_kind"], kwargs, got["weights"], registered, backend,
+            phase_budget, lower_for, got["chip_kind"], kwargs, got["weights"], registered, got["backend"],
         ))
 
     run_report(as_json, output, produce, advisories_ok)
@@ -225,6 +227,7 @@ def sweep(
     chip_kind: ChipKindOpt = None,
     kwargs: KwargOpt = None,
     weights: WeightsOpt = None,
+    backend: BackendOpt = "auto",
     budget: Annotated[float, typer.Option("--budget", help="Timing budget in seconds for each point that passes its "
                                           "gate (kgate measure's --budget).", parser=finite)] = 10.0,
     time_interpreted: TimeInterpretedOpt = False,
@@ -257,8 +260,9 @@ def sweep(
         parsed = parse_grid(grid or [])
         if record is not None and family not in (None, record):
             raise KgateError(f"--record {record} and --family {family} name two families.", "name one: --record SLUG.")
-        got = settings(record or family, weights=weights, reference=reference, candidate=candidate, klass=klass, dtype=dtype,
-                       parity=parity_spec, chip_kind=chip_kind, overrides=parse_overrides(overrides or []))
+        got = settings(record or family, weights=weights, backend=typed_backend(backend), reference=reference,
+                       candidate=candidate, klass=klass, dtype=dtype, parity=parity_spec, chip_kind=chip_kind,
+                       overrides=parse_overrides(overrides or []))
         run_set, registered = at_tiny(got)
         item = keep = None
         if record is not None:
@@ -269,6 +273,7 @@ def sweep(
             got["reference"], got["candidate"], entry, got["klass"], run_set, seed,
             got["dtype"], got["parity"], reference_entry=reference_entry, phase_budget=phase_budget,
             lower_for=lower_for, chip_kind=got["chip_kind"], kwargs=kwargs, weights=got["weights"], registered=registered,
+            backend=got["backend"],
         )
         if budget <= 0:
             raise KgateError(f"--budget {budget:g} is not a time budget.", "give seconds per point, e.g. --budget 10.")
@@ -337,12 +342,13 @@ def parity(
     from kgate.verify import run_parity
 
     def produce():  # -> Report
-        got = settings(family, weights=weights, reference=reference, candidate=candidate, overrides=parse_overrides(overrides or []),
+        got = settings(family, weights=weights, backend=typed_backend(backend),
+                       reference=reference, candidate=candidate, overrides=parse_overrides(overrides or []),
                        dtype=dtype, parity=parity_spec)
         return run_parity(problem_request(got["reference"], got["candidate"], entry, "kernel-authored", got["overrides"],
                                           seed, got["dtype"], got["parity"], reference_entry=reference_entry,
                                           phase_budget=phase_budget, kwargs=kwargs, weights=got["weights"],
-                                          backend=backend))
+                                          backend=got["backend"]))
 
     run_report(as_json, output, produce, advisories_ok)
 
@@ -512,7 +518,8 @@ def measure(
 
     def produce():  # -> Report
         deadline = time.monotonic() + budget  # --budget counts every phase: loading and inputs too
-        got = settings(family, weights=weights, reference=reference, candidate=candidate, overrides=parse_overrides(overrides or []),
+        got = settings(family, weights=weights, backend=typed_backend(backend),
+                       reference=reference, candidate=candidate, overrides=parse_overrides(overrides or []),
                        dtype=dtype, bar=bar)
         return run_measure_apart(replace(request(got), deadline=deadline), say)
 
@@ -535,7 +542,7 @@ def measure(
             time_interpreted=time_interpreted,
             kwargs=parse_kwargs(kwargs or []),
             weights=parse_weights(got["weights"]),
-            backend=checked_backend(backend),
+            backend=checked_backend(got["backend"]),
         )
 
     run_report(as_json, output, produce, advisories_ok)
@@ -670,7 +677,8 @@ def verify(
             err.print(f"kgate verify: {message}", soft_wrap=True, markup=False, highlight=False)
 
     def produce():  # -> Report
-        got = settings(family, weights=weights, reference=reference, candidate=candidate, klass=klass,
+        got = settings(family, weights=weights, backend=typed_backend(backend),
+                       reference=reference, candidate=candidate, klass=klass,
                        overrides=parse_overrides(overrides or []), dtype=dtype, parity=parity_spec, bar=bar,
                        chip_kind=chip_kind)
         path = receipt or default_receipt_path(got["candidate"])
@@ -712,7 +720,7 @@ def verify(
             time_interpreted=time_interpreted,
             kwargs=parse_kwargs(kwargs or []),
             weights=parse_weights(got["weights"]),
-            backend=checked_backend(backend),
+            backend=checked_backend(got["backend"]),
         )
         try:
             if spinner is not None:

@@ -456,6 +456,11 @@ def problem_request(
     )
 
 
+def typed_backend(backend: str) -> str | None:
+    """`--backend` as typed, for a family's terms: None for auto (not given: the family's applies)."""
+    return None if backend == "auto" else backend
+
+
 def checked_backend(backend: str) -> str | None:
     """`--backend` as a request holds it: None for auto; a name kgate does not have is refused."""
     from kgate.backends import BACKENDS
@@ -489,7 +494,7 @@ def firing_spec(
     )
 
 
-_DEFAULTS = {"klass": "kernel-authored", "parity": "floor", "weights": "shared"}
+_DEFAULTS = {"klass": "kernel-authored", "parity": "floor", "weights": "shared", "backend": "auto"}
 
 
 def at_tiny(got: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

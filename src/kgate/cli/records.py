@@ -13,6 +13,7 @@ from rich.console import Console
 from kgate.cli.common import (
     finite,
     AdvisoriesOkOpt,
+    BackendOpt,
     ClassOpt,
     JsonOpt,
     ParityOpt,
@@ -96,6 +97,7 @@ def family_new(
     ] = None,
     derive: Annotated[bool, typer.Option("--derive", help="Derive the slug from the name given (1p_Flash_Attention -> flash-attention).")] = False,
     weights: WeightsOpt = None,
+    backend: BackendOpt = "auto",
     as_json: JsonOpt = False,
 ) -> None:
     """Create a family: binding (reference pinned by sha256), RESULTS.tsv, worktree."""
@@ -118,6 +120,7 @@ def family_new(
             op_point=parse_overrides(overrides or []),
             work_dir=work_dir,
             weights=parse_weights(weights or "shared"),
+            backend=backend,
             say=lambda m: err.print(f"kgate family new: {m}", soft_wrap=True),
         )
     except KgateError as exc:

@@ -196,28 +196,40 @@ def _top_level(source: str) -> list[ast.stmt] | None:
         return None
 
 
-def static_is_model(source: str) -> bool:
-    """Whether the module, read without running it, follows the Model protocol: a top-level
-    `class Model` (or `ModelNew`) and no literal CONFIG dict (`kgate.problem.model.is_model_module`)."""
-    body = _top_level(source) or []
-    has_class = any(isinstance(n, ast.ClassDef) and n.name in ("Model", "ModelNew") for n in body)
-    return has_class and static_config(source) is None
+def _assigns(node: ast.stmt) -> set[str]:
+    """The names a top-level statement binds (assignments, definitions, imports)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+        node, (ast.AnnAssign, ast.AugAssign)) else []
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def static_is_model(source: str, entry: str = "workload") -> bool:
+    """Whether the module, read without running it, follows the Model protocol as kgate loads it
+    (`kgate.problem.module`): no top-level `entry` (`workload`), a top-level `class Model` (or
+    `ModelNew`), and no CONFIG at all (a computed one is the CONFIG protocol's too)."""
+    bound = set().union(*(_assigns(n) for n in _top_level(source) or []))
+    return entry not in bound and bool(bound & {"Model", "ModelNew"}) and "CONFIG" not in bound
 
 
 def static_takes_dtype(source: str) -> bool | None:
     """Whether the module's inputs can be made in a dtype kgate asks for, read without running
-    it: True when its top-level `create_inputs` has a `dtype` parameter (or **kwargs); False
-    when it has none, or the module follows the Model protocol (`get_inputs()` makes its own);
-    None when it cannot be told (no such function defined at the top level)."""
+    it: False for a module that follows the Model protocol (`get_inputs()` makes its own); else
+    whether its top-level `create_inputs` (the last one defined, as Python keeps) has a `dtype`
+    parameter (or **kwargs); None when it cannot be told (no such function at the top level)."""
     body = _top_level(source)
     if body is None:
         return None
-    for node in body:
-        if isinstance(node, ast.FunctionDef) and node.name == "create_inputs":
-            args = node.args
-            names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
-            return "dtype" in names or args.kwarg is not None
-    return False if static_is_model(source) else None
+    if static_is_model(source):
+        return False
+    defs = [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "create_inputs"]
+    if not defs:
+        return None
+    args = defs[-1].args
+    return "dtype" in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} or args.kwarg is not None
 
 
 def static_shape_globals(source: str) -> set[str] | None:

@@ -427,6 +427,7 @@ def _run_row(ex: Experiment, request: CandRequest, klass: str, changed: list[str
             f"re-run kgate on {target} and pass that report.",
         )
     run.check_dtype(ex.family.graded_dtype)
+    run.check_backend(ex.family)
     if request.point is not None and any(as_json(run.kwargs.get(k)) != as_json(v) for k, v in request.point.items()):
         raise KgateError(f"receipt {request.receipt} is for keyword arguments {run.kwargs}, not for the point {request.point}.",
                          "record each point with its own receipt.")

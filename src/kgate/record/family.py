@@ -36,6 +36,7 @@ class Family:
     op_point: Mapping[str, Any] = field(default_factory=dict)
     work_dir: Path | None = None  # relative to the home repo; candidates may change files only here
     weights: str = "shared"  # a Model reference's weights policy (`--weights`): every check of the family uses it
+    backend: str = "auto"  # the framework its checks run with (`--backend`): auto (from the reference's imports), jax, torch
 
     @property
     def work(self) -> Path:
@@ -71,6 +72,7 @@ class Family:
             "work_dir": str(self.work),
             "op_point": {k: list(v) if isinstance(v, tuple) else v for k, v in self.op_point.items()},
             **({"weights": self.weights} if self.weights != "shared" else {}),
+            **({"backend": self.backend} if self.backend != "auto" else {}),
         }
         return tomlfile.dumps(f"kgate family binding: {self.slug}", {"family": fields})
 
@@ -87,6 +89,7 @@ def new(
     op_point: Mapping[str, Any] | None = None,
     work_dir: Path | None = None,
     weights: str = "shared",
+    backend: str = "auto",
     say: Callable[[str], None] = lambda _: None,
 ) -> Family:
     """Create the family: everything is validated before anything is written, and a
@@ -94,6 +97,10 @@ def new(
     from kgate.gates.parity import ParitySpec
 
     slugs.validate(slug)
+    from kgate.backends import BACKENDS
+
+    if backend not in ("auto", *BACKENDS):
+        raise KgateError(f"--backend {backend!r} is not one kgate has.", f"use auto or one of: {', '.join(BACKENDS)}.")
     folder = ws.experiments / slug
     if folder.exists():
         raise KgateError(f"family {slug!r} already exists at {folder}.", "pick another slug, or use the existing family.")
@@ -120,7 +127,7 @@ def new(
     branch = integration_branch or f"kernel/{slug}"
     fam = Family(
         slug, folder, ref_abs.relative_to(repo), file_sha256(ref_abs), tgt_abs.relative_to(repo), spec, dtype, branch,
-        dict(op_point or {}), work_abs.relative_to(repo), weights,
+        dict(op_point or {}), work_abs.relative_to(repo), weights, backend,
     )
     binding = fam.to_toml()  # a value TOML cannot hold is refused here, before anything is made
     created_branch = False
@@ -212,6 +219,7 @@ def load(ws: Workspace, slug: str) -> Family:
             slug, folder, Path(data["reference"]), str(data["reference_sha256"]), Path(data["target"]), str(data["parity"]),
             str(data["graded_dtype"]), str(data["integration_branch"]), tomlfile.tuples(dict(data.get("op_point", {}))),
             Path(data["work_dir"]) if "work_dir" in data else None, str(data.get("weights", "shared")),
+            str(data.get("backend", "auto")),
         )
     except (tomllib.TOMLDecodeError, KeyError, TypeError) as exc:
         raise KgateError(f"{path} is not a valid family binding ({exc}).", "restore it; it is written by `kgate family new`.") from exc

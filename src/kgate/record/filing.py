@@ -75,6 +75,7 @@ def check_receipt_fits(ex: Experiment, page: Page, path: Path) -> dict[str, Any]
         raise KgateError(f"receipt {path} ran with the reference's weights {policy}; the family registered "
                          f"{ex.family.weights}.", f"re-run verify with --weights {ex.family.weights}.")
     ReportSummary.from_json(data, path, "").check_dtype(ex.family.graded_dtype)
+    ReportSummary.from_json(data, path, "").check_backend(ex.family)
     device = data.get("device", {})
     variant = f"{device.get('platform')}:{device.get('kind')}"
     if variant != page.front.get("variant"):
@@ -184,6 +185,7 @@ def verify_and_file(ws: Any, slug: str, exp: str, *, budget_s: float = 20.0, loc
             parity=str(page.front.get("parity")), bar=str(page.front.get("bar")), budget_s=budget_s, chip=ws.chip,
             lock_dir=lock_dir, mode="full", argv=("kgate", "verdict", slug, exp, "--verify"),
             artifacts=Path(tmp) / "artifacts", weights=ex.family.weights,
+            backend=None if ex.family.backend == "auto" else ex.family.backend,
         )
         _, sealed = run_verify(request, say)
         path = Path(tmp) / f"{ex.exp}-verify.json"

@@ -40,6 +40,7 @@ class ReportSummary:
     reference_sha256: str | None
     first_failure: str | None
     input_dtypes: tuple[str, ...] = ()  # the floating dtypes the run's inputs were made in (older runs: none)
+    backend: str | None = None  # the framework the run's checks ran with (older runs: not recorded)
     bar: str | None = None  # the bar the run graded (measure --bar, verify --bar), if any
     bar_outcome: str | None = None  # MET | MISSED | UNDECIDED
     kwargs: dict[str, Any] = field(default_factory=dict)  # the candidate entry's keyword arguments (--kwarg, a sweep point)
@@ -106,12 +107,25 @@ class ReportSummary:
             reference_sha256=(modules.get("reference") or {}).get("sha256"),
             first_failure=failure,
             input_dtypes=tuple(str(d) for d in data.get("input_dtypes") or ()),
+            backend=str(data["backend"]) if data.get("backend") else None,
             bar=str(bar["bar"]) if "bar" in bar else None,
             bar_outcome=str(bar["outcome"]) if "outcome" in bar else None,
             kwargs=dict((modules.get("candidate") or {}).get("kwargs") or {}),
             dtype=str(data["dtype"]) if data.get("dtype") else None,
             made_inputs=isinstance(data.get("input_dtypes"), list),
         )
+
+    def check_backend(self, family: Any) -> None:
+        """A run on another framework than the family's checks run with is not evidence for it
+        (a reference that imports both, run with the other --backend). A run older than the
+        record of its backend ran on the one its reference's imports chose."""
+        from kgate.backends import backend_for
+
+        expected = backend_for(family.worktree / family.reference, None if family.backend == "auto" else family.backend)
+        if self.backend is not None and self.backend != expected:
+            raise KgateError(f"{self.path} ran on the {self.backend} backend; the family's checks run on {expected}.",
+                             f"re-run it under the family's terms (--family {family.slug}); for checks on "
+                             f"{self.backend}, make a family with `kgate family new --backend {self.backend}`.")
 
     def check_dtype(self, graded: str) -> None:
         """A run in another dtype than the family grades is not evidence for it. Its floating

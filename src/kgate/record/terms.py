@@ -34,6 +34,7 @@ class Terms:
     worktree: Path | None = None  # the family's worktree, where no-peek paths are resolved
     home_repo: Path | None = None  # the worktree's parent repository (its paths count as the worktree's)
     weights: str = "shared"  # a Model reference's weights policy, as the family registered it
+    backend: str = "auto"  # the framework the family's checks run with, as it registered it (`--backend`)
 
 
 def families_around(start: Path) -> list[tuple[str, Path]]:
@@ -78,7 +79,7 @@ def registered(ws: Workspace, slug: str) -> Terms:
         no_peek, activity = tuple(str(i) for i in (listed if isinstance(listed, list) else [listed])), front.get("activity")
     return Terms(slug, wt / family.reference, wt / family.target, dict(family.op_point), family.graded_dtype, parity,
                  klass, bar, tag, chip, no_peek, None if activity is None else str(activity), wt, ws.home_repo,
-                 family.weights)
+                 family.weights, family.backend)
 
 
 def resolve(terms: Terms, **given: Any) -> dict[str, Any]:
@@ -100,6 +101,7 @@ def resolve(terms: Terms, **given: Any) -> dict[str, Any]:
         "klass": (terms.klass, lambda a, b: a == b, "--class"),
         "bar": (terms.bar, lambda a, b: " ".join(str(a).split()) == " ".join(str(b).split()), "--bar"),
         "weights": (terms.weights, lambda a, b: parse_weights(str(a)) == parse_weights(str(b)), "--weights"),
+        "backend": (terms.backend, lambda a, b: a == b, "--backend"),
     }
     out: dict[str, Any] = {"candidate": given.get("candidate") or terms.target}
     if terms.dtype == NATIVE and "dtype" in given:  # the reference makes its own dtype: no --dtype can be given

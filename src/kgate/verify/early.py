@@ -68,6 +68,9 @@ class CheckRequest:
     backend: str | None = None  # `--backend`: the framework to run the problem with; None: from its imports
 
     def __post_init__(self) -> None:
+        # the backend, chosen once for the whole run (every leg and the receipt take this one): read
+        # again later, the reference file could have changed under a running candidate
+        object.__setattr__(self, "backend", backend_for(self.reference, self.backend))
         firing.parse_classes(self.klass)
         check_phase_budget(self.phase_budget_s)
         if not self.seeds:
@@ -333,6 +336,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         "odd_op_point": next((p["config"] for p in ref["probes"] if p.get("label") == ODD_LABEL), None),
         "drawn_op_points": [p["config"] for p in ref["probes"] if str(p.get("label", "")).startswith(DRAWN_LABEL)],
         "dtype": request.dtype,
+        "backend": request.backend,
         "static_inputs": ref.get("static_inputs", []),
         "reference_self_check": ref.get("reference_self_check", "not run"),
         "input_dtypes": floating_dtypes(arrays[f"{ref['probes'][0]['key']}-inputs"].leaves) if ref["probes"] else [],

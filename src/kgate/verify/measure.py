@@ -74,6 +74,9 @@ class MeasureRequest:
     deadline: float | None = None
 
     def __post_init__(self) -> None:
+        # the backend, chosen once for the whole run (every leg and the receipt take this one): read
+        # again later, the reference file could have changed under a running candidate
+        object.__setattr__(self, "backend", backend_for(self.reference, self.backend))
         if self.sessions < 2:
             raise KgateError("--sessions must be >= 2: the interval counts sessions, and one has no spread.",
                              "use e.g. --sessions 3.")
@@ -673,6 +676,7 @@ def _context(request: MeasureRequest, pair: Any, backend: Any, inputs: Any, crea
         "seed": request.seed,
         "dtype": request.dtype,
         "static_inputs": backend.static_inputs(inputs),
+        "backend": backend.name,
         "device": backend.device().to_json(),
         "interpreted": interpreted,
         "input_sha256": created,

@@ -76,6 +76,9 @@ class VerifyRequest:
     start_ahead: bool | None = None
 
     def __post_init__(self) -> None:
+        # the backend, chosen once for the whole run (every leg and the receipt take this one): read
+        # again later, the reference file could have changed under a running candidate
+        object.__setattr__(self, "backend", backend_for(self.reference, self.backend))
         check_phase_budget(self.phase_budget_s)
         if self.sessions < 2:
             raise KgateError("--sessions must be >= 2: the interval counts sessions, and one has no spread.",
@@ -386,6 +389,7 @@ def _finish(
         "odd_op_point": checks_leg.get("odd_op_point"),
         "drawn_op_points": checks_leg.get("drawn_op_points", []),
         "input_dtypes": checks_leg.get("input_dtypes", measure_leg.get("input_dtypes", [])),
+        "backend": request.backend,
         "static_inputs": checks_leg.get("static_inputs", measure_leg.get("static_inputs", [])),
         "device": source.get("device", {}),
         "interpreted": bool(measure_leg.get("interpreted", True)),  # it qualifies the timings

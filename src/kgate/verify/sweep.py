@@ -69,7 +69,7 @@ def verify_point(request: CheckRequest, kwargs: Mapping[str, Any], timing: Sweep
         seeds=request.seeds, reference_entry=request.reference_entry, phase_budget_s=request.phase_budget_s,
         dtype=request.dtype, overrides={**request.registered, **request.overrides}, parity=request.parity_spec.describe(),
         firing=request.firing_spec, budget_s=timing.budget_s, time_interpreted=timing.time_interpreted, kwargs=kwargs,
-        weights=request.weights, mode=mode, artifacts=artifacts,
+        weights=request.weights, backend=request.backend, mode=mode, artifacts=artifacts,
     ), say=lambda line: say(f"{label}:   {line}"))
     speedup = report.gates["timing"].details.get("speedup") if "timing" in report.gates else None
     if report.status != "PASS":
