@@ -734,3 +734,41 @@ def test_a_request_the_measure_process_refused_is_bad_input_here():
     with pytest.raises(KgateError, match="changed nothing") as info:
         report_from_leg(refused, MeasureRequest(reference="r.py", candidate="c.py"))
     assert info.value.fix == "drop it"
+
+
+def test_the_lookup_guard_sees_a_rebinding_an_added_name_and_a_hook_by_identity():
+    """What an eager reference looks up, read before each of its timed calls: a binding replaced
+    (even by an object that claims to equal the original), a name added, a profile hook set."""
+    import sys
+    import types
+
+    from kgate.verify.watch import LookupGuard
+
+    class Liar:
+        def __eq__(self, other):
+            return True
+
+        def __ne__(self, other):
+            return False
+
+        __hash__ = object.__hash__
+
+        def __call__(self, *args):
+            return None
+
+    space = types.ModuleType("space")
+    space.f = len
+    guard = LookupGuard([("space", vars(space))])
+    assert guard.changed() == []
+    space.f = Liar()
+    assert guard.changed() == ["space.f was rebound"]
+    space.f = len
+    space.g = abs
+    assert guard.changed() == ["space.g was added"]
+    del space.g
+    sys.setprofile(Liar())
+    try:
+        assert [c for c in guard.changed() if c.startswith("sys.getprofile() changed")]
+    finally:
+        sys.setprofile(None)
+    assert guard.changed() == []

@@ -245,6 +245,23 @@ def test_a_torch_rewrite_is_verified_and_its_receipt_checks(tmp_path):
 
 
 @pytest.mark.full
+@pytest.mark.parametrize("candidate, says", [
+    ("softmax_bad_patch_taken_back_in_reference.py", "torch.softmax was rebound (before a timed reference call"),
+    ("softmax_bad_profile_hook_slows_reference.py", "sys.getprofile() changed"),
+])
+def test_a_patch_left_for_one_reference_call_and_taken_back_inside_it_is_an_anomaly(candidate, says):
+    """An eager reference looks its functions up at every call: a patch (or an interpreter hook)
+    the candidate leaves for the next reference call alone, and takes back inside it, is gone by
+    the round's end. kgate reads them before each timed reference call."""
+    done = _cli("measure", "-r", f"examples/{SOFTMAX}", "-c", f"examples/model_torch/{candidate}", "--budget", "2",
+                "--set", "batch_size=64", "--set", "dim=512", "--json")
+    report = json.loads(done.stdout)
+    assert done.returncode == 2 and report["status"] == "ANOMALY", done.stdout[-2000:]
+    check = next(c for c in report["gates"]["integrity"]["checks"] if c["name"] == "process_untouched")
+    assert check["status"] == "FAIL" and says in check["detail"], check
+
+
+@pytest.mark.full
 @pytest.mark.parametrize("candidate", ["softmax_bad_reuses_freed_output.py", "softmax_bad_reuses_uninitialized_new.py"])
 def test_an_output_left_to_the_allocator_while_timed_is_an_anomaly(candidate):
     """Timed calls on the same input buffers, one process for both legs: an unwritten output

@@ -672,6 +672,12 @@ class JaxBackend:
         return open_verified(offer)
 
     @staticmethod
+    def reference_lookups(problem: Any) -> list[tuple[str, dict[str, Any]]]:
+        """Nothing: the reference's timed call is a compiled program, whose call path kgate bound
+        at its import (the interpreter's hooks are still read before each of its calls)."""
+        return []
+
+    @staticmethod
     def settings() -> dict[str, Any]:
         """The array library's process-wide settings: every jax.config flag, the context states
         set outside it (interpret mode, meshes, default device, compute placement) and whether

@@ -642,6 +642,31 @@ class TorchBackend:
                     setters[key](value)
 
     @staticmethod
+    def reference_lookups(problem: Any) -> list[tuple[str, dict[str, Any]]]:
+        """What an eager torch reference looks up at every call, to be read before each of its
+        timed calls: torch's op namespaces, `torch.Tensor`, `nn.Module` and its module (its call
+        path, hooks), every `torch.nn` module the reference's classes come from, and the
+        reference's own module and classes. (torch's C types cannot be set from Python.)"""
+        import torch.nn.functional as functional
+        import torch.nn.modules.module as module_py
+
+        spaces: dict[str, dict[str, Any]] = {
+            "torch": vars(torch), "torch.Tensor": vars(torch.Tensor), "torch.nn.functional": vars(functional),
+            "torch.linalg": vars(torch.linalg), "torch.special": vars(torch.special), "torch.fft": vars(torch.fft),
+            "torch.nn.Module": vars(module_py.Module), "torch.nn.modules.module": vars(module_py),
+        }
+        own = problem.module
+        spaces[own.__name__] = vars(own)
+        for value in list(vars(own).values()):
+            if isinstance(value, type) and value.__module__ == own.__name__:
+                for cls in value.__mro__[:-1]:  # its bases too (nn.Module's own layers: Linear, ReLU, ...)
+                    spaces.setdefault(f"{cls.__module__}.{cls.__qualname__}", vars(cls))
+                    mod = sys.modules.get(cls.__module__)
+                    if mod is not None and cls.__module__.startswith("torch"):
+                        spaces.setdefault(cls.__module__, vars(mod))
+        return list(spaces.items())
+
+    @staticmethod
     def watched_modules(depth: str = "public") -> list[str]:
         """torch's and Triton's surface a candidate could patch, by depth: `hot`, what a call and
         its synchronization go through; `public`, the public op namespaces, the Tensor class and

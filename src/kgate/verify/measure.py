@@ -499,9 +499,17 @@ def _measure(
         agreement: list[dict[str, Any]] = []
         reference_programs: list[Any] = []  # each later session's reference timed call, as compiled
 
+        look = watch.guard_lookups(backend.reference_lookups(pair.reference))
+
+        def guarded(timed: Any) -> Callable[[], int]:
+            def call() -> int:  # the look is outside the reference's timed window
+                look()
+                return timed()
+            return call
+
         def make_legs(session: int) -> tuple[Any, Any]:
             if session == 0:
-                return ref, cand
+                return guarded(ref), cand
             # Each later session times fresh input values, from a seed drawn now, after the
             # candidate's import: nothing it cached or precomputed can match them.
             agreement.append(_agreement(legs, timed_seeds[-1]))
@@ -530,7 +538,7 @@ def _measure(
             reference_programs.append(new_ref)
             watch.track(f"session {session} candidate timed call", new_cand, volatile=("_alive",))
             watch.track(f"session {session} reference timed call", new_ref)
-            return new_ref, new_cand
+            return guarded(new_ref), new_cand
 
         rounds = _RoundWatch(watch, threads_before_import, processes_before_import)
         bar = request.bar

@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kgate.problem.snapshot import ModuleSnapshot, loaded_modules, snapshot_module, snapshot_surface
@@ -34,6 +34,44 @@ def _interpreter_state() -> dict[str, Any]:
     if monitoring is not None:
         state["sys.monitoring tools"] = tuple(monitoring.get_tool(i) for i in range(6))
     return state
+
+
+def _same(a: Any, b: Any) -> bool:
+    """The same state, by identity (a candidate's object may claim equality): a tuple item by item,
+    a plain number or text by value and exact type."""
+    if type(a) is tuple and type(b) is tuple:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if type(a) in (int, float, bool, str) and type(b) is type(a):
+        return a == b
+    return a is b
+
+
+_MISSING = object()
+
+
+class LookupGuard:
+    """The bindings an eager reference looks up at every call (its framework's functions, its own
+    module's), by identity, and the interpreter's hooks: read before each of its timed calls, so a
+    patch or hook the candidate leaves for that call alone, and takes back inside it, is seen
+    (a round's checks come after the round; by then it is gone). About 0.2 ms a look, outside the
+    timed window."""
+
+    def __init__(self, namespaces: list[tuple[str, dict[str, Any]]]) -> None:
+        self.namespaces = [(label, ns, list(ns.items())) for label, ns in namespaces]
+        self.interpreter = _interpreter_state()
+
+    def changed(self) -> list[str]:
+        found: list[str] = []
+        for label, ns, items in self.namespaces:
+            get = ns.get
+            if len(ns) != len(items) or any(get(k, _MISSING) is not v for k, v in items):
+                now = dict(ns)
+                found += [f"{label}.{k} was rebound" for k, v in items if now.get(k, _MISSING) is not v]
+                found += [f"{label}.{k} was added" for k in now.keys() - {k for k, _ in items}]
+        now_state = _interpreter_state()
+        found += [f"{k} changed from {self.interpreter[k]!r} to {now_state[k]!r}" for k in now_state
+                  if not _same(now_state[k], self.interpreter.get(k))]
+        return found
 
 
 DEPTHS = ("hot", "public", "deep")
@@ -124,6 +162,18 @@ class Watch:
         if problem.config is not None:  # the op-point: its values, by type and text (an int subclass is not an int)
             self.op_points.append((problem.config, _op_point_state(problem.config)))
 
+    def guard_lookups(self, namespaces: list[tuple[str, dict[str, Any]]]) -> Callable[[], None]:
+        """A check to run before each of the reference's timed calls (`LookupGuard`): what it finds
+        is recorded as a change, with when."""
+        guard = LookupGuard(namespaces)
+
+        def look() -> None:
+            found = guard.changed()
+            if found:
+                self._record(found, "before a timed reference call, inside a round")
+
+        return look
+
     def track(self, label: str, obj: Any, volatile: tuple[str, ...] = ()) -> None:
         """Watch one of kgate's own objects (a timed call): its attributes must keep the
         values they had when kgate made it, `volatile` ones excepted."""
@@ -157,7 +207,8 @@ class Watch:
         if depth == "deep":  # the end: code objects hashed again, for bytes written into one in place
             found += self.snapshots["public"].diff(content=True)
         now = _interpreter_state()
-        found += [f"{k} changed from {self.interpreter[k]!r} to {now[k]!r}" for k in now if now[k] != self.interpreter[k]]
+        found += [f"{k} changed from {self.interpreter[k]!r} to {now[k]!r}" for k in now
+                  if not _same(now[k], self.interpreter.get(k))]
         found += self.settings_changed()
         for label, (obj, attrs) in self.tracked.items():
             found += [f"{label}.{k} was replaced" for k, ident in attrs.items() if id(vars(obj).get(k)) != ident]
