@@ -5,6 +5,7 @@ each known-bad one FAILs (or is an ANOMALY) in the gate and check that names wha
 """
 
 import json
+import time
 import subprocess
 import sys
 
@@ -40,6 +41,37 @@ def test_backend_forces_the_framework_and_refuses_one_kgate_lacks(tmp_path):
     assert backend_for(both, "torch") == "torch" and backend_for(EXAMPLES / SOFTMAX, "jax") == "jax"
     with pytest.raises(KgateError, match="--backend 'tpu' is not one kgate has"):
         backend_for(both, "tpu")
+
+
+def test_each_timed_call_gets_new_tensor_objects_whose_versions_moved_on():
+    """An eager candidate runs its Python at every timed call, on its session's input buffers: an
+    answer cached by the input's identity, or by its buffer and version, must never hit. The cache
+    of examples/model_torch/softmax_bad_caches_by_input_identity.py computes at every call."""
+    import importlib.util
+
+    import torch
+
+    from kgate.backends import get_backend
+
+    spec = importlib.util.spec_from_file_location("caches", EXAMPLES / "model_torch" / "softmax_bad_caches_by_input_identity.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model, seen, computed = module.ModelNew(), [], []
+    forward = model.forward
+
+    def entry(x):
+        seen.append((x, x._version, x.data_ptr()))  # each kept alive: an id is never reused
+        out = forward(x)
+        computed.append(model._last[3] is out and model._last[0] is x)  # True: this call computed its answer
+        return out
+
+    x = torch.randn(8, 96)
+    timed = get_backend("torch").compile_timed(entry, (x,), time.perf_counter_ns)
+    seen.clear(), computed.clear()
+    for _ in range(4):
+        timed()
+    assert len({id(s[0]) for s in seen}) == 4 and len({s[1] for s in seen}) == 4  # new objects, versions moved on
+    assert len({s[2] for s in seen}) == 1 and all(computed)  # the same buffer, and no answer replayed
 
 
 def test_settings_a_candidate_changed_are_each_put_back_and_unchanged_ones_are_not_touched():
@@ -157,6 +189,7 @@ KNOWN_BAD_TORCH = [
     (SOFTMAX, "softmax_bad_escapes_launch_recording.py", "ANOMALY", {"integrity.process_untouched"}),
     (SOFTMAX, "softmax_bad_mutates_input.py", "ANOMALY", {"integrity.inputs_unchanged"}),
     (SOFTMAX, "softmax_bad_patches_hashlib.py", "ANOMALY", {"integrity.process_untouched"}),
+    (SOFTMAX, "softmax_bad_signal_slows_reference.py", "ANOMALY", {"integrity.process_untouched"}),
 ]
 # `make test` gates one candidate of each class only the torch side shows (input mutation, a subclass
 # for an output, an output never written); the others are `full`.

@@ -8,6 +8,7 @@ candidate is imported and re-checked after each candidate call.
 from __future__ import annotations
 
 import gc
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -33,7 +34,26 @@ def _interpreter_state() -> dict[str, Any]:
     monitoring = getattr(sys, "monitoring", None)  # Python 3.12 on: a tool registered runs on the events it asks for
     if monitoring is not None:
         state["sys.monitoring tools"] = tuple(monitoring.get_tool(i) for i in range(6))
+    # a signal's handler runs wherever the signal lands, inside a timed call too; an interval timer
+    # armed delivers one at a time of the candidate's choosing
+    for name, sig in _SIGNALS:
+        state[f"the {name} handler"] = signal.getsignal(sig)
+    for name, which in _TIMERS:
+        state[f"{name} armed"] = signal.getitimer(which)[0] > 0
     return state
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+_SIGNALS = tuple((_signal_name(sig), sig) for sig in sorted(signal.valid_signals())
+                 if sig not in (signal.SIGKILL, signal.SIGSTOP))
+_TIMERS = tuple((name, getattr(signal, name)) for name in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF")
+                if hasattr(signal, name))
 
 
 def _same(a: Any, b: Any) -> bool:
