@@ -229,9 +229,13 @@ def test_answers_precomputed_for_the_fixed_seeds_fail_on_the_seed_drawn_for_the_
     assert f"seed{drawn}.error" in fails
 
 
-@pytest.mark.full
-def test_a_rewrite_that_only_adds_a_call_computing_nothing_is_a_no_op():
-    report = gate(SOFTMAX, "model_torch/softmax_bad_rewrite_adds_zero.py", klass="xla-rewrite")
+@pytest.mark.parametrize("candidate", [
+    pytest.param("softmax_bad_rewrite_adds_zero.py", marks=pytest.mark.full),
+    "softmax_bad_rewrite_method_alias.py",  # another entry point to the same operator
+    pytest.param("softmax_bad_rewrite_dressed_alias.py", marks=pytest.mark.full),  # a composite, views, copies
+])
+def test_a_rewrite_that_runs_the_references_operators_under_other_names_or_dressing_is_a_no_op(candidate):
+    report = gate(SOFTMAX, f"model_torch/{candidate}", klass="xla-rewrite")
     assert failed(report) == {"firing.program_differs"}
 
 

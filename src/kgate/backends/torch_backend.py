@@ -969,17 +969,64 @@ class TorchBackend:
         return "\n".join(calls)
 
     def compiled_text(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str:
-        """The torch calls one call of `fn` makes, identities left out (what a `rewrite` is
-        compared by); raises when they cannot be recorded (never an empty program that
-        "differs")."""
-        text = self._graph_text(fn, inputs, drop_identities=True)
-        if not text:
-            raise RuntimeError("the reference's torch calls could not be recorded")
-        return text
+        """The ATen operators one call of `fn` runs (what a `rewrite` is compared by), recorded
+        below torch's Python entry points (a `TorchDispatchMode`), so `x.softmax(1)`,
+        `torch.softmax(x, 1)`, `F.softmax(x, 1)` and `torch.special.softmax(x, 1)` are the one
+        operator they run (a composite operator is recorded as those it runs); named by the
+        operator, not its overload (`.out` and `.default` are one computation). Left out: a view,
+        a call that hands back one of its inputs' values unchanged (x + 0, a copy) and one that
+        makes a tensor from no tensor (empty, zeros, full, arange): none computes anything from
+        the inputs. Raises when they cannot be recorded (never an empty program that "differs")."""
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        ops: list[str] = []
+
+        class Ops(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls) -> bool:  # no dynamo wrapper: its import (2 s) rebinds torch's functions
+                return False
+
+            def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                kwargs = kwargs or {}
+                # an operator that is a composition of others (special_softmax, linear, matmul) is
+                # recorded as the operators it runs, so two spellings of one computation read alike
+                if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
+                    with self:
+                        done = func.decompose(*args, **kwargs)
+                    if done is not NotImplemented:
+                        return done
+                out = func(*args, **kwargs)
+                given = [t for _, t in _flatten((args, kwargs)) if isinstance(t, torch.Tensor)]
+                name = getattr(getattr(func, "overloadpacket", func), "__name__", str(func))
+                if not given or getattr(func, "is_view", False) or _value_free(name):
+                    return out  # made from sizes (and at most a tensor's shape), or a view: no computation
+                results = [t for _, t in _flatten(out) if isinstance(t, torch.Tensor)]
+                if results and all(any(t.shape == r.shape and t.dtype == r.dtype and torch.equal(t, r) for t in given)
+                                   for r in results):
+                    return out
+                ops.append(f"{name}({', '.join(f'{t.dtype}{list(t.shape)}' for t in given)})")
+                return out
+
+        try:
+            with torch.inference_mode(), _filled_buffers("nan"), Ops():
+                fn(*inputs)
+        except Exception:
+            ops.clear()
+        if not ops:
+            raise RuntimeError("the reference's torch operators could not be recorded")
+        return "\n".join(ops)
 
     def kernel_platform(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str | None:
         """No lowering for a device from shapes is done for Triton kernels yet: None."""
         return None
+
+
+def _value_free(op: str) -> bool:
+    """An ATen operator whose result depends on no input's values: it allocates or fills
+    (`empty_like`, `new_zeros`, `fill_`), whatever tensor it was given."""
+    base = op.rstrip("_")
+    return base.endswith("_like") or base.startswith("new_") or base in {
+        "empty", "empty_strided", "zeros", "ones", "full", "fill", "zero", "resize", "set"}
 
 
 class _Misaligned(Exception):
