@@ -452,8 +452,8 @@ def test_correct_kernels_pass_every_edge_and_the_edges_are_recorded():
     report = gate("rmsnorm/reference.py", "rmsnorm/pallas.py")
     assert report.status == "PASS"
     assert report.context["edge_probes"] == [
-        "edge-slices-in0", "edge-offset-in0", "edge-spikes-in0", "edge-scales-in0", "edge-small-in0",
-        "edge-slices-in1", "edge-offset-in1", "edge-spikes-in1", "edge-scales-in1", "edge-small-in1"]
+        "edge-slices-in0", "edge-offset-in0", "edge-negative-in0", "edge-spikes-in0", "edge-scales-in0", "edge-small-in0",
+        "edge-slices-in1", "edge-offset-in1", "edge-negative-in1", "edge-spikes-in1", "edge-scales-in1", "edge-small-in1"]
     names = {p["name"] for p in report.gates["parity"].details["probes"]}
     assert set(report.context["edge_probes"]) <= names
 
@@ -804,3 +804,17 @@ def test_a_daemon_left_running_after_the_candidate_s_checks_fails_the_gate_and_i
     assert "after the leg exited, and kgate stopped it" in ran.detail, ran.detail
     pids = [int(p) for p in re.findall(r"pid (\d+)", ran.detail)]
     assert pids and not any(_alive(pid) for pid in pids)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("reference, candidate", [
+    ("softmax/reference.py", "softmax/bad_max_floored_at_zero.py"),
+    ("model_torch/softmax_reference.py", "model_torch/softmax_bad_max_floored_at_zero.py"),
+])
+def test_a_kernel_wrong_only_on_rows_below_zero_fails_on_the_negative_edge_alone(reference, candidate):
+    """A row maximum floored at zero is right wherever a row has a positive value, as every
+    random draw does: the `edge-negative` probe (every value below zero) is where it is wrong."""
+    report = gate(reference, candidate)
+    assert report.status == "FAIL"
+    probes = {c.name.split(".")[0] for c in report.gates["parity"].failures}
+    assert probes == {"edge-negative-in0"}, probes

@@ -426,7 +426,8 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
     float32; `dtype_max`: its own dtype's largest finite value). Along every axis longer than
     one: `slices` has an extreme slice (the last index) and a zero slice (index 0, applied last
     so it stays all zero); `offset` is the whole input plus a large common offset, with a
-    constant slice (the middle index). With `seed` (drawn for the run, never sent to the
+    constant slice (the middle index); `negative` the same below zero, every value negative (a
+    running maximum started at 0 instead of the first value, a clamp at zero, are wrong there). With `seed` (drawn for the run, never sent to the
     candidate's process), `spikes`: one extreme value in every row (along the last axis) at a position
     drawn from it, so no fixed place (first, last, middle) is where extremes always are; and
     `scales`: every row times its own power of two between 1/16 and 16, one drawn from each of as
@@ -444,14 +445,15 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
     huge = min(64.0 * scale, 4.0 * float(np.sqrt(dtype_max)))
     offset = 64.0 * scale
     axes = [a for a in range(x32.ndim) if x32.shape[a] > 1]  # a slice along a unit axis is the whole input
-    slices, shifted = x32.copy(), x32 + np.float32(offset)
+    slices, shifted, below = x32.copy(), x32 + np.float32(offset), x32 - np.float32(offset)
     for axis in axes:
         slices[(slice(None),) * axis + (x32.shape[axis] - 1,)] *= np.float32(huge / scale)
     for axis in axes:
         lead = (slice(None),) * axis
         slices[lead + (0,)] = 0.0
         shifted[lead + (x32.shape[axis] // 2,)] = np.float32(offset + typical)
-    variants = [("slices", slices), ("offset", shifted)]
+        below[lead + (x32.shape[axis] // 2,)] = np.float32(-offset - typical)
+    variants = [("slices", slices), ("offset", shifted), ("negative", below)]
     if seed is not None and x32.ndim >= 1 and x32.shape[-1] > 1:
         rng = np.random.default_rng(seed)
         spikes = x32.copy()
