@@ -24,6 +24,7 @@ import torch
 
 from kgate.backends.base import (
     Ablation,
+    Arithmetic,
     DeviceInfo,
     Footprint,
     HostTree,
@@ -329,7 +330,7 @@ def is_static(x: Any) -> bool:
 # sizing a problem's inputs on the meta device imports torch's symbolic shapes, and with them
 # sympy (0.7 s alone, seconds in a leg beside others). Imported by the fork server once (and by
 # a fresh leg from their bytecode while it is trusted), not by each leg.
-LAZY_MODULES = ("torch.fx.experimental.symbolic_shapes", "torch._refs", "torch._prims_common")
+LAZY_MODULES = ("torch.fx.experimental.symbolic_shapes", "torch._refs", "torch._prims_common", "torch.utils.flop_counter")
 
 
 def load_lazy_modules() -> None:
@@ -859,6 +860,7 @@ class TorchBackend:
             ablation=ablation,
             kernel_kind="Triton launch",
             graded_consistency=consistency,
+            arithmetic=self.arithmetic(fn, inputs) if launches else None,
         )
 
     def _as_graded(self, fn: Callable[..., Any], inputs: Sequence[Any], names: Sequence[str], base: HostTree) -> str:
@@ -1015,6 +1017,43 @@ class TorchBackend:
         if not ops:
             raise RuntimeError("the reference's torch operators could not be recorded")
         return "\n".join(ops)
+
+    def arithmetic(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> Arithmetic:
+        """The floating-point work one call of `fn` does in torch's own operators, outside any
+        Triton kernel: the operators torch's flop counter has a formula for (matmuls,
+        convolutions, attention), each composite taken as the operators it runs. Elementwise
+        work is not counted (`outside` 0 for a softmax): what this weighs is a GEMM left to
+        torch around a kernel that only applies its epilogue. `kernel_calls`: authored launches."""
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils.flop_counter import flop_registry
+
+        total = [0.0]
+
+        class Count(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls) -> bool:  # no dynamo wrapper (see compiled_text)
+                return False
+
+            def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                kwargs = kwargs or {}
+                if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
+                    with self:
+                        done = func.decompose(*args, **kwargs)
+                    if done is not NotImplemented:
+                        return done
+                out = func(*args, **kwargs)
+                formula = flop_registry.get(getattr(func, "overloadpacket", None))
+                if formula is not None:
+                    total[0] += float(formula(*args, **kwargs, out_val=out))
+                return out
+
+        try:
+            with _recording(_Recorder()) as recorder, torch.inference_mode(), _filled_buffers("nan"), Count():
+                fn(*inputs)
+                _SYNC()
+        except Exception as exc:  # noqa: BLE001 - a program that cannot be counted says why
+            return Arithmetic(0.0, 0, error=f"not counted ({describe(exc, 160)})")
+        return Arithmetic(total[0], len(recorder.launches))
 
     def kernel_platform(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str | None:
         """No lowering for a device from shapes is done for Triton kernels yet: None."""

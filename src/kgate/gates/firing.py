@@ -428,7 +428,11 @@ def _kernel_checks(facts: ProgramFacts, spec: FiringSpec, bypass: Mapping[str, b
             )
         )
     checks.append(_bypass_check(bypass))
-    if facts.kernel_kind == "pallas_call":  # counted on jax programs; torch's transplant grades its launches
+    if facts.kernel_kind == "pallas_call":  # counted on jax programs
+        checks.append(_work_check(facts.arithmetic, reference_arithmetic, spec))
+    elif facts.arithmetic is not None and reference_arithmetic is not None and reference_arithmetic.outside > 0:
+        # torch: the heavy operators torch counts (matmuls, convolutions, attention) left outside the kernels;
+        # a reference with none of them (a softmax) is graded by the launches alone (the transplant)
         checks.append(_work_check(facts.arithmetic, reference_arithmetic, spec))
     checks.extend(_transplant_check(transplant, spec))
     targets = KERNEL_TARGETS.get(facts.platform)
