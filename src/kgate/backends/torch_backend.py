@@ -979,39 +979,21 @@ class TorchBackend:
         a call that hands back one of its inputs' values unchanged (x + 0, a copy) and one that
         makes a tensor from no tensor (empty, zeros, full, arange): none computes anything from
         the inputs. Raises when they cannot be recorded (never an empty program that "differs")."""
-        from torch.utils._python_dispatch import TorchDispatchMode
-
         ops: list[str] = []
 
-        class Ops(TorchDispatchMode):
-            @classmethod
-            def _should_skip_dynamo(cls) -> bool:  # no dynamo wrapper: its import (2 s) rebinds torch's functions
-                return False
-
-            def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-                kwargs = kwargs or {}
-                # an operator that is a composition of others (special_softmax, linear, matmul) is
-                # recorded as the operators it runs, so two spellings of one computation read alike
-                if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
-                    with self:
-                        done = func.decompose(*args, **kwargs)
-                    if done is not NotImplemented:
-                        return done
-                out = func(*args, **kwargs)
-                given = [t for _, t in _flatten((args, kwargs)) if isinstance(t, torch.Tensor)]
-                name = getattr(getattr(func, "overloadpacket", func), "__name__", str(func))
-                if not given or getattr(func, "is_view", False) or _value_free(name):
-                    return out  # made from sizes (and at most a tensor's shape), or a view: no computation
-                results = [t for _, t in _flatten(out) if isinstance(t, torch.Tensor)]
-                if results and all(any(t.shape == r.shape and t.dtype == r.dtype and torch.equal(t, r) for t in given)
-                                   for r in results):
-                    return out
-                ops.append(f"{name}({', '.join(f'{t.dtype}{list(t.shape)}' for t in given)})")
-                return out
+        def record(func: Any, args: Any, kwargs: Any, out: Any) -> None:
+            given = [t for _, t in _flatten((args, kwargs)) if isinstance(t, torch.Tensor)]
+            name = getattr(getattr(func, "overloadpacket", func), "__name__", str(func))
+            if not given or getattr(func, "is_view", False) or _value_free(name):
+                return  # made from sizes (and at most a tensor's shape), or a view: no computation
+            results = [t for _, t in _flatten(out) if isinstance(t, torch.Tensor)]
+            if results and all(any(t.shape == r.shape and t.dtype == r.dtype and torch.equal(t, r) for t in given)
+                               for r in results):
+                return
+            ops.append(f"{name}({', '.join(f'{t.dtype}{list(t.shape)}' for t in given)})")
 
         try:
-            with torch.inference_mode(), _filled_buffers("nan"), Ops():
-                fn(*inputs)
+            _aten_operators(fn, inputs, record)
         except Exception:
             ops.clear()
         if not ops:
@@ -1024,33 +1006,18 @@ class TorchBackend:
         convolutions, attention), each composite taken as the operators it runs. Elementwise
         work is not counted (`outside` 0 for a softmax): what this weighs is a GEMM left to
         torch around a kernel that only applies its epilogue. `kernel_calls`: authored launches."""
-        from torch.utils._python_dispatch import TorchDispatchMode
         from torch.utils.flop_counter import flop_registry
 
         total = [0.0]
 
-        class Count(TorchDispatchMode):
-            @classmethod
-            def _should_skip_dynamo(cls) -> bool:  # no dynamo wrapper (see compiled_text)
-                return False
-
-            def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-                kwargs = kwargs or {}
-                if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
-                    with self:
-                        done = func.decompose(*args, **kwargs)
-                    if done is not NotImplemented:
-                        return done
-                out = func(*args, **kwargs)
-                formula = flop_registry.get(getattr(func, "overloadpacket", None))
-                if formula is not None:
-                    total[0] += float(formula(*args, **kwargs, out_val=out))
-                return out
+        def count(func: Any, args: Any, kwargs: Any, out: Any) -> None:
+            formula = flop_registry.get(getattr(func, "overloadpacket", None))
+            if formula is not None:
+                total[0] += float(formula(*args, **kwargs, out_val=out))
 
         try:
-            with _recording(_Recorder()) as recorder, torch.inference_mode(), _filled_buffers("nan"), Count():
-                fn(*inputs)
-                _SYNC()
+            with _recording(_Recorder()) as recorder:
+                _aten_operators(fn, inputs, count)
         except Exception as exc:  # noqa: BLE001 - a program that cannot be counted says why
             return Arithmetic(0.0, 0, error=f"not counted ({describe(exc, 160)})")
         return Arithmetic(total[0], len(recorder.launches))
@@ -1058,6 +1025,35 @@ class TorchBackend:
     def kernel_platform(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str | None:
         """No lowering for a device from shapes is done for Triton kernels yet: None."""
         return None
+
+
+def _aten_operators(fn: Callable[..., Any], inputs: Sequence[Any],
+                    visit: Callable[[Any, Any, Any, Any], None]) -> None:
+    """Call `fn` once (inference mode, fresh buffers NaN-filled, synchronized) and hand `visit`
+    each ATen operator it runs, below torch's Python entry points (a `TorchDispatchMode`):
+    (operator, args, kwargs, result). A composite operator (special_softmax, linear, matmul) is
+    taken as the operators it runs, so two spellings of one computation read alike."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Operators(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:  # no dynamo wrapper: its import (2 s) rebinds torch's functions
+            return False
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
+                with self:
+                    done = func.decompose(*args, **kwargs)
+                if done is not NotImplemented:
+                    return done
+            out = func(*args, **kwargs)
+            visit(func, args, kwargs, out)
+            return out
+
+    with torch.inference_mode(), _filled_buffers("nan"), Operators():
+        fn(*inputs)
+        _SYNC()
 
 
 def _value_free(op: str) -> bool:
