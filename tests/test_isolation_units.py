@@ -758,14 +758,15 @@ def test_the_lookup_guard_sees_a_rebinding_an_added_name_and_a_hook_by_identity(
 
     space = types.ModuleType("space")
     space.f = len
-    guard = LookupGuard([("space", vars(space))])
+    guard = LookupGuard([("space", space)])
     assert guard.changed() == []
     space.f = Liar()
     assert guard.changed() == ["space.f was rebound"]
     space.f = len
     space.g = abs
+    space.sub = types.ModuleType("space.sub")  # a submodule imported: no lookup changes
     assert guard.changed() == ["space.g was added"]
-    del space.g
+    del space.g, space.sub
     sys.setprofile(Liar())
     try:
         assert [c for c in guard.changed() if c.startswith("sys.getprofile() changed")]

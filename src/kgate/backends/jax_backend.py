@@ -672,7 +672,7 @@ class JaxBackend:
         return open_verified(offer)
 
     @staticmethod
-    def reference_lookups(problem: Any) -> list[tuple[str, dict[str, Any]]]:
+    def reference_lookups(problem: Any) -> list[tuple[str, Any]]:
         """Nothing: the reference's timed call is a compiled program, whose call path kgate bound
         at its import (the interpreter's hooks are still read before each of its calls)."""
         return []

@@ -644,7 +644,7 @@ class TorchBackend:
                     setters[key](value)
 
     @staticmethod
-    def reference_lookups(problem: Any) -> list[tuple[str, dict[str, Any]]]:
+    def reference_lookups(problem: Any) -> list[tuple[str, Any]]:
         """What an eager torch reference looks up at every call, to be read before each of its
         timed calls: torch's op namespaces, `torch.Tensor`, `nn.Module` and its module (its call
         path, hooks), every `torch.nn` module the reference's classes come from, and the
@@ -652,20 +652,20 @@ class TorchBackend:
         import torch.nn.functional as functional
         import torch.nn.modules.module as module_py
 
-        spaces: dict[str, dict[str, Any]] = {
-            "torch": vars(torch), "torch.Tensor": vars(torch.Tensor), "torch.nn.functional": vars(functional),
-            "torch.linalg": vars(torch.linalg), "torch.special": vars(torch.special), "torch.fft": vars(torch.fft),
-            "torch.nn.Module": vars(module_py.Module), "torch.nn.modules.module": vars(module_py),
+        spaces: dict[str, Any] = {
+            "torch": torch, "torch.Tensor": torch.Tensor, "torch.nn.functional": functional, "torch.linalg": torch.linalg,
+            "torch.special": torch.special, "torch.fft": torch.fft, "torch.nn.Module": module_py.Module,
+            "torch.nn.modules.module": module_py,
         }
         own = problem.module
-        spaces[own.__name__] = vars(own)
+        spaces[own.__name__] = own
         for value in list(vars(own).values()):
             if isinstance(value, type) and value.__module__ == own.__name__:
                 for cls in value.__mro__[:-1]:  # its bases too (nn.Module's own layers: Linear, ReLU, ...)
-                    spaces.setdefault(f"{cls.__module__}.{cls.__qualname__}", vars(cls))
+                    spaces.setdefault(f"{cls.__module__}.{cls.__qualname__}", cls)
                     mod = sys.modules.get(cls.__module__)
                     if mod is not None and cls.__module__.startswith("torch"):
-                        spaces.setdefault(cls.__module__, vars(mod))
+                        spaces.setdefault(cls.__module__, mod)
         return list(spaces.items())
 
     @staticmethod

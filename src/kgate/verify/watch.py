@@ -11,6 +11,7 @@ import gc
 import signal
 import sys
 import threading
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -69,6 +70,14 @@ def _same(a: Any, b: Any) -> bool:
 _MISSING = object()
 
 
+def _shadows(owner: Any, name: str, value: Any) -> bool:
+    """Whether a name added to a module or class changes what a lookup finds: on a class, one
+    that overrides a base's; on a module, anything but a submodule's import or a dunder."""
+    if isinstance(owner, type):
+        return any(name in vars(base) for base in owner.__mro__[1:])
+    return not name.startswith("__") and not isinstance(value, types.ModuleType)
+
+
 class LookupGuard:
     """The bindings an eager reference looks up at every call (its framework's functions, its own
     module's), by identity, and the interpreter's hooks: read before each of its timed calls, so a
@@ -76,18 +85,19 @@ class LookupGuard:
     (a round's checks come after the round; by then it is gone). About 0.2 ms a look, outside the
     timed window."""
 
-    def __init__(self, namespaces: list[tuple[str, dict[str, Any]]]) -> None:
-        self.namespaces = [(label, ns, list(ns.items())) for label, ns in namespaces]
+    def __init__(self, owners: list[tuple[str, Any]]) -> None:
+        self.namespaces = [(label, owner, vars(owner), list(vars(owner).items())) for label, owner in owners]
         self.interpreter = _interpreter_state()
 
     def changed(self) -> list[str]:
         found: list[str] = []
-        for label, ns, items in self.namespaces:
+        for label, owner, ns, items in self.namespaces:
             get = ns.get
             if len(ns) != len(items) or any(get(k, _MISSING) is not v for k, v in items):
                 now = dict(ns)
                 found += [f"{label}.{k} was rebound" for k, v in items if now.get(k, _MISSING) is not v]
-                found += [f"{label}.{k} was added" for k in now.keys() - {k for k, _ in items}]
+                found += [f"{label}.{k} was added" for k in sorted(now.keys() - {k for k, _ in items})
+                          if _shadows(owner, k, now[k])]
         now_state = _interpreter_state()
         found += [f"{k} changed from {self.interpreter[k]!r} to {now_state[k]!r}" for k in now_state
                   if not _same(now_state[k], self.interpreter.get(k))]
@@ -182,10 +192,10 @@ class Watch:
         if problem.config is not None:  # the op-point: its values, by type and text (an int subclass is not an int)
             self.op_points.append((problem.config, _op_point_state(problem.config)))
 
-    def guard_lookups(self, namespaces: list[tuple[str, dict[str, Any]]]) -> Callable[[], None]:
-        """A check to run before each of the reference's timed calls (`LookupGuard`): what it finds
-        is recorded as a change, with when."""
-        guard = LookupGuard(namespaces)
+    def guard_lookups(self, owners: list[tuple[str, Any]]) -> Callable[[], None]:
+        """A check to run before each of the reference's timed calls (`LookupGuard`: the modules and
+        classes `owners` names): what it finds is recorded as a change, with when."""
+        guard = LookupGuard(owners)
 
         def look() -> None:
             found = guard.changed()
