@@ -301,6 +301,18 @@ def test_a_patch_left_for_one_reference_call_and_taken_back_inside_it_is_an_anom
 
 
 @pytest.mark.full
+def test_a_thread_started_at_import_and_renamed_after_a_pool_is_counted():
+    """A Python thread the candidate starts at its import, its OS name a framework pool's, burning
+    CPU while the reference is timed: counted against the threads alive before the import."""
+    done = _cli("measure", "-r", f"examples/{SOFTMAX}", "-c", "examples/model_torch/softmax_bad_renamed_burner_thread.py",
+                "--budget", "2", "--set", "batch_size=64", "--set", "dim=512", "--json")
+    report = json.loads(done.stdout)
+    assert done.returncode == 2 and report["status"] == "ANOMALY", done.stdout[-2000:]
+    checks = {c["name"]: c["status"] for c in report["gates"]["integrity"]["checks"]}
+    assert checks["threads_quiet"] == "FAIL", checks
+
+
+@pytest.mark.full
 @pytest.mark.parametrize("candidate", ["softmax_bad_reuses_freed_output.py", "softmax_bad_reuses_uninitialized_new.py"])
 def test_an_output_left_to_the_allocator_while_timed_is_an_anomaly(candidate):
     """Timed calls on the same input buffers, one process for both legs: an unwritten output

@@ -242,7 +242,7 @@ def python_threads() -> frozenset[int]:
 
 
 def _new_threads(baseline: frozenset[int]) -> int:
-    """Python threads alive now that were not before the candidate first ran. Threads
+    """Python threads alive now that were not before the candidate's import. Threads
     created by native code (the framework's callback threads) show up as dummy threads
     and are not counted; native threads a candidate starts are not visible here."""
     return sum(
@@ -420,6 +420,7 @@ def _measure(
     beat("phase importing the reference and the candidate")
     clock = kclock.perf_counter_ns  # bound before the candidate is imported below
     threads_before_import = census.census()
+    python_before_import = python_threads()  # a thread the candidate starts at its import counts too
     processes_before_import = _ProcessBaseline.take()
     expected: dict[str, ProgramPrint] = {}  # the reference's program, compiled before the candidate exists
 
@@ -451,7 +452,7 @@ def _measure(
         created = backend.digest(inputs)
         spec = backend.output_spec(pair.reference.entry, inputs)
         backend.poison(spec)
-        threads = python_threads()
+        threads = python_before_import
         flush, flush_text = backend.cache_flusher()
         integrity: list[Check] = []
         before = expected.get("print") or ProgramPrint(None, "the reference was not lowered before the candidate's import")
