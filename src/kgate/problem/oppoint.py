@@ -238,11 +238,7 @@ def static_shape_globals(source: str) -> set[str] | None:
     does not follow the Model protocol, or cannot be parsed."""
     if not static_is_model(source):
         return None
-    names: set[str] = set()
-    for node in _top_level(source) or []:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        for target in targets:
-            names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    names = set().union(*(_assigns(n) for n in _top_level(source) or [] if isinstance(n, (ast.Assign, ast.AnnAssign))))
     return {n for n in names if not n.startswith("_") and n not in ("CONFIG", "TINY")}
 
 

@@ -47,6 +47,11 @@ class Family:
         return self.folder / ".repo"
 
     @property
+    def forced_backend(self) -> str | None:
+        """The `--backend` each check of the family runs with: None where its reference's imports choose."""
+        return None if self.backend == "auto" else self.backend
+
+    @property
     def run_dtype(self) -> str | None:
         """The --dtype each check of the family runs with: None where the reference makes its own."""
         return None if self.graded_dtype == NATIVE else self.graded_dtype

@@ -185,7 +185,7 @@ def verify_and_file(ws: Any, slug: str, exp: str, *, budget_s: float = 20.0, loc
             parity=str(page.front.get("parity")), bar=str(page.front.get("bar")), budget_s=budget_s, chip=ws.chip,
             lock_dir=lock_dir, mode="full", argv=("kgate", "verdict", slug, exp, "--verify"),
             artifacts=Path(tmp) / "artifacts", weights=ex.family.weights,
-            backend=None if ex.family.backend == "auto" else ex.family.backend,
+            backend=ex.family.forced_backend,
         )
         _, sealed = run_verify(request, say)
         path = Path(tmp) / f"{ex.exp}-verify.json"

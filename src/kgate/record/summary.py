@@ -121,7 +121,7 @@ class ReportSummary:
         record of its backend ran on the one its reference's imports chose."""
         from kgate.backends import backend_for
 
-        expected = backend_for(family.worktree / family.reference, None if family.backend == "auto" else family.backend)
+        expected = backend_for(family.worktree / family.reference, family.forced_backend)
         if self.backend is not None and self.backend != expected:
             raise KgateError(f"{self.path} ran on the {self.backend} backend; the family's checks run on {expected}.",
                              f"re-run it under the family's terms (--family {family.slug}); for checks on "

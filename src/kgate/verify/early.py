@@ -101,7 +101,7 @@ def run_probe_legs(
         "registered": dict(request.registered),
         "kwargs": kwargs_to_wire(request.kwargs),
         "weights": request.weights,
-        "backend": backend_for(request.reference, request.backend),
+        "backend": request.backend,
         "use_tiny": use_tiny,
         "dtype": request.dtype,
     }
@@ -406,7 +406,7 @@ def run_shape_leg(kind: str, request: CheckRequest, extra: Mapping[str, Any]) ->
             "entry": request.entry, "reference_entry": request.reference_entry, "overrides": dict(request.overrides),
             "registered": dict(request.registered),
             "kwargs": kwargs_to_wire(request.kwargs), "weights": request.weights, "dtype": request.dtype,
-            "backend": backend_for(request.reference, request.backend), "lower_for": request.firing_spec.lower_for,
+            "backend": request.backend, "lower_for": request.firing_spec.lower_for,
             "chip_kind": request.firing_spec.chip_kind, **extra,
         }, Path(folder), beats=True, phase_budget_s=request.phase_budget_s)
     if result.get("status") == "ERROR":

@@ -399,7 +399,7 @@ def _ordering_check(ordered: Mapping[str, Any] | None, bar: Bar | None) -> Check
 
 def run_measure(request: MeasureRequest, progress: Callable[[int, float], None] | None = None) -> Report:
     """Co-measure reference and candidate; integrity + timing (+ bar) in one report."""
-    backend = get_backend(backend_for(request.reference, request.backend))
+    backend = get_backend(request.backend)
     import_frameworks(request.reference, request.candidate)  # a framework's own import is not the candidate's doing
     backend.warm_up()  # the framework's own threads exist before the census below
     watch = Watch(backend)  # before any candidate code exists in this process

@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kgate.backends import backend_for
 from kgate.errors import KgateError
 from kgate.gates.common import Check, GateResult
 from kgate.problem.module import file_sha256, kwargs_to_wire
@@ -45,7 +44,7 @@ def leg_payload(request: MeasureRequest) -> dict[str, Any]:
         "overrides": dict(request.overrides),
         "kwargs": kwargs_to_wire(request.kwargs),
         "weights": request.weights,
-        "backend": backend_for(request.reference, request.backend),
+        "backend": request.backend,
         "bar": request.bar.text if request.bar is not None else None,
         "budget_s": request.budget_s,
         "sessions": request.sessions,

@@ -178,7 +178,7 @@ def _start_ahead(request: VerifyRequest, workdir: Path) -> spawn.LegProcess:
     load meanwhile, and it waits, running nothing of the problem's, until it is handed its
     request (or discarded when the run stops before timing). It opens no device until then."""
     return spawn.start("measure", None, workdir / "measure", env=_leg_env(request), beats=True, held=True,
-                       held_backend=backend_for(request.reference, request.backend))
+                       held_backend=request.backend)
 
 
 SPARE_CORES = 4  # the two checks legs keep about two cores busy; a third process needs more to gain
@@ -274,7 +274,7 @@ def run_verify(request: VerifyRequest, say: Callable[[str], None] = lambda _: No
         "overrides": dict(request.overrides),
         "kwargs": kwargs_to_wire(request.kwargs),
         "weights": request.weights,
-        "backend": backend_for(request.reference, request.backend),
+        "backend": request.backend,
     }
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kgate-verify-") as scratch:
@@ -603,7 +603,7 @@ def _receipt_body(
                           **({"kwargs": dict(request.kwargs)} if request.kwargs else {}), **_model(checks_leg, "candidate")},
         },
         "class": request.klass,
-        "backend": backend_for(request.reference, request.backend),
+        "backend": request.backend,
         "dtype": request.dtype,
         "overrides": dict(request.overrides),
         "op_point": data.get("op_point", {}),
