@@ -220,6 +220,27 @@ def test_a_kernel_right_at_the_op_point_it_is_checked_at_fails_at_the_shapes_mov
     assert len(report.context["drawn_op_points"]) == 2
 
 
+@pytest.mark.parametrize("reference,candidate,op_point,status", [
+    ("model_torch/softmax_reference.py", "model_torch/softmax_bad_wide_tail.py", {"batch_size": 16, "dim": 1024}, "FAIL"),
+    pytest.param("softmax/reference.py", "softmax/bad_wide_tail.py", {"rows": 32, "cols": 2048}, "FAIL",
+                 marks=pytest.mark.full),
+    pytest.param("model_torch/softmax_reference.py", "model_torch/softmax_triton.py", {"batch_size": 16, "dim": 1024},
+                 "PASS", marks=pytest.mark.full),
+    pytest.param("softmax/reference.py", "softmax/pallas.py", {"rows": 32, "cols": 2048}, "PASS", marks=pytest.mark.full),
+])
+def test_a_tail_wrong_only_past_several_tiles_fails_at_a_shape_drawn_at_the_op_points_scale(reference, candidate,
+                                                                                          op_point, status):
+    # one tile at TINY, the odd shape and every shape drawn near TINY; whole tiles at the op-point: the drawn
+    # shapes of a verified op-point reach its scale (the pinned draw: a width of 547 or 1059, a partial tile)
+    report = parity(reference, candidate, overrides=op_point)
+    assert report.status == status, report.failed_checks
+    if status == "FAIL":
+        at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
+        assert at and at <= {"drawn-shape1", "drawn-shape2"}, at  # every seed, edge and the odd shape passed
+    wide = [s for s in report.context["drawn_op_points"] if max(s.values()) > max(op_point.values()) // 2]
+    assert wide and all(max(s.values()) % 256 for s in wide), report.context["drawn_op_points"]
+
+
 @pytest.mark.full
 def test_a_kernel_may_refuse_the_shapes_parity_moves_from_tiny_at_the_op_point_it_supports():
     report = parity("softmax/reference.py", "softmax/refuses_odd_columns.py", overrides={"rows": 32, "cols": 512})

@@ -194,6 +194,26 @@ def test_the_drawn_shapes_move_every_size_in_one_of_them_and_keep_the_others():
     assert shape_draws(values, 1) != shape_draws(values, 2)
 
 
+def test_at_a_verified_op_point_the_drawn_sizes_reach_its_scale_with_a_remainder():
+    from kgate.verify.probes import shape_draws
+
+    tiny, op_point = {"rows": 16, "cols": 96, "eps": 1e-6}, {"rows": 32, "cols": 1024, "eps": 1e-6}
+    widths: set[int] = set()
+    for seed in range(200):
+        draws = shape_draws(tiny, seed, op_point)
+        assert draws == shape_draws(tiny, seed, op_point)  # the seed alone decides
+        for moved in (tries[0] for tries in draws):
+            if "cols" in moved:  # past twice TINY's: in the op-point's top octave
+                assert 512 < moved["cols"] <= 1024
+                widths.add(moved["cols"])
+            if "rows" in moved:  # the op-point's 32 is twice TINY's: moved as without a ceiling
+                assert 16 < moved["rows"] <= 32
+    assert len(widths) > 20
+    share = sum(1 for w in widths if w % 256) / len(widths)
+    assert share > 0.75  # a partial last tile of 256 columns, several tiles wide, in most runs
+    assert shape_draws(tiny, 3) == shape_draws(tiny, 3, None) != shape_draws(tiny, 3, op_point)
+
+
 def test_a_single_size_is_drawn_twice_and_a_problem_without_sizes_draws_nothing():
     from kgate.verify.probes import shape_draws
 

@@ -77,7 +77,8 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
         odd_note = ""
         # the shapes move from `base` over the op-point: from the op-point itself (the gate's, TINY
         # already), or, at a verified op-point, from TINY (a kernel right only at the op-point's
-        # shapes meets other ones at the cost of TINY's); each probe's config is whole from there
+        # shapes meets other ones at the cost of TINY's), the drawn sizes up to the op-point's scale
+        # (a tail wrong only past several tiles is met too); each probe's config is whole from there
         at_op_point = backend.footprint(reference, req["dtype"]) if base and sized else None
         with config_set(base, reference.config) if base else contextlib.nullcontext():
             values = {**op_point.values, **base}
@@ -95,11 +96,12 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
                 hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": ODD_LABEL, "seeding": how,
                            "config": {**base, **odd}}, inputs)
                 # two more shapes, from the run's drawn seed: which sizes move, and by how much
-                shapes = drawn_op_points(backend, reference, req["dtype"], values, req["seeds"][-1], odd, room)
+                shapes = drawn_op_points(backend, reference, req["dtype"], values, req["seeds"][-1], odd, room,
+                                         ceiling=op_point.values if base else None, at_op_point=at_op_point)
                 if len(shapes) < 2:
                     odd_note = (f"{len(shapes)} of 2 drawn-shape probes: no other draw of {DRAWS} the reference accepts, "
                                 "that builds another program, and fits (at most 4x the bytes of the shape they move "
-                                "from, and the memory left)")
+                                "from or the op-point's bytes, and the memory left)")
                 for n, drawn in enumerate(shapes, 1):
                     with config_set(drawn, reference.config):
                         inputs, how = backend.create_inputs(reference, req["seeds"][-1], req["dtype"])
@@ -315,11 +317,16 @@ def odd_op_point(backend: Any, reference: Any, dtype: str | None, values: Mappin
     return None
 
 
-def drawn_size(n: int, rng: random.Random) -> int:
+def drawn_size(n: int, rng: random.Random, ceiling: int | None = None) -> int:
     """`n` grown by a drawn amount from 1 to `n`: half the time a power of two (a size that is
     a multiple of a smaller tile only, or of a larger one), otherwise drawn evenly on a log scale
     (a remainder of one element as likely as one of half the size; `tile_unfriendly` always
-    leaves the largest)."""
+    leaves the largest). With a `ceiling` (the op-point's size, where `n` is TINY's) more than
+    twice `n`: grown the same way from the largest power of two below the ceiling, so at the
+    op-point's scale: a kernel whose tail goes wrong only past several of its tiles (wider than
+    TINY, and the op-point a whole number of them) meets such a size."""
+    if ceiling is not None and ceiling > 2 * n:
+        n = 2 ** ((ceiling - 1).bit_length() - 1)
     top = max(n, 1).bit_length()  # 2**(top - 1) <= n
     if rng.random() < 0.5:
         return n + 2 ** rng.randrange(top)
@@ -330,17 +337,20 @@ def drawn_size(n: int, rng: random.Random) -> int:
 DRAWS = 8  # tries at each drawn shape
 
 
-def shape_draws(values: Mapping[str, Any], seed: int) -> list[list[dict[str, int]]]:
+def shape_draws(values: Mapping[str, Any], seed: int,
+                ceiling: Mapping[str, Any] | None = None) -> list[list[dict[str, int]]]:
     """The sizes the two drawn shapes try, in order, from `seed` alone. The integer op-point keys
     are split at random in two (with one key, it is in both): the first shape moves one part, the
     second the other, so every size is moved in one shape while the others keep theirs (a kernel
     right when every size is odd and wrong when only some are must meet that case), and each
-    moved size grows by `drawn_size`. Half the tries of each shape keep its part; the rest move a
-    part drawn afresh (for a reference that refuses the first)."""
+    moved size grows by `drawn_size` (up to its `ceiling` size's scale, where one is given: the
+    op-point's, when `values` are TINY's). Half the tries of each shape keep its part; the rest
+    move a part drawn afresh (for a reference that refuses the first)."""
     keys = size_keys(values)
     if not keys:
         return []
     rng = random.Random(seed)
+    tops = {k: v for k, v in (ceiling or {}).items() if k in keys and isinstance(v, int) and not isinstance(v, bool)}
 
     def part() -> list[str]:
         while True:
@@ -352,8 +362,8 @@ def shape_draws(values: Mapping[str, Any], seed: int) -> list[list[dict[str, int
     parts = (first, first) if len(keys) == 1 else (first, [k for k in keys if k not in first])
     shapes = []
     for moved in parts:
-        tries = [{k: drawn_size(values[k], rng) for k in moved} for _ in range(DRAWS // 2)]
-        tries += [{k: drawn_size(values[k], rng) for k in part()} for _ in range(DRAWS - DRAWS // 2)]
+        tries = [{k: drawn_size(values[k], rng, tops.get(k)) for k in moved} for _ in range(DRAWS // 2)]
+        tries += [{k: drawn_size(values[k], rng, tops.get(k)) for k in part()} for _ in range(DRAWS - DRAWS // 2)]
         shapes.append(tries)
     return shapes
 
@@ -375,17 +385,21 @@ def shape_room(backend: Any, reference: Any, dtype: str | None, available: tuple
 
 
 def drawn_op_points(backend: Any, reference: Any, dtype: str | None, values: Mapping[str, Any], seed: int,
-                    taken: Mapping[str, int] | None, room: float = math.inf) -> list[dict[str, int]]:
+                    taken: Mapping[str, int] | None, room: float = math.inf, *,
+                    ceiling: Mapping[str, Any] | None = None, at_op_point: Any = None) -> list[dict[str, int]]:
     """Two shapes no one knows before the run (`shape_draws` from the run's drawn seed, recorded):
     for each, the first try the reference accepts like the odd shape (sized from shapes, another
-    program), at most four times the op-point's bytes and its share of the `room` left, and not
-    a shape already probed."""
+    program), at most four times the bytes of the shape it moves from (or the op-point's,
+    `at_op_point`, where they move from TINY up to the `ceiling` op-point's sizes) and its share
+    of the `room` left, and not a shape already probed."""
     base = backend.program_signature(reference, dtype)
     size = backend.footprint(reference, dtype)
-    draws = shape_draws(values, seed)
+    draws = shape_draws(values, seed, ceiling)
     found: list[dict[str, int]] = []
+    cap = max(4 * size.per_probe if size is not None else math.inf,
+              at_op_point.per_probe if at_op_point is not None else 0)
     for left, tries in zip(range(len(draws), 0, -1), draws):
-        most = min(room / left, 4 * size.per_probe if size is not None else math.inf)
+        most = min(room / left, cap)
         for updates in tries:
             if updates == taken or updates in found:
                 continue
