@@ -79,6 +79,29 @@ def test_exit_hook_cannot_erase_the_record_of_a_patch():
     assert report.gates["parity"].status == "PASS"  # its numbers were right; the patch alone condemns it
 
 
+# A patch covered up afterwards: the watch's record of it erased, kgate's channel written on or
+# replaced. Each change is sealed on the channel to the parent as the watch records it.
+@pytest.mark.parametrize("candidate,found", [
+    ("bad_erases_the_watch_record.py", "change 0 ('kgate.gates.parity.passes was rebound (after the candidate ran on "
+                                       "probe p0)') was sealed and is missing from the leg's report"),
+    pytest.param("bad_forges_kgates_seals.py", "change 0 was sealed twice on the leg's beat channel",
+                 marks=pytest.mark.full),
+])
+def test_a_patch_whose_record_is_erased_afterwards_is_still_an_anomaly(candidate, found):
+    report = gate("rmsnorm/reference.py", f"rmsnorm/{candidate}")
+    assert report.status == "ANOMALY"
+    assert found in _integrity_text(report), _integrity_text(report)
+    assert report.gates["parity"].status == "PASS"  # right answers: the cover-up alone condemns it
+
+
+@pytest.mark.full
+def test_a_candidate_that_replaces_kgates_channel_ends_its_leg_without_a_result():
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_replaces_kgates_channel.py")
+    assert report.status == "FAIL"
+    ran = next(c for c in report.gates["parity"].checks if c.name == "candidate_ran")
+    assert ran.status == "FAIL" and "beat channel is no longer the pipe kgate gave it" in ran.detail
+
+
 def test_answers_precomputed_for_the_well_known_seeds_fail_on_the_random_seed():
     report = parity("rmsnorm/reference.py", "rmsnorm/bad_precomputed_seeds.py", overrides={"seq_len": 16})
     random_seed = report.context["random_seed"]
@@ -258,6 +281,14 @@ def test_wrapping_kgates_timed_call_is_seen_by_the_process_watch():
     assert "kgate.backends.jax_backend.TimedCall.__call__ was rebound (at import)" in _check(report, "process_untouched")["detail"]
 
 
+def test_the_timed_processs_own_check_rebound_still_leaves_the_sealed_change():
+    report = _measure("bad_rebinds_the_timing_verdict.py")
+    assert report["status"] == "ANOMALY"
+    assert _check(report, "process_untouched")["status"] == "PASS"  # the rebound function's word
+    check = _check(report, "measure.changes_reported")
+    assert check["status"] == "FAIL" and "kgate.verify.measure._process_check was rebound" in check["detail"]
+
+
 @pytest.mark.full
 def test_bytecode_written_in_place_in_the_process_that_times_both_legs_is_an_anomaly():
     """`measure` holds the reference and the candidate in one process: the watch's end reads the
@@ -337,6 +368,17 @@ def test_verify_bounds_reported_time_by_its_own_clock_and_the_receipt_is_an_anom
     assert checks["measure.parent_clock"]["status"] == "FAIL"
     assert "more time than passed on the parent's clock" in checks["measure.parent_clock"]["detail"]
     assert checks["measure.process_untouched"]["status"] == "FAIL"
+
+
+@pytest.mark.full
+def test_a_timed_report_rewritten_over_a_sealed_change_is_an_anomaly(tmp_path):
+    # the timed process's own report says untouched (its check function rebound at import); the
+    # watch sealed the rebinding on the channel to the parent as it found it
+    checks = _verify_anomaly(tmp_path, "bad_rebinds_the_timing_verdict.py", "--class", "xla-rewrite", "--set", "batch=1",
+                             "--set", "seq_len=16", "--set", "emb_dim=256")
+    assert checks["measure.process_untouched"]["status"] == "PASS"  # what the rewritten report says
+    assert checks["measure.changes_reported"]["status"] == "FAIL"
+    assert "kgate.verify.measure._process_check was rebound (at import)" in checks["measure.changes_reported"]["detail"]
 
 
 @pytest.mark.full

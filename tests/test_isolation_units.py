@@ -2,6 +2,7 @@
 format, and the agreement of timed outputs. Plain values; no framework run."""
 
 import io
+import json
 import sys
 import types
 
@@ -11,9 +12,11 @@ import pytest
 from kgate.backends import wire
 from kgate.backends.base import HostTree
 from kgate.errors import KgateError
+from kgate.gates.firing import graded_record_differs
 from kgate.gates.integrity import clock_bound
 from kgate.gates.parity import timed_agreement
 from kgate.problem.snapshot import snapshot_surface
+from kgate.verify import seals
 
 
 def _module(name):
@@ -339,6 +342,7 @@ def test_a_round_read_late_in_one_chunk_still_fits_its_window(monkeypatch):
 
     beat_w, tick_r, beats, ticks, reader = _beat_reader()
     monkeypatch.setenv("KGATE_BEAT_FD", str(beat_w))
+    monkeypatch.setattr(spawn, "_CHANNEL", [])  # a leg's channel is fixed at its first beat: a new one here
     monkeypatch.setenv("KGATE_TICK_FD", str(tick_r))
     reported = []
     for i in range(3):
@@ -429,6 +433,7 @@ def test_a_tick_requested_early_by_someone_else_is_refused_or_caught(monkeypatch
 
     beat_w, tick_r, beats, ticks, reader = _beat_reader()
     monkeypatch.setenv("KGATE_BEAT_FD", str(beat_w))
+    monkeypatch.setattr(spawn, "_CHANNEL", [])  # a leg's channel is fixed at its first beat: a new one here
     monkeypatch.setenv("KGATE_TICK_FD", str(tick_r))
     forge(beat_w, tick_r, ticks, steal=False)
     with pytest.raises(RuntimeError, match="waiting before kgate asked"):
@@ -438,6 +443,7 @@ def test_a_tick_requested_early_by_someone_else_is_refused_or_caught(monkeypatch
 
     beat_w, tick_r, beats, ticks, reader = _beat_reader()
     monkeypatch.setenv("KGATE_BEAT_FD", str(beat_w))
+    monkeypatch.setattr(spawn, "_CHANNEL", [])  # a leg's channel is fixed at its first beat: a new one here
     monkeypatch.setenv("KGATE_TICK_FD", str(tick_r))
     forge(beat_w, tick_r, ticks, steal=True)
     with pytest.raises(RuntimeError, match="no tick for timed round 0"):
@@ -773,3 +779,47 @@ def test_the_lookup_guard_sees_a_rebinding_an_added_name_and_a_hook_by_identity(
     finally:
         sys.setprofile(None)
     assert guard.changed() == []
+
+
+def _sealed_lines(pieces):
+    return [seals.SEAL_BEAT + json.dumps([name, seals.digest(value), value if isinstance(value, str) else ""])
+            for name, value in pieces]
+
+
+def test_a_leg_report_is_held_to_what_it_sealed_as_it_made_it():
+    tree = HostTree("*", ("",), (np.arange(6, dtype=np.float32),))
+    run = {"key": "p0", "output_sha256": tree.sha256(), "launches": ["k"]}
+    result = {"runs": [run], "changes": ["jax.numpy.exp was rebound (at import)"], "facts": {"a": (1, 2.5)}}
+    lines = ["phase running", *_sealed_lines([("run p0", run), ("change 0", result["changes"][0]),
+                                              ("result facts", result["facts"]), ("output p0-candidate", tree)])]
+    outputs = {"p0-candidate": tree}
+    assert seals.problems(result, lines, outputs, ["facts"]) == []  # the JSON round trip (a tuple) changes no digest
+
+    erased = seals.problems({**result, "changes": []}, lines, outputs, ["facts"])
+    assert erased == ["change 0 ('jax.numpy.exp was rebound (at import)') was sealed and is missing from the leg's "
+                      "report: code in the candidate's process removed it from kgate's record"]
+    rewritten = {**result, "runs": [{**run, "launches": ["k", "other"]}]}
+    assert "run p0 changed after kgate sealed it" in seals.problems(rewritten, lines, outputs, ["facts"])[0]
+    other = HostTree("*", ("",), (np.arange(6, dtype=np.float32) + 1,))
+    assert "output p0-candidate changed" in seals.problems(result, lines, {"p0-candidate": other}, ["facts"])[0]
+    added = seals.problems({**result, "prefill": "ok"}, lines, outputs, ["facts", "prefill"])
+    assert added == ["the leg reports result prefill, which kgate never sealed as it made it: the record was added to "
+                     "after the fact"]
+
+
+@pytest.mark.parametrize("extra,found", [
+    (lambda lines: [lines[0], *lines], "run p0 was sealed twice"),  # a second writer, first or second
+    (lambda lines: ["~" + lines[0], *lines[1:]], "a seal came mangled"),  # a stray byte before kgate's line
+    (lambda lines: ['seal ["run p0"', *lines[1:]], "a malformed seal"),
+])
+def test_another_writer_on_kgates_channel_is_named(extra, found):
+    run = {"key": "p0"}
+    lines = extra(_sealed_lines([("run p0", run)]))
+    assert any(found in p for p in seals.problems({"runs": [run]}, lines, {}, [])), lines
+
+
+def test_the_audit_is_held_to_the_sealed_record_of_the_graded_runs():
+    assert graded_record_differs(["k"], [["k"], ["k", "j"]], "a", "a") == ""
+    assert graded_record_differs(["k"], [["k"], []], "a", "a") == "k launched in the audit's run but not in 1 of the 2 graded runs"
+    assert graded_record_differs(["k"], [["k"]], "a", "b") == "the audit's run gave other outputs than the graded run on the same inputs"
+    assert graded_record_differs(["k"], [["k"]], "", "b") == ""  # a digest not known: nothing compared

@@ -175,6 +175,10 @@ KNOWN_BAD_TORCH = [
     # a candidate that computes one way when graded and another when audited
     (SOFTMAX, "softmax_bad_kernel_only_when_audited.py", "FAIL", {"firing.audit_is_the_graded_run"}),
     (SOFTMAX, "softmax_bad_kernel_only_on_repeat_inputs.py", "FAIL", {"firing.audit_is_the_graded_run"}),
+    # ... and rewrites kgate's in-process record of the graded runs: held to what each run sealed as it ended
+    (SOFTMAX, "softmax_bad_forges_graded_record.py", "FAIL", {"firing.audit_is_the_graded_run"}),
+    (SOFTMAX, "softmax_bad_rewrites_sealed_runs.py", "ANOMALY",
+     {"integrity.process_untouched", "firing.audit_is_the_graded_run"}),
     # outputs never written, or not plain tensors
     (SOFTMAX, "softmax_bad_skips_last_column.py", "FAIL", {"parity.finite"}),
     (SOFTMAX, "softmax_bad_returns_subclass.py", "FAIL", {"parity.candidate_ran"}),
@@ -190,12 +194,14 @@ KNOWN_BAD_TORCH = [
     (SOFTMAX, "softmax_bad_mutates_input.py", "ANOMALY", {"integrity.inputs_unchanged"}),
     (SOFTMAX, "softmax_bad_patches_hashlib.py", "ANOMALY", {"integrity.process_untouched"}),
     (SOFTMAX, "softmax_bad_signal_slows_reference.py", "ANOMALY", {"integrity.process_untouched"}),
+    (SOFTMAX, "softmax_bad_mangles_kgates_seal.py", "ANOMALY", {"integrity.process_untouched"}),
     # the GEMM left to torch, the kernel only its epilogue: torch's heavy operators are counted
     (LINEAR, "linear_relu_bad_kernel_only_epilogue.py", "FAIL", {"firing.kernel_does_the_arithmetic"}),
 ]
 # `make test` gates one candidate of each class only the torch side shows (input mutation, a subclass
 # for an output, an output never written); the others are `full`.
-QUICK_TORCH = {"softmax_bad_mutates_input.py", "softmax_bad_returns_subclass.py", "softmax_bad_skips_last_column.py"}
+QUICK_TORCH = {"softmax_bad_mutates_input.py", "softmax_bad_returns_subclass.py", "softmax_bad_skips_last_column.py",
+               "softmax_bad_forges_graded_record.py"}
 
 
 @pytest.mark.parametrize("reference, candidate, status, expected", [

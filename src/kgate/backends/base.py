@@ -179,6 +179,8 @@ class ProgramFacts:
     # computation (the same kernels launched, the same outputs), else what differs; None where
     # the audit inspects the very program the graded runs ran (JAX: one traced program).
     graded_consistency: str | None = None
+    # The digest of that run's outputs (torch; "" elsewhere): the parent holds it to the graded run's.
+    audited_sha256: str = ""
     # The arithmetic the program does outside its kernels (JAX); None where the backend does not count it.
     arithmetic: Arithmetic | None = None
     # A program without kernels compiled with the operations that computed nothing on the probe
@@ -193,6 +195,7 @@ class ProgramFacts:
             "platform": self.platform,
             "kernel_kind": self.kernel_kind,
             "graded_consistency": self.graded_consistency,
+            "audited_sha256": self.audited_sha256,
             "kernel_sites": [s.to_json() for s in self.kernel_sites],
             "program_text": self.program_text,
             "compiled_text": self.compiled_text,
@@ -227,6 +230,7 @@ class ProgramFacts:
             host_callbacks=sites(data.get("host_callbacks", [])),
             kernel_kind=str(data.get("kernel_kind", "pallas_call")),
             graded_consistency=None if data.get("graded_consistency") is None else str(data["graded_consistency"]),
+            audited_sha256=str(data.get("audited_sha256", "")),
             arithmetic=Arithmetic.from_json(data.get("arithmetic")),
             essential_text=str(data.get("essential_text", "")),
             identities=tuple(str(n) for n in data.get("identities", [])),

@@ -363,6 +363,7 @@ class TorchBackend:
         # (id(fn), the inputs' shapes) -> the kernels each graded run there launched
         self._graded: dict[tuple[int, str], list[frozenset[str]]] = {}
         self._graded_outputs: dict[tuple[int, str], HostTree] = {}  # (id(fn), inputs' digest) -> that run's outputs
+        self._last_launches: list[str] = []  # the authored kernels the last `run` launched, by name
         self._signatures: dict[tuple[Any, ...], str | None] = {}
         self._refused: dict[tuple[Any, ...], tuple[str, str]] = {}  # op-points whose sizing ran out of memory
 
@@ -500,9 +501,15 @@ class TorchBackend:
         host = self.to_host(out)
         # what the graded runs launched, and their outputs: the firing audit's own runs must match them
         self._graded.setdefault((id(fn), _shapes(inputs)), []).append(frozenset(l.name for l in recorder.launches))
+        self._last_launches = sorted({launch.name for launch in recorder.launches})
         if uninitialized == "nan":
             self._graded_outputs[(id(fn), self.digest(inputs))] = host
         return host
+
+    def last_launches(self) -> list[str]:
+        """The authored kernels the last `run` launched, by name: a leg seals them with the run
+        (`kgate.verify.seals`), and the parent holds the firing audit's runs to them."""
+        return list(self._last_launches)
 
     def _call(self, fn: Callable[..., Any], inputs: Sequence[Any], uninitialized: str = "nan") -> Any:
         try:
@@ -860,6 +867,7 @@ class TorchBackend:
             ablation=ablation,
             kernel_kind="Triton launch",
             graded_consistency=consistency,
+            audited_sha256=base_host.sha256(),
             arithmetic=self.arithmetic(fn, inputs) if launches else None,
         )
 

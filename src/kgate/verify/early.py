@@ -33,11 +33,11 @@ from kgate.gates import firing, integrity, lowering, parity
 from kgate.gates.common import Check, GateResult, error_check, skipped
 from kgate.gates.firing import FiringSpec
 from kgate.gates.parity import DRAWN_LABEL, ODD_LABEL, ParitySpec, Probe, SharedFloor
-from kgate.verify import refcache, spawn
+from kgate.verify import refcache, seals, spawn
 from kgate.verify.spawn import no_dumps
 from kgate.verify.lock import compile_slot
 from kgate.verify.outcome import EAGER_NOTE, Report
-from kgate.verify.probes import INPUT_BEAT, INPUTS_DONE_BEAT, PROBE_KEY
+from kgate.verify.probes import INPUT_BEAT, INPUTS_DONE_BEAT, PROBE_KEY, SEALED_KEYS
 
 DEFAULT_SEEDS: tuple[int, ...] = (42, 43)
 PHASE_BUDGET_S = 300.0  # per phase of a leg (importing, making inputs, tracing, compiling, running ...)
@@ -134,9 +134,15 @@ def run_probe_legs(
         arrays: dict[str, Any] = {}
         if cand_result.get("status") == "DONE":
             try:
-                arrays.update(_candidate_outputs(cand_dir / "candidate.npz", cand_result))
+                outputs = _candidate_outputs(cand_dir / "candidate.npz", cand_result)
             except KgateError as exc:
                 cand_result = {"status": "CRASHED", "error": {"problem": exc.problem}}
+            else:
+                arrays.update(outputs)
+                # what the leg reports, held to what it sealed as it made it: a rewrite is a change
+                lines = [line for _, line in cand_result.get("parent_clock", {}).get("beats", [])]
+                cand_result["changes"] = [*cand_result.get("changes", []),
+                                          *seals.problems(cand_result, lines, outputs, SEALED_KEYS)]
         reference_leg.go()
         reference = reference_leg.wait_phased(request.phase_budget_s)
         if reference.get("status") != "DONE":
@@ -306,7 +312,8 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         notes.append(marginal)
     if with_firing:
         shared = parity.shared_floors(request.parity_spec, probes).get(probes[0].name, ())
-        facts = _facts(request.parity_spec, probes[0], shared, arrays, cand)
+        facts = _facts(request.parity_spec, probes[0], shared, arrays, cand,
+                       [runs[p["key"]] for p in ref["probes"] if not p.get("config") and p["key"] in runs])
         gates["firing"] = firing.audit(
             request.klass, facts, spec=request.firing_spec, reference_compiled=ref.get("reference_compiled"),
             reference_essential=ref.get("reference_essential") or "",
@@ -411,6 +418,10 @@ def run_shape_leg(kind: str, request: CheckRequest, extra: Mapping[str, Any]) ->
         }, Path(folder), beats=True, phase_budget_s=request.phase_budget_s)
     if result.get("status") == "ERROR":
         raise _leg_error("candidate", result)
+    if result.get("status") == "DONE":  # held to what the leg sealed as it made it (kgate.verify.seals)
+        lines = [line for _, line in result.get("parent_clock", {}).get("beats", [])]
+        result["changes"] = [*result.get("changes", []), *seals.problems(
+            result, lines, {}, ("reference_changes", "lowering"), lists=("programs",))]
     return result
 
 
@@ -476,9 +487,11 @@ def _marginal(spec: ParitySpec, gate: GateResult) -> str:
 
 
 def _facts(spec: ParitySpec, probe: Probe, shared: Sequence[SharedFloor | None], arrays: Mapping[str, Any],
-           cand: Mapping[str, Any]) -> ProgramFacts | None:
+           cand: Mapping[str, Any], graded: Sequence[Mapping[str, Any]]) -> ProgramFacts | None:
     """The candidate's program facts, with the ablation counted here: an element moved only
-    when it moved by more than what parity allows on the first probe (its shared floor)."""
+    when it moved by more than what parity allows on the first probe (its shared floor); and,
+    where the audit runs the candidate again (torch), that run held here to the graded runs at
+    its shapes (`graded`, the first the audit's inputs') by what each sealed as it ended."""
     if not cand.get("facts"):
         return None
     facts = ProgramFacts.from_json(cand["facts"])
@@ -486,7 +499,15 @@ def _facts(spec: ParitySpec, probe: Probe, shared: Sequence[SharedFloor | None],
         ablation = count_moved(arrays["ablation-moves"].leaves, parity.allowance(spec, probe, shared))
     else:
         ablation = Ablation(False, str(cand.get("ablation_error", "no ablation run")))
-    return replace(facts, ablation=ablation)
+    if facts.graded_consistency is None:
+        return replace(facts, ablation=ablation)
+    ran = [run for run in graded if "error" not in run]
+    sealed = firing.graded_record_differs(
+        sorted({site.name for site in facts.kernel_sites}), [run.get("launches", []) for run in ran],
+        facts.audited_sha256, ran[0].get("output_sha256", "") if ran and ran[0] is graded[0] else "")
+    # the sealed record first: the one kept in the candidate's process (what the audit compared
+    # in there) could have been rewritten by the candidate before the audit read it
+    return replace(facts, ablation=ablation, graded_consistency=sealed or facts.graded_consistency)
 
 
 def _bypass(spec: ParitySpec, probe: Probe, shared: Sequence[SharedFloor | None], arrays: Mapping[str, Any],

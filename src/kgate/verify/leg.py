@@ -149,6 +149,7 @@ def _capture(req: dict[str, Any]) -> dict[str, Any]:
 
 def _lower(req: dict[str, Any]) -> dict[str, Any]:
     from kgate.verify.probes import lowered_programs
+    from kgate.verify.seals import seal
     from kgate.verify.spawn import beat
     from kgate.verify.watch import Watch
 
@@ -158,8 +159,10 @@ def _lower(req: dict[str, Any]) -> dict[str, Any]:
     watch = Watch(backend)
     with load_requested_pair(req, use_tiny=req["use_tiny"]) as pair:
         watch.check("at import")
+        seal("result reference_changes", list(pair.reference_changes))
         beat("phase lowering the candidate for its device")
         programs = lowered_programs(backend, pair, _op_point_shapes(backend, pair, req), req)
+        seal("result lowering", programs)
         watch.check("after the lowering", "deep")
         return {"status": "DONE", "lowering": programs, "changes": watch.changes,
                 "reference_changes": list(pair.reference_changes), "candidate": pair.candidate.to_json(),
@@ -200,6 +203,7 @@ def _fit(req: dict[str, Any]) -> dict[str, Any]:
     from kgate.gates.fit import label
     from kgate.problem.module import takes_keywords
     from kgate.verify.probes import target_platform
+    from kgate.verify.seals import seal
     from kgate.verify.spawn import beat
     from kgate.verify.watch import Watch
 
@@ -209,6 +213,7 @@ def _fit(req: dict[str, Any]) -> dict[str, Any]:
     watch = Watch(backend)
     with load_requested_pair(req) as pair:
         watch.check("at import")
+        seal("result reference_changes", list(pair.reference_changes))
         takes_keywords(pair.candidate.entry, req["entry"], list(req["points"][0]))
         shapes = _op_point_shapes(backend, pair, req)
         platform = target_platform(backend, functools.partial(pair.candidate.entry, **req["points"][0]), shapes, req)
@@ -217,6 +222,7 @@ def _fit(req: dict[str, Any]) -> dict[str, Any]:
             beat(f"phase lowering the candidate at {label(point)}")
             entry = functools.partial(pair.candidate.entry, **point)
             programs.append(backend.lower_for(entry, shapes, platform, "op-point", req.get("chip_kind")).to_json())
+            seal(f"programs {len(programs) - 1}", programs[-1])  # before the candidate is traced again
         watch.check("after the lowering", "deep")
         return {"status": "DONE", "programs": programs, "changes": watch.changes,
                 "reference_changes": list(pair.reference_changes), "candidate": pair.candidate.to_json(),

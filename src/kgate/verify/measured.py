@@ -24,7 +24,7 @@ from kgate.problem.module import file_sha256, kwargs_to_wire
 from kgate.verify import receipt as receipts, spawn
 from kgate.verify.measure import MeasureRequest
 from kgate.verify.outcome import NOT_TIMED_NOTE, Report, not_timed_gates
-from kgate.verify.screen import gate_from_json, parent_clock_check, phase_lines, processes_check
+from kgate.verify.screen import gate_from_json, parent_clock_check, phase_lines, processes_check, sealed_changes_check
 
 PHASE_BUDGET_S = 300.0  # per phase of the leg (importing, making inputs, compiling ...); the timing answers to --budget
 # what a leg's report holds besides its context: recomputed here from its gates, never taken from it
@@ -133,6 +133,7 @@ def _graded(leg: Mapping[str, Any], request: MeasureRequest, seconds: dict[str, 
             outside.append(_rederived(timing_json, gates_in.get("bar")))
         elif "bar" in gates and gates["bar"].details.get("outcome") not in (None, "UNDECIDED"):
             raise ValueError("its bar is decided without a speedup")
+    outside.append(sealed_changes_check("measure", leg))
     gates = {"integrity": GateResult("integrity", (*integrity.checks, *outside), integrity.details), **gates}
     advisories = leg.get("advisories", [])
     if not isinstance(advisories, list) or not all(isinstance(a, str) for a in advisories):

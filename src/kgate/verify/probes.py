@@ -30,6 +30,7 @@ from kgate.errors import KgateError, describe
 from kgate.gates import parity
 from kgate.gates.parity import DRAWN_LABEL, ODD_LABEL
 from kgate.problem import config_set, load_reference, load_requested_pair
+from kgate.verify.seals import TREE, keep, seal
 from kgate.verify.spawn import beat
 from kgate.verify.watch import Watch
 
@@ -425,6 +426,13 @@ def _send(trees: dict[str, Any]) -> None:
         stream.write(buffer.getvalue())
 
 
+# The candidate leg's result entries sealed as they are made (`kgate.verify.seals`); its runs,
+# changes and output trees are sealed too.
+SEALED_KEYS = ("reference_changes", "config_mismatches", "config_labels", "interprets", "prefill", "facts",
+               "trace_error", "ablation_error", "bypass_error", "transplant_error", "experiments_error",
+               "lowering_skipped", "lowering", "lowering_error")
+
+
 def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> dict[str, Any]:
     beat("phase importing the candidate")
     backend = get_backend(req.get("backend", "jax"))
@@ -433,10 +441,14 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
     watch = Watch(backend)
     with load_requested_pair(req, use_tiny=req["use_tiny"]) as pair:
         watch.check("at import")
+        imported: dict[str, Any] = {}  # what loading the pair found, sealed before the candidate runs
+        for name in ("reference_changes", "config_mismatches", "config_labels"):
+            keep(imported, name, list(getattr(pair, name)))
         beat("phase waiting")
         if not wait_for_inputs():
-            watch.changes.append("kgate's control channel was read by someone else (the candidate consumed stdin)")
-            return {"status": "DONE", "changes": watch.changes, "candidate": pair.candidate.to_json(), "runs": []}
+            watch.note("kgate's control channel was read by someone else (the candidate consumed stdin)")
+            return {"status": "DONE", "changes": watch.changes, "candidate": pair.candidate.to_json(), "runs": [],
+                    **imported}
         runs: list[dict[str, Any]] = []
         outputs: dict[str, Any] = {}
         first: tuple[Any, ...] | None = None
@@ -450,8 +462,11 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
                 with config_set(probe.get("config", {}), pair.reference.config, pair.candidate.config):  # CONFIG follows
                     out = backend.run(pair.candidate.entry, inputs,
                                       phase=lambda step: beat(f"phase {step} the candidate on probe {key}"))
-                outputs[f"{key}-candidate"] = out
                 run["output_sha256"] = out.sha256()
+                keep(outputs, f"{key}-candidate", out, "output", known=TREE + run["output_sha256"])
+                launches = backend.last_launches()
+                if launches is not None:  # what this graded run launched (the audit's runs must match it)
+                    run["launches"] = launches
             except Exception as exc:  # the candidate's failure is evidence, not a crash
                 run["error"] = describe(exc)
                 if getattr(exc, "unsupported", False):  # the interpreter's limitation, not the kernel's fault
@@ -461,65 +476,67 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
                 run["after_sha256"] = backend.digest(inputs)
             except Exception:
                 run["after_sha256"] = ""
+            seal(f"run {key}", run)  # before the candidate runs again (kgate.verify.seals)
             runs.append(run)
         result: dict[str, Any] = {"status": "DONE", "runs": runs}
         if first is not None:  # a kernel-free program on the CPU is compiled code, not an interpreter's
             beat("phase tracing the programs for kernels")
             try:
-                result["interprets"] = backend.interprets(pair.reference.entry, first, pair.reference.eager) or backend.interprets(
-                    pair.candidate.entry, first)
+                keep(result, "interprets", backend.interprets(pair.reference.entry, first, pair.reference.eager)
+                     or backend.interprets(pair.candidate.entry, first))
             except Exception:
-                result["interprets"] = backend.interpreted
+                keep(result, "interprets", backend.interpreted)
             watch.check("after tracing for kernels")
         if backend.interpreted and first is not None and "error" not in runs[0]:
             try:
                 zero = backend.run(pair.candidate.entry, first, uninitialized="zero",
                                    phase=lambda step: beat(f"phase {step} the candidate with zero-filled buffers"))
-                result["prefill"] = parity.compare_prefill(outputs[f"{runs[0]['key']}-candidate"], zero)
+                keep(result, "prefill", parity.compare_prefill(outputs[f"{runs[0]['key']}-candidate"], zero))
             except Exception as exc:
-                result["prefill"] = f"the candidate failed when fresh buffers were zero-filled: {describe(exc)}"
+                keep(result, "prefill", f"the candidate failed when fresh buffers were zero-filled: {describe(exc)}")
             watch.check("after the zero-filled run")
         if req["with_firing"] and first is not None:
             beat("phase firing audit (tracing the candidate with its kernels replaced)")
             try:
-                result["facts"] = backend.inspect(pair.candidate.entry, first, ablate=False).to_json()
+                keep(result, "facts", backend.inspect(pair.candidate.entry, first, ablate=False).to_json())
             except Exception as exc:
-                result["trace_error"] = describe(exc)
+                keep(result, "trace_error", describe(exc))
             try:
                 if "facts" not in result:
                     raise _Skipped
                 moves, bypassed = backend.kernel_experiments(pair.candidate.entry, first)
                 if isinstance(moves, str):
-                    result["ablation_error"] = moves
+                    keep(result, "ablation_error", moves)
                 else:
-                    outputs["ablation-moves"] = moves
+                    keep(outputs, "ablation-moves", moves, "output")
                 if isinstance(bypassed, str):
-                    result["bypass_error"] = bypassed
+                    keep(result, "bypass_error", bypassed)
                 else:
-                    outputs.update({f"bypass-{name}": tree for name, tree in bypassed.items()})
+                    for name, tree in bypassed.items():
+                        keep(outputs, f"bypass-{name}", tree, "output")
                 donor = _second_seed_probe(req)
                 if hasattr(backend, "transplant") and donor is not None:
                     other = backend.load_inputs(folder / f"inputs-{donor['key']}.pkl", donor["file_sha256"])
                     moved = backend.transplant(pair.candidate.entry, first, other)
                     if isinstance(moved, str):
-                        result["transplant_error"] = moved
+                        keep(result, "transplant_error", moved)
                     else:
-                        outputs[f"transplant-{donor['key']}"] = moved
+                        keep(outputs, f"transplant-{donor['key']}", moved, "output")
             except _Skipped:
                 pass
             except Exception as exc:  # the program was inspected; an experiment on it raised
-                result["experiments_error"] = describe(exc)
+                keep(result, "experiments_error", describe(exc))
             watch.check("after the firing audit")
         if req.get("lower_for", "none") != "none" and getattr(backend, "lowering_unavailable", ""):
-            result["lowering_skipped"] = backend.lowering_unavailable
+            keep(result, "lowering_skipped", backend.lowering_unavailable)
         elif req.get("lower_for", "none") != "none" and first is not None:
             beat("phase lowering the candidate for its device")
             try:
-                result["lowering"] = lowered_programs(backend, pair, first, req)
+                keep(result, "lowering", lowered_programs(backend, pair, first, req))
             except KgateError:
                 raise  # bad input (an unknown --chip-kind): the run's error, not the candidate's
             except Exception as exc:
-                result["lowering_error"] = describe(exc)
+                keep(result, "lowering_error", describe(exc))
             watch.check("after the lowering")
         watch.check("at the end", "deep")
         packed = io.BytesIO()
@@ -528,10 +545,8 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
         result["outputs_file_sha256"] = hashlib.sha256(packed.getvalue()).hexdigest()  # bound by the result's digest
         result.update(
             changes=watch.changes,
-            reference_changes=list(pair.reference_changes),
-            config_mismatches=list(pair.config_mismatches),
-            config_labels=list(pair.config_labels),
             candidate=pair.candidate.to_json(),
+            **imported,
         )
         return result
 

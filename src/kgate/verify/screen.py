@@ -37,7 +37,7 @@ from kgate.problem.module import file_sha256, kwargs_to_wire
 from kgate.verify.measure import TIMED_AGREEMENT_FACTOR
 from kgate.verify import lock as chip_lock
 from kgate.verify import receipt as receipts
-from kgate.verify import spawn
+from kgate.verify import seals, spawn
 from kgate.verify.early import PHASE_BUDGET_S, check_phase_budget
 from kgate.verify.outcome import EAGER_NOTE, NOT_TIMED_NOTE, Report, not_timed_gates
 
@@ -364,6 +364,7 @@ def _finish(
         if leg_name in ("measure", "reversed") and "gates" in leg and not leg.get("not_timed"):
             integrity.append(parent_clock_check(leg_name, leg))
             integrity.append(processes_check(leg_name, leg))
+            integrity.append(sealed_changes_check(leg_name, leg))
             integrity.append(same_answer_check(leg_name, checks_leg, leg))
     if request.mode == "full":
         integrity += _full_checks(request, measure_leg, dict(legs)["reversed"])
@@ -461,6 +462,26 @@ def parent_clock_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
     reported = [sum(r) + sum(c) for r, c in zip(samples["reference"], samples["candidate"])]
     clock = leg.get("parent_clock", {})
     return clock_bound(f"{leg_name}.parent_clock", reported, clock.get("beats", []), clock.get("ticks", []))
+
+
+def sealed_changes_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
+    """The changes the timed leg's process watch sealed on its channel as it found them
+    (`kgate.verify.seals`) against the report the leg made in the candidate's process: a report
+    that says the process was untouched over a sealed change was rewritten there."""
+    name = f"{leg_name}.changes_reported"
+    found, wrong = seals.sealed(line for _, line in leg.get("parent_clock", {}).get("beats", []))
+    changes = [shown or key for key, (_, shown) in found.items() if key.startswith("change ")]
+    checks = leg.get("gates", {}).get("integrity", {}).get("checks", [])
+    untouched = next((c for c in checks if c.get("name") == "process_untouched"), {})
+    if changes and untouched.get("status") != "FAIL":
+        wrong.append(f"the timed process's watch sealed {len(changes)} change(s) as it found them ("
+                     f"{'; '.join(changes[:4])}) and its report says nothing of them: code in that process rewrote "
+                     "kgate's record")
+    if wrong:
+        return Check(name, "FAIL", "; ".join(wrong), "the candidate must not patch kgate or its array libraries, nor "
+                     "touch kgate's record of the run or its channel to its parent.")
+    return Check(name, "PASS", f"every change the timed process's watch sealed is in its report ({len(changes)})"
+                 if changes else "the timed process's watch sealed no change")
 
 
 def processes_check(leg_name: str, leg: Mapping[str, Any]) -> Check:

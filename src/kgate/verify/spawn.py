@@ -632,14 +632,37 @@ def no_dumps() -> None:
         pass
 
 
+# What `beat` writes with, bound at kgate import; and the beat channel as the leg found it at its
+# first beat, before any candidate code ran (descriptor, device, inode): filled once, never rebound.
+_write, _fstat, _exit = os.write, os.fstat, os._exit
+_CHANNEL: list[tuple[int, int, int]] = []
+CHANNEL_REPLACED_EXIT = 70
+
+
 def beat(text: str) -> None:
     """In a leg: one line on the beat channel, which the parent timestamps with its own clock
-    (nothing when the process is not a leg)."""
+    (nothing when the process is not a leg). Always the pipe the leg had at its first beat: one
+    whose descriptor now names another file (the candidate put its own pipe there, to speak for
+    kgate) ends the leg at once, without a result."""
     if _RECORDING and text.startswith("phase "):
         _RECORDING[-1].append((time.monotonic_ns(), text))
-    fd = os.environ.get("KGATE_BEAT_FD")
-    if fd:
-        os.write(int(fd), text.encode() + b"\n")
+    if not _CHANNEL:
+        named = os.environ.get("KGATE_BEAT_FD")
+        if not named:
+            return
+        found = _fstat(int(named))
+        _CHANNEL.append((int(named), found.st_dev, found.st_ino))
+    fd, device, inode = _CHANNEL[0]
+    try:
+        now = _fstat(fd)
+        same = (now.st_dev, now.st_ino) == (device, inode)
+    except OSError:
+        same = False
+    if not same:
+        _write(2, b"kgate: the leg's beat channel is no longer the pipe kgate gave it (code in this process closed "
+                  b"or replaced its descriptor); the leg stops without a result\n")
+        _exit(CHANNEL_REPLACED_EXIT)
+    _write(fd, text.encode() + b"\n")
 
 
 def wait_tick(index: int, timeout_s: float = 120.0) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kgate.problem.snapshot import ModuleSnapshot, loaded_modules, snapshot_module, snapshot_surface
+from kgate.verify.seals import seal
 
 
 def _interpreter_state() -> dict[str, Any]:
@@ -181,6 +182,7 @@ class Watch:
         self.models: list[Any] = []
         self.op_points: list[tuple[Any, dict[str, tuple[type, str]]]] = []
         self.changes: list[str] = []
+        self._seal = seal  # bound before any candidate code: rebinding the module's name reaches no change
 
     def guard(self, problem: Any) -> None:
         """Watch a problem (the reference, in a process that times both): its module's functions,
@@ -253,6 +255,13 @@ class Watch:
         self._record(found, when)
 
     def _record(self, found: list[str], when: str) -> None:
-        """Each change once, with when it was first seen."""
+        """Each change once, with when it was first seen, sealed as it is recorded (in a leg: the
+        candidate, called again later, cannot take it back unseen; `kgate.verify.seals`)."""
         seen = {c.rsplit(" (", 1)[0] for c in self.changes}
-        self.changes.extend(f"{c} ({when})" for c in found if c not in seen)
+        for change in dict.fromkeys(f"{c} ({when})" for c in found if c not in seen):
+            self.note(change)
+
+    def note(self, change: str) -> None:
+        """Record one change, sealed."""
+        self.changes.append(change)
+        self._seal(f"change {len(self.changes) - 1}", change)
