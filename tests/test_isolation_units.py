@@ -692,8 +692,14 @@ def test_the_measure_report_is_graded_here_from_the_legs_gates_and_this_processe
     fits = report_from_leg(_leg([4.0, 4.0], [(0, 10), (20, 30)]), request)
     assert fits.status == "PASS" and fits.notes == ("a note of the leg's own",)  # a gate's advisory: from its checks
     names = [c.name for c in fits.gates["integrity"].checks]
-    assert names == ["inputs_unchanged", "measure.parent_clock", "measure.parent_processes"]
+    assert names == ["inputs_unchanged", "measure.parent_clock", "measure.parent_processes", "measure.changes_reported"]
     assert "parent_clock" not in fits.context and fits.next_step != "forged"
+    # a change the leg's watch sealed as it found it, and a report that says nothing of it: rewritten there
+    sealed = _leg([4.0, 4.0], [(0, 10), (20, 30)])
+    sealed["parent_clock"]["beats"].insert(0, [1, _sealed_lines([("change 0", "jax.numpy.exp was rebound (at import)")])[0]])
+    covered = report_from_leg(sealed, request)
+    assert covered.status == "ANOMALY"
+    assert "jax.numpy.exp was rebound (at import)" in covered.gates["integrity"].failures[0].detail
     # rounds whose reported time did not pass on this process's clock: an anomaly, whatever the leg says
     invented = report_from_leg(_leg([40.0, 4.0], [(0, 10), (20, 30)]), request)
     assert invented.status == "ANOMALY" and invented.gates["integrity"].failures[0].name == "measure.parent_clock"
