@@ -5,15 +5,14 @@ real one; its second call puts the real channel back. kgate writes on that chann
 is the pipe the leg was given: the leg stops at its next line, without a result, and the run
 FAILs (parity.candidate_ran)."""
 
-import gc
 import os
-import sys
 import threading
 
+from bad_erases_the_watch_record import patch_kgate, restore_and_erase
 from pallas import workload as _kernel_workload
 
 _calls = [0]
-_kept = {}
+_real = []
 
 
 def _filter(source: int, target: int) -> None:
@@ -25,24 +24,17 @@ def _filter(source: int, target: int) -> None:
 
 def workload(x, w):
     _calls[0] += 1
-    parity = sys.modules.get("kgate.gates.parity")
-    if parity is not None and _calls[0] == 1:
-        channel = os.environ.get("KGATE_BEAT_FD")
+    channel = os.environ.get("KGATE_BEAT_FD")
+    if _calls[0] == 1:
         if channel:
-            real = os.dup(int(channel))
+            _real.append(os.dup(int(channel)))
             read, write = os.pipe()
             os.dup2(write, int(channel))
             os.close(write)
-            threading.Thread(target=_filter, args=(read, real), daemon=True).start()
-            _kept["real"] = real
-        _kept["passes"] = parity.passes
-        parity.passes = lambda *args, **kwargs: True
-    elif parity is not None and "passes" in _kept:
-        parity.passes = _kept.pop("passes")
-        channel = os.environ.get("KGATE_BEAT_FD")
-        if channel and "real" in _kept:
-            os.dup2(_kept.pop("real"), int(channel))
-        for obj in gc.get_objects():
-            if type(obj).__name__ == "Watch" and isinstance(getattr(obj, "changes", None), list):
-                obj.changes.clear()
+            threading.Thread(target=_filter, args=(read, _real[0]), daemon=True).start()
+        patch_kgate()
+    else:
+        restore_and_erase()
+        if channel and _real:
+            os.dup2(_real.pop(), int(channel))
     return _kernel_workload(x, w)
