@@ -4,7 +4,7 @@ import pytest
 
 from kgate.backends.base import Ablation, Arithmetic, KernelSite, ProgramFacts
 from kgate.errors import KgateError
-from kgate.gates.firing import FiringSpec, audit, normalize_hlo
+from kgate.gates.firing import EdgeAudit, FiringSpec, audit, normalize_hlo
 
 LIVE = KernelSite("eqn0/eqn2", "my_kernel (k.py:3)", True, True)
 GHOST = KernelSite("eqn0/eqn5", "my_kernel (k.py:3)", False, True)
@@ -18,6 +18,23 @@ def facts(sites=(LIVE,), ablation=FULL, platform="cpu", targets=(), compiled="",
 
 def status(result, name):
     return [c.status for c in result.checks if c.name == name]
+
+
+def _on_edges(*edges, spec=FiringSpec()):
+    result = audit("kernel-authored", facts(), spec=spec, edges=edges)
+    return status(result, "kernel_result_matters_on_edge"), " ".join(c.detail for c in result.checks)
+
+
+def test_the_ablation_on_edges_drawn_after_grading_fails_where_an_edges_answer_comes_from_elsewhere():
+    moved, repaired = EdgeAudit("edge-small-in0", Ablation(True, "", 64, 64)), EdgeAudit("edge-offset-in0", Ablation(True, "", 48, 64))
+    assert _on_edges(moved)[0] == ["PASS"]
+    states, text = _on_edges(moved, repaired)
+    assert states == ["FAIL"] and "on edge-offset-in0 16 of 64 output elements (25.0%) do not depend" in text
+    assert _on_edges(moved, repaired, spec=FiringSpec(kernel_share=0.75))[0] == ["PASS"]  # declared
+    assert _on_edges(EdgeAudit("edge-small-in0", differs=True))[0] == ["FAIL"]  # not the graded run there
+    assert _on_edges(EdgeAudit("edge-small-in0", error="the draw was changed on its way"))[0] == ["FAIL"]
+    assert _on_edges(EdgeAudit("edge-slices-in0", reason="the reference is not finite there"))[0] == ["SKIPPED"]
+    assert _on_edges()[0] == []  # nothing drawn (a JAX program: its arithmetic is counted on the program)
 
 
 def test_live_kernel_passes_on_cpu_and_says_the_device_check_did_not_run():

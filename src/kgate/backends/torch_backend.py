@@ -893,13 +893,9 @@ class TorchBackend:
         """The ablation (per output element, how far it moved when the elements every authored
         launch wrote were perturbed) and the bypass (the outputs with those elements replaced by
         what a stand-in that does no work leaves: zeros, or an operand passed through)."""
-        base, launches = self._launches(fn, inputs)
-        if not launches:
-            return "no authored Triton kernel launched", "no authored Triton kernel to replace"
-        names = {launch.name for launch in launches}
-        base_leaves = self.to_host(base).leaves
-        perturbed = [self.to_host(self._launches(fn, inputs, _perturb(names, kind))[0]).leaves for kind in _PERTURBATIONS]
-        moves = output_moves(base_leaves, perturbed)
+        moves, _ = self.ablation(fn, inputs)
+        if isinstance(moves, str):
+            return moves, "no authored Triton kernel to replace"
         bypassed = {"zeros": self.to_host(self._launches(fn, inputs, _stand_in("zeros"))[0])}
         for k in range(_PASSTHROUGHS):  # every launch's k-th operand of its output's size, passed through
             used: list[bool] = []
@@ -907,7 +903,20 @@ class TorchBackend:
             if not any(used):
                 break
             bypassed["passthrough" if k == 0 else f"passthrough-{k + 1}"] = tree
-        return HostTree("moves", tuple(f"[{i}]" for i in range(len(moves))), tuple(moves)), bypassed
+        return moves, bypassed
+
+    def ablation(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> tuple[HostTree | str, str]:
+        """Per output element, how far it moved when the elements every authored launch wrote
+        were perturbed (why not, as a string, where nothing was launched); and the digest of the
+        unperturbed run's outputs, which on a graded probe's inputs must be that run's."""
+        base, launches = self._launches(fn, inputs)
+        base_host = self.to_host(base)
+        if not launches:
+            return "no authored Triton kernel launched", base_host.sha256()
+        names = {launch.name for launch in launches}
+        perturbed = [self.to_host(self._launches(fn, inputs, _perturb(names, kind))[0]).leaves for kind in _PERTURBATIONS]
+        moves = output_moves(base_host.leaves, perturbed)
+        return HostTree("moves", tuple(f"[{i}]" for i in range(len(moves))), tuple(moves)), base_host.sha256()
 
     def transplant(self, fn: Callable[..., Any], inputs: Sequence[Any], other: Sequence[Any]) -> HostTree | str:
         """`fn` run on `inputs` with every authored launch's written elements replaced by what
@@ -1079,14 +1088,20 @@ class _Misaligned(Exception):
 def _perturb(names: set[str], kind: str) -> Act:
     """After each launch of these kernels, every element it wrote moved: `flip` (-2x + 1) or
     `shift` (x + 3(|x| + 1)), the two directions the JAX side's ablation uses, so that an
-    element behind a clamp (a ReLU) moves under one of them. Only the elements it wrote: what
-    the rest of the buffer holds was computed elsewhere."""
+    element behind a clamp (a ReLU) moves under one of them; or `scale`, each element times its
+    own factor between 1.5 and 2.5 (drawn by its position and its argument's), so that a ratio
+    of two of a kernel's results (an element over its row's sum, where one element is the whole
+    sum) moves where the affine two move both alike. Only the elements it wrote: what the rest
+    of the buffer holds was computed elsewhere."""
     def act(launch: Launch, tensors: list[torch.Tensor], index: int) -> None:
         if launch.name not in names:
             return
         for i, mask in launch.written.items():
             t = tensors[i]
-            if t.dtype.is_floating_point or t.dtype.is_complex:
+            if (t.dtype.is_floating_point or t.dtype.is_complex) and kind == "scale":
+                step = torch.arange(t.numel(), dtype=torch.float64, device=t.device) * 0.6180339887498949 + 0.37 * i
+                moved = t * (1.5 + torch.remainder(step, 1.0)).to(t.real.dtype).reshape(t.shape)
+            elif t.dtype.is_floating_point or t.dtype.is_complex:
                 moved = t * -2 + 1 if kind == "flip" else t + (t.abs() + 1) * 3
             elif t.dtype == torch.bool:
                 moved = ~t
@@ -1096,7 +1111,7 @@ def _perturb(names: set[str], kind: str) -> Act:
     return act
 
 
-_PERTURBATIONS = ("flip", "shift")
+_PERTURBATIONS = ("flip", "shift", "scale")
 
 
 _PASSTHROUGHS = 4  # operands tried as what a copying kernel passes through

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kgate.backends.base import Arithmetic, KernelSite, ProgramFacts
+from kgate.backends.base import Ablation, Arithmetic, KernelSite, ProgramFacts
 from kgate.errors import KgateError, article
 from kgate.gates.common import Check, GateResult
 
@@ -339,6 +339,58 @@ def _reads_inputs(sites: Sequence[KernelSite]) -> Check:
     return Check("kernel_reads_inputs", "PASS", "every kernel reads the workload's inputs")
 
 
+@dataclass(frozen=True)
+class EdgeAudit:
+    """The firing audit's ablation run again on one edge probe, drawn once the graded runs were
+    over (torch): `ablation` counted with that probe's parity allowance, or why it could not be
+    (`reason`: not evaluated, SKIPPED; `error`: the experiment raised, a FAIL); `differs`: the
+    audit's unperturbed run there gave other outputs than the graded run on the same inputs."""
+
+    label: str
+    ablation: Ablation | None = None
+    reason: str = ""
+    error: str = ""
+    differs: bool = False
+
+
+def _edge_check(edges: Sequence[EdgeAudit], spec: FiringSpec) -> list[Check]:
+    """One check over the edges the ablation ran on again: a FAIL where any says the answer comes
+    from elsewhere there, or the audit's run there is not the graded one."""
+    if not edges:
+        return []
+    failed, passed, skipped = [], [], []
+    for edge in edges:
+        ab = edge.ablation
+        if edge.error:
+            failed.append(f"the ablation on {edge.label} could not be held to the graded run: {edge.error}")
+        elif edge.differs:
+            failed.append(f"the audit's run on {edge.label} gave other outputs than the graded run on the same inputs: "
+                          "the candidate computes differently when audited")
+        elif ab is None:
+            skipped.append(f"{edge.label} not evaluated: {edge.reason}")
+        elif ab.changed_elements == ab.total_elements:
+            passed.append(f"on {edge.label} perturbing the kernel results moves all {ab.total_elements} output elements "
+                          f"(by more than its parity allowance {ab.moved_above:.3g})")
+        else:
+            share = ab.changed_elements / ab.total_elements if ab.total_elements else 0.0
+            uncovered = ab.total_elements - ab.changed_elements
+            text = (f"on {edge.label} {uncovered} of {ab.total_elements} output elements ({uncovered / max(ab.total_elements, 1):.1%}) "
+                    f"do not depend on any kernel result beyond its parity allowance ({ab.moved_above:.3g})")
+            if spec.kernel_share is not None and share >= spec.kernel_share:
+                passed.append(text + f" (declared: at least {spec.kernel_share:.1%})")
+            else:
+                failed.append(text + ": there the answer comes from elsewhere (a fallback, or a repair where the kernel "
+                              "gets the input wrong)")
+    name, drawn = "kernel_result_matters_on_edge", "edge probes drawn once the graded runs were over"
+    if failed:
+        return [Check(name, "FAIL", f"{drawn}: " + "; ".join(failed + passed + skipped),
+                      "make the kernel right on every input (an extreme value, a zero row) instead of handing those to "
+                      "a library, and compute every call the same way.")]
+    if passed:
+        return [Check(name, "PASS", f"{drawn}: " + "; ".join(passed + skipped))]
+    return [Check(name, "SKIPPED", f"{drawn}: " + "; ".join(skipped))]
+
+
 def graded_record_differs(kernels: Sequence[str], launched: Sequence[Sequence[str]], audited_sha256: str,
                           graded_sha256: str) -> str:
     """What differs between the firing audit's run and the graded runs, by the record sealed in
@@ -358,7 +410,7 @@ def graded_record_differs(kernels: Sequence[str], launched: Sequence[Sequence[st
 
 def _kernel_checks(facts: ProgramFacts, spec: FiringSpec, bypass: Mapping[str, bool] | str | None,
                    transplant: bool | str | None = None,
-                   reference_arithmetic: Arithmetic | None = None) -> list[Check]:
+                   reference_arithmetic: Arithmetic | None = None, edges: Sequence[EdgeAudit] = ()) -> list[Check]:
     checks: list[Check] = []
     sites = facts.kernel_sites
     if not sites:
@@ -444,6 +496,7 @@ def _kernel_checks(facts: ProgramFacts, spec: FiringSpec, bypass: Mapping[str, b
                 f"parity allowance {ab.moved_above:.3g})",
             )
         )
+    checks.extend(_edge_check(edges, spec))
     checks.append(_bypass_check(bypass))
     if facts.kernel_kind == "pallas_call":  # counted on jax programs
         checks.append(_work_check(facts.arithmetic, reference_arithmetic, spec))
@@ -500,13 +553,15 @@ def audit(
     transplant: bool | str | None = None,
     audit_error: str = "",
     reference_arithmetic: Arithmetic | None = None,
+    edges: Sequence[EdgeAudit] = (),
 ) -> GateResult:
     """Grade the candidate's programs for its intervention class.
 
     `bypass`: for each stand-in kernel that does no work, whether the output still passed
     parity with it (graded by the caller), or why that was not evaluated.
     `reference_arithmetic`: what the reference computes, counted in its own process, against
-    which the candidate's arithmetic outside its kernels is weighed."""
+    which the candidate's arithmetic outside its kernels is weighed. `edges`: the ablation again
+    on edge probes drawn after the graded runs (torch)."""
     if klass not in CLASSES:
         raise KgateError(f"unknown intervention class {klass!r}.", f"use one of {', '.join(CLASSES)}.")
     if facts is None:
@@ -542,7 +597,7 @@ def audit(
                             "make the candidate run the same way on every call; an audit that cannot finish cannot "
                             "pass."))
     if klass == "kernel-authored":
-        checks.extend(_kernel_checks(facts, spec, bypass, transplant, reference_arithmetic))
+        checks.extend(_kernel_checks(facts, spec, bypass, transplant, reference_arithmetic, edges))
     else:
         if reference_compiled is None and reference_uncompiled:
             checks.append(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -37,7 +38,7 @@ from kgate.verify import refcache, seals, spawn
 from kgate.verify.spawn import no_dumps
 from kgate.verify.lock import compile_slot
 from kgate.verify.outcome import EAGER_NOTE, Report
-from kgate.verify.probes import INPUT_BEAT, INPUTS_DONE_BEAT, PROBE_KEY, SEALED_KEYS
+from kgate.verify.probes import AUDITED_EDGES, INPUT_BEAT, INPUTS_DONE_BEAT, PROBE_KEY, SEALED_KEYS
 
 DEFAULT_SEEDS: tuple[int, ...] = (42, 43)
 PHASE_BUDGET_S = 300.0  # per phase of a leg (importing, making inputs, tracing, compiling, running ...)
@@ -123,12 +124,17 @@ def run_probe_legs(
         try:
             # the probes at the op-point's shapes first; the candidate runs them while the reference's
             # process makes the other shapes' inputs, handed over next
-            _hand_over(_wait_for_inputs(reference_leg, 0, request.phase_budget_s), ref_dir, cand_dir / "probes.json")
+            first_batch = _wait_for_inputs(reference_leg, 0, request.phase_budget_s)
+            _hand_over(first_batch, ref_dir, cand_dir / "probes.json")
             candidate.wait_beat("imported", budget_s=request.phase_budget_s)
             candidate.go()
             _hand_over(_wait_for_inputs(reference_leg, 1, request.phase_budget_s), ref_dir,
                        cand_dir / "probes-shapes.json")
+            drawn: list[dict[str, Any]] = []
+            if with_firing and candidate.wait_until(lambda line: line.startswith(GRADED_SEAL), request.phase_budget_s):
+                drawn = _draw_audited_edges(first_batch, cand_dir)  # only now: nothing graded can depend on it
             cand_result = candidate.wait_phased(request.phase_budget_s)
+            cand_result["drawn_edges"] = drawn  # what this process drew, beside what the leg says it audited
         finally:
             candidate.kill_group()
         arrays: dict[str, Any] = {}
@@ -150,6 +156,26 @@ def run_probe_legs(
         refcache.SHARED.accept(env, reference.get("programs"))
         arrays.update(wire.read_trees(bytes(reference_leg.data)))
         return reference, cand_result, arrays, seeds
+
+
+GRADED_SEAL = seals.SEAL_BEAT + '["result graded_runs"'  # the candidate leg's graded runs are over
+
+
+AUDITED_EDGE_COUNT = 2  # of the edge battery's probes at the first probe's shapes (six on a softmax)
+
+
+def edge_choice(edges: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """`AUDITED_EDGE_COUNT` of `edges`, from the operating system's randomness (afresh in every run)."""
+    return random.SystemRandom().sample(list(edges), min(AUDITED_EDGE_COUNT, len(edges)))
+
+
+def _draw_audited_edges(manifest: Sequence[Mapping[str, Any]], cand_dir: Path) -> list[dict[str, Any]]:
+    """Draw the edge probes (at the first probe's shapes) the firing audit's ablation runs on too,
+    and tell the candidate's leg: after its graded runs, so the candidate could not know which."""
+    edges = [p for p in manifest if str(p.get("label", "")).startswith(parity.EDGE_PREFIX) and not p.get("config")]
+    drawn = [{"key": e.get("key"), "label": e.get("label", "")} for e in (edge_choice(edges) if edges else [])]
+    write_new(cand_dir / AUDITED_EDGES, json.dumps(drawn).encode())
+    return drawn
 
 
 def _candidate_outputs(path: Path, result: Mapping[str, Any]) -> dict[str, Any]:
@@ -324,6 +350,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
                                    {p["key"]: p["seed"] for p in ref["probes"] if not p.get("label")}),
             audit_error=str(cand.get("experiments_error", "")),
             reference_arithmetic=Arithmetic.from_json(ref.get("reference_arithmetic")),
+            edges=_edge_audit(request.parity_spec, probes, arrays, cand, runs),
         )
     if _lowers(request, with_firing):
         gates["lowering"] = _lowering(cand, request.firing_spec.lower_for)
@@ -508,6 +535,37 @@ def _facts(spec: ParitySpec, probe: Probe, shared: Sequence[SharedFloor | None],
     # the sealed record first: the one kept in the candidate's process (what the audit compared
     # in there) could have been rewritten by the candidate before the audit read it
     return replace(facts, ablation=ablation, graded_consistency=sealed or facts.graded_consistency)
+
+
+def _edge_audit(spec: ParitySpec, probes: Sequence[Probe], arrays: Mapping[str, Any], cand: Mapping[str, Any],
+                runs: Mapping[str, Mapping[str, Any]]) -> list[firing.EdgeAudit]:
+    """The ablation the leg ran again on the edge probes this process drew (torch), each counted
+    here with that probe's parity allowance, its unperturbed run held to the graded run's sealed
+    digest."""
+    audited, drawn = cand.get("edge_audit"), cand.get("drawn_edges") or []
+    if audited is None:
+        return []
+    said = [(e.get("key"), e.get("label")) for e in audited] if isinstance(audited, list) else audited
+    if said != [(d["key"], d["label"]) for d in drawn]:
+        return [firing.EdgeAudit("the drawn edges", error=f"the leg audited {said} where this process drew "
+                                 f"{[(d['key'], d['label']) for d in drawn]}: the draw was changed on its way")]
+    found = []
+    for edge in audited:
+        label = str(edge.get("label", ""))
+        graded = runs.get(str(edge.get("key")), {}).get("output_sha256")
+        probe = next((p for p in probes if p.label == label), None)
+        moves = arrays.get(f"edge-ablation-{edge.get('key')}")
+        if edge.get("error"):
+            found.append(firing.EdgeAudit(label, error=str(edge["error"])))
+        elif graded and edge.get("audited_sha256") != graded:
+            found.append(firing.EdgeAudit(label, differs=True))
+        elif probe is None or moves is None:
+            found.append(firing.EdgeAudit(label, reason="the probe was not graded (the reference is not finite there, "
+                                          "or it raised)"))
+        else:
+            shared = parity.shared_floors(spec, probes).get(probe.name, ())
+            found.append(firing.EdgeAudit(label, count_moved(moves.leaves, parity.allowance(spec, probe, shared))))
+    return found
 
 
 def _bypass(spec: ParitySpec, probe: Probe, shared: Sequence[SharedFloor | None], arrays: Mapping[str, Any],

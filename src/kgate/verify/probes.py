@@ -430,7 +430,7 @@ def _send(trees: dict[str, Any]) -> None:
 # changes and output trees are sealed too.
 SEALED_KEYS = ("reference_changes", "config_mismatches", "config_labels", "interprets", "prefill", "facts",
                "trace_error", "ablation_error", "bypass_error", "transplant_error", "experiments_error",
-               "lowering_skipped", "lowering", "lowering_error")
+               "lowering_skipped", "lowering", "lowering_error", "edge_audit", "graded_runs")
 
 
 def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> dict[str, Any]:
@@ -452,7 +452,9 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
         runs: list[dict[str, Any]] = []
         outputs: dict[str, Any] = {}
         first: tuple[Any, ...] | None = None
+        handed: list[dict[str, Any]] = []
         for probe in handed_over(Path(req["probes_file"])):
+            handed.append(probe)
             key = probe["key"]
             inputs = backend.load_inputs(folder / f"inputs-{key}.pkl", probe["file_sha256"])
             received = backend.digest(inputs)
@@ -479,6 +481,9 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
             seal(f"run {key}", run)  # before the candidate runs again (kgate.verify.seals)
             runs.append(run)
         result: dict[str, Any] = {"status": "DONE", "runs": runs}
+        keep(result, "graded_runs", len(runs))  # the parent draws the edges the audit runs on once it has this
+        # read at once, before the candidate runs again
+        edges = drawn_edges(folder, handed, runs) if req["with_firing"] and hasattr(backend, "ablation") else []
         if first is not None:  # a kernel-free program on the CPU is compiled code, not an interpreter's
             beat("phase tracing the programs for kernels")
             try:
@@ -522,6 +527,17 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
                         keep(result, "transplant_error", moved)
                     else:
                         keep(outputs, f"transplant-{donor['key']}", moved, "output")
+                audited_edges = []
+                for edge in edges:  # the ablation again where an edge's answer may come from elsewhere
+                    beat(f"phase firing audit on {edge['label']}")
+                    on_edge = backend.load_inputs(folder / f"inputs-{edge['key']}.pkl", edge["file_sha256"])
+                    moves, audited = backend.ablation(pair.candidate.entry, on_edge)
+                    audited_edges.append({"key": edge["key"], "label": edge["label"], "audited_sha256": audited,
+                                          **({"error": moves} if isinstance(moves, str) else {})})
+                    if not isinstance(moves, str):
+                        keep(outputs, f"edge-ablation-{edge['key']}", moves, "output")
+                if edges:
+                    keep(result, "edge_audit", audited_edges)
             except _Skipped:
                 pass
             except Exception as exc:  # the program was inspected; an experiment on it raised
@@ -549,6 +565,26 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
             **imported,
         )
         return result
+
+
+AUDITED_EDGES = "audited-edges.json"  # the parent's draw, written once the graded runs are over
+
+
+def drawn_edges(folder: Path, handed: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The edge probes the parent drew for the firing audit's ablation to run on too (torch),
+    where a candidate may hand the answer to a library on the inputs its kernel gets wrong (an
+    overflow repaired by the reference's own operator). The candidate is never told which probes
+    are edges; the parent writes its draw only once this leg sealed the end of its graded runs,
+    so nothing graded could depend on it. Empty where the parent drew none, or it never came."""
+    path = folder / AUDITED_EDGES
+    deadline = time.monotonic() + 600  # the parent stops this process sooner; a parent gone never does
+    while not path.exists():  # written whole, under another name first
+        if time.monotonic() > deadline:
+            return []
+        time.sleep(0.005)
+    ran = {run["key"]: p for p in handed for run in runs if run["key"] == p["key"] and "error" not in run}
+    return [{**ran[e["key"]], "label": str(e.get("label", ""))} for e in json.loads(path.read_text())
+            if isinstance(e, dict) and e.get("key") in ran]
 
 
 class _Skipped(Exception):

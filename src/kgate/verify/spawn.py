@@ -112,15 +112,20 @@ class LegProcess:
     def wait_beat(self, text: str, timeout_s: float = 600.0, budget_s: float | None = None) -> bool:
         """Block until the leg writes `text` on its beat channel; False if it exited first, or
         one of its phases ran past `budget_s` (the next wait says which)."""
+        return self.wait_until(lambda line: line == text, budget_s, timeout_s)
+
+    def wait_until(self, wanted: Callable[[str], bool], budget_s: float | None = None,
+                   timeout_s: float = 3600.0) -> bool:
+        """Block until the leg writes a line `wanted` accepts on its beat channel; False as `wait_beat`."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if budget_s and self.overrun(budget_s):
                 return False
-            if any(line == text for _, line in list(self.beats)):
+            if any(wanted(line) for _, line in list(self.beats)):
                 return True
             if self.proc.poll() is not None:
                 self._join()
-                return any(line == text for _, line in list(self.beats))
+                return any(wanted(line) for _, line in list(self.beats))
             time.sleep(0.005)
         return False
 

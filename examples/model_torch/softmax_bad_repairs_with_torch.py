@@ -1,0 +1,20 @@
+"""Known-bad (fallback to the reference on the inputs that need it): its Triton kernel
+exponentiates the raw row, without the row maximum subtracted, and the rows where that
+overflowed are recomputed by torch.softmax. On random draws every row comes from the kernel;
+on the edge battery's extreme rows the answer is torch's, so parity passes everywhere. The
+firing audit's experiments also run on one edge probe, drawn for the run after the graded runs
+are over: there the repaired rows do not depend on the kernel: firing.kernel_result_matters_on_edge
+FAILs."""
+
+import torch
+
+from softmax_bad_no_max_subtraction import ModelNew as Overflowing
+
+
+class ModelNew(Overflowing):
+    def forward(self, x):
+        out = super().forward(x)
+        broken = ~torch.isfinite(out).all(dim=1)
+        if bool(broken.any()):
+            out[broken] = torch.softmax(x[broken], dim=1)
+        return out
