@@ -177,6 +177,7 @@ KNOWN_BAD_TORCH = [
     (SOFTMAX, "softmax_bad_kernel_only_on_repeat_inputs.py", "FAIL", {"firing.audit_is_the_graded_run"}),
     # right answers where the kernel overflows, from torch: the audit's ablation on an edge drawn after grading
     (SOFTMAX, "softmax_bad_repairs_with_torch.py", "FAIL", {"firing.kernel_result_matters_on_edge"}),
+    (SOFTMAX, "softmax_bad_plants_the_edge_draw.py", "FAIL", {"firing.kernel_result_matters_on_edge"}),
     # ... and rewrites kgate's in-process record of the graded runs: held to what each run sealed as it ended
     (SOFTMAX, "softmax_bad_forges_graded_record.py", "FAIL", {"firing.audit_is_the_graded_run"}),
     (SOFTMAX, "softmax_bad_rewrites_sealed_runs.py", "ANOMALY",

@@ -834,6 +834,7 @@ class TorchBackend:
         when the inputs do)."""
         base, launches = self._launches(fn, inputs)
         base_host = self.to_host(base)
+        audited = base_host.sha256()  # before the candidate runs again
         base_leaves = base_host.leaves
         names = list(dict.fromkeys(launch.name for launch in launches))
         consistency = self._as_graded(fn, inputs, names, base_host)
@@ -867,7 +868,7 @@ class TorchBackend:
             ablation=ablation,
             kernel_kind="Triton launch",
             graded_consistency=consistency,
-            audited_sha256=base_host.sha256(),
+            audited_sha256=audited,
             arithmetic=self.arithmetic(fn, inputs) if launches else None,
         )
 
@@ -911,12 +912,16 @@ class TorchBackend:
         unperturbed run's outputs, which on a graded probe's inputs must be that run's."""
         base, launches = self._launches(fn, inputs)
         base_host = self.to_host(base)
+        audited = base_host.sha256()  # before the candidate runs again
         if not launches:
-            return "no authored Triton kernel launched", base_host.sha256()
+            return "no authored Triton kernel launched", audited
         names = {launch.name for launch in launches}
         perturbed = [self.to_host(self._launches(fn, inputs, _perturb(names, kind))[0]).leaves for kind in _PERTURBATIONS]
+        if base_host.sha256() != audited:
+            raise RuntimeError("the unperturbed run's outputs changed while the candidate ran again: something in its "
+                               "process rewrote kgate's copy")
         moves = output_moves(base_host.leaves, perturbed)
-        return HostTree("moves", tuple(f"[{i}]" for i in range(len(moves))), tuple(moves)), base_host.sha256()
+        return HostTree("moves", tuple(f"[{i}]" for i in range(len(moves))), tuple(moves)), audited
 
     def transplant(self, fn: Callable[..., Any], inputs: Sequence[Any], other: Sequence[Any]) -> HostTree | str:
         """`fn` run on `inputs` with every authored launch's written elements replaced by what
@@ -1089,7 +1094,7 @@ def _perturb(names: set[str], kind: str) -> Act:
     """After each launch of these kernels, every element it wrote moved: `flip` (-2x + 1) or
     `shift` (x + 3(|x| + 1)), the two directions the JAX side's ablation uses, so that an
     element behind a clamp (a ReLU) moves under one of them; or `scale`, each element times its
-    own factor between 1.5 and 2.5 (drawn by its position and its argument's), so that a ratio
+    own factor between 1.5 and 2.5 (hashed from its position and its argument's), so that a ratio
     of two of a kernel's results (an element over its row's sum, where one element is the whole
     sum) moves where the affine two move both alike. Only the elements it wrote: what the rest
     of the buffer holds was computed elsewhere."""
@@ -1099,8 +1104,8 @@ def _perturb(names: set[str], kind: str) -> Act:
         for i, mask in launch.written.items():
             t = tensors[i]
             if (t.dtype.is_floating_point or t.dtype.is_complex) and kind == "scale":
-                step = torch.arange(t.numel(), dtype=torch.float64, device=t.device) * 0.6180339887498949 + 0.37 * i
-                moved = t * (1.5 + torch.remainder(step, 1.0)).to(t.real.dtype).reshape(t.shape)
+                step = (torch.arange(t.numel(), dtype=torch.int32, device=t.device) % 1024 * 40503 + 389 * i) % 1024
+                moved = t * (1.5 + step.to(t.real.dtype) / 1024).reshape(t.shape)
             elif t.dtype.is_floating_point or t.dtype.is_complex:
                 moved = t * -2 + 1 if kind == "flip" else t + (t.abs() + 1) * 3
             elif t.dtype == torch.bool:

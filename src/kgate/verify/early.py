@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import random
 import tempfile
@@ -131,7 +132,8 @@ def run_probe_legs(
             _hand_over(_wait_for_inputs(reference_leg, 1, request.phase_budget_s), ref_dir,
                        cand_dir / "probes-shapes.json")
             drawn: list[dict[str, Any]] = []
-            if with_firing and candidate.wait_until(lambda line: line.startswith(GRADED_SEAL), request.phase_budget_s):
+            if with_firing and request.backend in EDGE_AUDIT_BACKENDS and candidate.wait_until(
+                    lambda line: line.startswith(GRADED_SEAL), request.phase_budget_s, timeout_s=math.inf):
                 drawn = _draw_audited_edges(first_batch, cand_dir)  # only now: nothing graded can depend on it
             cand_result = candidate.wait_phased(request.phase_budget_s)
             cand_result["drawn_edges"] = drawn  # what this process drew, beside what the leg says it audited
@@ -148,7 +150,7 @@ def run_probe_legs(
                 # what the leg reports, held to what it sealed as it made it: a rewrite is a change
                 lines = [line for _, line in cand_result.get("parent_clock", {}).get("beats", [])]
                 cand_result["changes"] = [*cand_result.get("changes", []),
-                                          *seals.problems(cand_result, lines, outputs, SEALED_KEYS)]
+                                          *seals.problems(cand_result, lines, outputs, SEALED_KEYS, lists=("edge_audit",))]
         reference_leg.go()
         reference = reference_leg.wait_phased(request.phase_budget_s)
         if reference.get("status") != "DONE":
@@ -162,6 +164,9 @@ GRADED_SEAL = seals.SEAL_BEAT + '["result graded_runs"'  # the candidate leg's g
 
 
 AUDITED_EDGE_COUNT = 2  # of the edge battery's probes at the first probe's shapes (six on a softmax)
+# Where the firing audit's ablation runs again on drawn edges: torch's launches are recorded per run;
+# a JAX program's arithmetic outside its kernels is counted on the traced program, every branch in it.
+EDGE_AUDIT_BACKENDS = ("torch",)
 
 
 def edge_choice(edges: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -543,8 +548,8 @@ def _edge_audit(spec: ParitySpec, probes: Sequence[Probe], arrays: Mapping[str, 
     here with that probe's parity allowance, its unperturbed run held to the graded run's sealed
     digest."""
     audited, drawn = cand.get("edge_audit"), cand.get("drawn_edges") or []
-    if audited is None:
-        return []
+    if not drawn or not cand.get("facts") or cand.get("experiments_error"):
+        return []  # nothing drawn (a JAX leg reads no draw), or no audit to run it beside (said elsewhere)
     said = [(e.get("key"), e.get("label")) for e in audited] if isinstance(audited, list) else audited
     if said != [(d["key"], d["label"]) for d in drawn]:
         return [firing.EdgeAudit("the drawn edges", error=f"the leg audited {said} where this process drew "
@@ -555,7 +560,12 @@ def _edge_audit(spec: ParitySpec, probes: Sequence[Probe], arrays: Mapping[str, 
         graded = runs.get(str(edge.get("key")), {}).get("output_sha256")
         probe = next((p for p in probes if p.label == label), None)
         moves = arrays.get(f"edge-ablation-{edge.get('key')}")
-        if edge.get("error"):
+        graded_out = arrays.get(f"{edge.get('key')}-candidate")
+        if edge.get("skipped"):
+            found.append(firing.EdgeAudit(label, reason=str(edge["skipped"])))
+        elif graded_out is not None and not parity.all_finite(graded_out):  # nothing moves a NaN: parity says it
+            found.append(firing.EdgeAudit(label, reason="the candidate's output there is not finite (parity FAILs it)"))
+        elif edge.get("error"):
             found.append(firing.EdgeAudit(label, error=str(edge["error"])))
         elif graded and edge.get("audited_sha256") != graded:
             found.append(firing.EdgeAudit(label, differs=True))

@@ -466,7 +466,7 @@ def _measure(
             interpreted = backend.interprets(pair.reference.entry, inputs, pair.reference.eager) or backend.interprets(
                 pair.candidate.entry, inputs)
         except Exception as exc:
-            return _unmeasurable(request, pair, backend, describe(exc))
+            return _unmeasurable(request, pair, backend, describe(exc), watch)
         if interpreted and not request.time_interpreted:  # nothing spent on numbers that cannot count
             watch.check("after tracing the candidate")
             return _not_timed(request, pair, backend, watch, timer_changes_at_import, created, inputs, started)
@@ -476,7 +476,7 @@ def _measure(
                 cand = backend.compile_timed(pair.candidate.entry, inputs, clock, flush)
             first_out = cand.output()  # the candidate's first execution in this process
         except Exception as exc:
-            return _unmeasurable(request, pair, backend, describe(exc))
+            return _unmeasurable(request, pair, backend, describe(exc), watch)
         watch.track("candidate timed call", cand, volatile=("_alive",))
         watch.check("after the candidate's first call")
         integrity.append(_outputs_valid(first_out, spec))
@@ -984,7 +984,7 @@ def _timer_check(changes: list[str]) -> Check:
     return Check("timer_untouched", "PASS", "the time module's clocks are the ones bound at kgate import")
 
 
-def _unmeasurable(request: MeasureRequest, pair: Any, backend: Any, error: str) -> Report:
+def _unmeasurable(request: MeasureRequest, pair: Any, backend: Any, error: str, watch: Watch) -> Report:
     gate = GateResult(
         "timing",
         (
@@ -1003,5 +1003,7 @@ def _unmeasurable(request: MeasureRequest, pair: Any, backend: Any, error: str) 
         "device": backend.device().to_json(),
         "interpreted": backend.interpreted,
     }
-    gates = {"integrity": GateResult("integrity", (_tamper_check(pair.reference_changes),)), "timing": gate}
+    watch.check("after the candidate failed")
+    gates = {"integrity": GateResult("integrity", (_process_check(watch.changes), _tamper_check(pair.reference_changes))),
+             "timing": gate}
     return Report("measure", gates, context)

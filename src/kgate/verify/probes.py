@@ -430,7 +430,7 @@ def _send(trees: dict[str, Any]) -> None:
 # changes and output trees are sealed too.
 SEALED_KEYS = ("reference_changes", "config_mismatches", "config_labels", "interprets", "prefill", "facts",
                "trace_error", "ablation_error", "bypass_error", "transplant_error", "experiments_error",
-               "lowering_skipped", "lowering", "lowering_error", "edge_audit", "graded_runs")
+               "lowering_skipped", "lowering", "lowering_error", "graded_runs")  # edge_audit: each entry
 
 
 def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> dict[str, Any]:
@@ -481,9 +481,11 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
             seal(f"run {key}", run)  # before the candidate runs again (kgate.verify.seals)
             runs.append(run)
         result: dict[str, Any] = {"status": "DONE", "runs": runs}
+        audits_edges = req["with_firing"] and hasattr(backend, "ablation")
+        if audits_edges:  # a draw the candidate planted before the parent's is not read
+            (folder / AUDITED_EDGES).unlink(missing_ok=True)
         keep(result, "graded_runs", len(runs))  # the parent draws the edges the audit runs on once it has this
-        # read at once, before the candidate runs again
-        edges = drawn_edges(folder, handed, runs) if req["with_firing"] and hasattr(backend, "ablation") else []
+        edges = drawn_edges(folder, handed, runs) if audits_edges else []  # read at once, before the candidate runs
         if first is not None:  # a kernel-free program on the CPU is compiled code, not an interpreter's
             beat("phase tracing the programs for kernels")
             try:
@@ -527,17 +529,22 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
                         keep(result, "transplant_error", moved)
                     else:
                         keep(outputs, f"transplant-{donor['key']}", moved, "output")
-                audited_edges = []
-                for edge in edges:  # the ablation again where an edge's answer may come from elsewhere
-                    beat(f"phase firing audit on {edge['label']}")
-                    on_edge = backend.load_inputs(folder / f"inputs-{edge['key']}.pkl", edge["file_sha256"])
-                    moves, audited = backend.ablation(pair.candidate.entry, on_edge)
-                    audited_edges.append({"key": edge["key"], "label": edge["label"], "audited_sha256": audited,
-                                          **({"error": moves} if isinstance(moves, str) else {})})
-                    if not isinstance(moves, str):
-                        keep(outputs, f"edge-ablation-{edge['key']}", moves, "output")
-                if edges:
-                    keep(result, "edge_audit", audited_edges)
+                if audits_edges:  # the ablation again where an edge's answer may come from elsewhere
+                    result["edge_audit"] = []
+                for edge in edges:
+                    entry = {"key": edge["key"], "label": edge["label"]}
+                    if edge.get("skipped"):
+                        entry["skipped"] = edge["skipped"]
+                    else:
+                        beat(f"phase firing audit on {edge['label']}")
+                        on_edge = backend.load_inputs(folder / f"inputs-{edge['key']}.pkl", edge["file_sha256"])
+                        moves, entry["audited_sha256"] = backend.ablation(pair.candidate.entry, on_edge)
+                        if isinstance(moves, str):
+                            entry["error"] = moves
+                        else:
+                            keep(outputs, f"edge-ablation-{edge['key']}", moves, "output")
+                    result["edge_audit"].append(entry)
+                    seal(f"edge_audit {len(result['edge_audit']) - 1}", entry)  # each as it is made
             except _Skipped:
                 pass
             except Exception as exc:  # the program was inspected; an experiment on it raised
@@ -577,14 +584,20 @@ def drawn_edges(folder: Path, handed: list[dict[str, Any]], runs: list[dict[str,
     are edges; the parent writes its draw only once this leg sealed the end of its graded runs,
     so nothing graded could depend on it. Empty where the parent drew none, or it never came."""
     path = folder / AUDITED_EDGES
+    beat("phase waiting for the edges the firing audit runs on")
     deadline = time.monotonic() + 600  # the parent stops this process sooner; a parent gone never does
     while not path.exists():  # written whole, under another name first
         if time.monotonic() > deadline:
             return []
         time.sleep(0.005)
-    ran = {run["key"]: p for p in handed for run in runs if run["key"] == p["key"] and "error" not in run}
-    return [{**ran[e["key"]], "label": str(e.get("label", ""))} for e in json.loads(path.read_text())
-            if isinstance(e, dict) and e.get("key") in ran]
+    by_key = {p["key"]: p for p in handed}
+    failed = {run["key"] for run in runs if "error" in run}
+    drawn = []
+    for e in json.loads(path.read_text()):
+        if isinstance(e, dict) and e.get("key") in by_key:
+            skipped = {"skipped": "the candidate raised there when graded"} if e["key"] in failed else {}
+            drawn.append({**by_key[e["key"]], "label": str(e.get("label", "")), **skipped})
+    return drawn
 
 
 class _Skipped(Exception):
