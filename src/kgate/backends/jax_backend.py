@@ -865,7 +865,10 @@ class JaxBackend:
         cannot substitute the kernels."""
         fn, inputs = bind_static(fn, inputs)
         with self._mode():
-            closed = jax.make_jaxpr(fn)(*inputs)
+            # the outputs' structure from this one trace, not from tracing `fn` again after the
+            # experiments: the candidate's code never runs between them and kgate's copy of their results
+            closed, shapes = jax.make_jaxpr(fn, return_shape=True)(*inputs)
+            structure = jax.tree_util.tree_structure(shapes)
             if not jaxpr_flow.contains_kernel(closed):
                 return "no kernel in program", "the program has no kernel to replace"
             try:
@@ -875,7 +878,6 @@ class JaxBackend:
             except jaxpr_flow.AblationUnsupported as exc:
                 return str(exc), str(exc)
         moves = _moves(base, perturbed)
-        structure = jax.tree_util.tree_structure(jax.eval_shape(fn, *inputs))
         return (
             HostTree("moves", tuple(f"[{i}]" for i in range(len(moves))), tuple(moves)),
             {name: self.to_host(jax.tree_util.tree_unflatten(structure, out)) for name, out in bypassed.items()},

@@ -897,13 +897,19 @@ class TorchBackend:
         moves, _ = self.ablation(fn, inputs)
         if isinstance(moves, str):
             return moves, "no authored Triton kernel to replace"
+        made = [moves.sha256()]  # each record's digest as it is made: the candidate runs again after it
         bypassed = {"zeros": self.to_host(self._launches(fn, inputs, _stand_in("zeros"))[0])}
+        made.append(bypassed["zeros"].sha256())
         for k in range(_PASSTHROUGHS):  # every launch's k-th operand of its output's size, passed through
             used: list[bool] = []
             tree = self.to_host(self._launches(fn, inputs, _stand_in("passthrough", k, used))[0])
             if not any(used):
                 break
             bypassed["passthrough" if k == 0 else f"passthrough-{k + 1}"] = tree
+            made.append(tree.sha256())
+        if [moves.sha256(), *(tree.sha256() for tree in bypassed.values())][:len(made)] != made:
+            raise RuntimeError("the ablation's or the bypass's record changed while the candidate ran again: something "
+                               "in its process rewrote kgate's copy")
         return moves, bypassed
 
     def ablation(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> tuple[HostTree | str, str]:
