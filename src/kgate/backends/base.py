@@ -9,7 +9,7 @@ import os
 import pickle
 import re
 import secrets
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,6 +120,21 @@ class Ablation:
             "influenced_fraction": self.influenced_fraction,
             "moved_above": self.moved_above,
         }
+
+
+def graded_differences(kernels: Sequence[str], launched: Sequence[Collection[str]], outputs_differ: bool) -> str:
+    """What differs between a firing audit's run and the graded runs at its shapes: kernels it
+    launched that some graded run did not (`launched`: each graded run's kernels), and outputs
+    other than the graded run's on the same inputs; "" when nothing does."""
+    found = []
+    missing = sorted({name for run in launched for name in kernels if name not in run})
+    if missing:
+        runs = sum(1 for run in launched if not set(kernels) <= set(run))
+        found.append(f"{', '.join(missing)} launched in the audit's run but not in {runs} of the {len(launched)} "
+                     "graded runs")
+    if outputs_differ:
+        found.append("the audit's run gave other outputs than the graded run on the same inputs")
+    return "; ".join(found)
 
 
 def count_moved(moves: Any, moved_above: float) -> Ablation:

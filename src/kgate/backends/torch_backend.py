@@ -34,6 +34,7 @@ from kgate.backends.base import (
     ProgramPrint,
     count_moved,
     cpu_cache_flusher,
+    graded_differences,
     edge_values,
     inputs_failed,
     leaves_sha256,
@@ -877,18 +878,9 @@ class TorchBackend:
         the kernels the audit sees, and on the same inputs it gave the same outputs; else what
         differs (a candidate that launches its kernel only when audited, or only on inputs it
         has seen before)."""
-        found = []
-        graded = self._graded.get((id(fn), _shapes(inputs)), [])
-        missing = sorted({n for run in graded for n in names if n not in run})
-        if missing:
-            runs = sum(1 for run in graded if not set(names) <= run)
-            found.append(f"{', '.join(missing)} launched in the audit's run but not in {runs} of the {len(graded)} "
-                         "graded runs")
         earlier = self._graded_outputs.get((id(fn), self.digest(inputs)))
-        if earlier is not None and not all(np.array_equal(a, b, equal_nan=True)
-                                           for a, b in zip(earlier.leaves, base.leaves)):
-            found.append("the audit's run gave other outputs than the graded run on the same inputs")
-        return "; ".join(found)
+        return graded_differences(names, self._graded.get((id(fn), _shapes(inputs)), []), earlier is not None and not all(
+            np.array_equal(a, b, equal_nan=True) for a, b in zip(earlier.leaves, base.leaves)))
 
     def kernel_experiments(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> tuple[HostTree | str, dict[str, HostTree] | str]:
         """The ablation (per output element, how far it moved when the elements every authored
@@ -907,7 +899,7 @@ class TorchBackend:
                 break
             bypassed["passthrough" if k == 0 else f"passthrough-{k + 1}"] = tree
             made.append(tree.sha256())
-        if [moves.sha256(), *(tree.sha256() for tree in bypassed.values())][:len(made)] != made:
+        if [moves.sha256(), *(tree.sha256() for tree in bypassed.values())] != made:
             raise RuntimeError("the ablation's or the bypass's record changed while the candidate ran again: something "
                                "in its process rewrote kgate's copy")
         return moves, bypassed

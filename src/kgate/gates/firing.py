@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kgate.backends.base import Ablation, Arithmetic, KernelSite, ProgramFacts
+from kgate.backends.base import Ablation, Arithmetic, KernelSite, ProgramFacts, graded_differences
 from kgate.errors import KgateError, article
 from kgate.gates.common import Check, GateResult
 
@@ -394,18 +394,10 @@ def _edge_check(edges: Sequence[EdgeAudit], spec: FiringSpec) -> list[Check]:
 def graded_record_differs(kernels: Sequence[str], launched: Sequence[Sequence[str]], audited_sha256: str,
                           graded_sha256: str) -> str:
     """What differs between the firing audit's run and the graded runs, by the record sealed in
-    the candidate's process as each graded run ended (`kgate.verify.seals`): "" when every graded
-    run at the audit's shapes launched each kernel the audit saw, and the run on the audit's own
-    inputs gave the outputs the audit's run gave (where both digests are known)."""
-    found = []
-    missing = sorted({name for run in launched for name in kernels if name not in run})
-    if missing:
-        runs = sum(1 for run in launched if not set(kernels) <= set(run))
-        found.append(f"{', '.join(missing)} launched in the audit's run but not in {runs} of the {len(launched)} "
-                     "graded runs")
-    if audited_sha256 and graded_sha256 and audited_sha256 != graded_sha256:
-        found.append("the audit's run gave other outputs than the graded run on the same inputs")
-    return "; ".join(found)
+    the candidate's process as each graded run ended (`kgate.verify.seals`): `graded_differences`,
+    the outputs compared by digest where both are known."""
+    return graded_differences(kernels, launched,
+                              bool(audited_sha256 and graded_sha256 and audited_sha256 != graded_sha256))
 
 
 def _kernel_checks(facts: ProgramFacts, spec: FiringSpec, bypass: Mapping[str, bool] | str | None,

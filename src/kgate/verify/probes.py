@@ -585,11 +585,8 @@ def drawn_edges(folder: Path, handed: list[dict[str, Any]], runs: list[dict[str,
     so nothing graded could depend on it. Empty where the parent drew none, or it never came."""
     path = folder / AUDITED_EDGES
     beat("phase waiting for the edges the firing audit runs on")
-    deadline = time.monotonic() + 600  # the parent stops this process sooner; a parent gone never does
-    while not path.exists():  # written whole, under another name first
-        if time.monotonic() > deadline:
-            return []
-        time.sleep(0.005)
+    if not _appears(path, 600):
+        return []
     by_key = {p["key"]: p for p in handed}
     failed = {run["key"] for run in runs if "error" in run}
     drawn = []
@@ -611,12 +608,20 @@ def handed_over(first: Path) -> Iterator[dict[str, Any]]:
     shapes = first.with_name("probes-shapes.json")
     if not shapes.exists():
         beat("phase waiting for the shape probes' inputs")
-        deadline = time.monotonic() + 3600  # the parent stops this process sooner; a parent gone never does
-        while not shapes.exists():  # renamed into place whole
-            if time.monotonic() > deadline:
-                raise KgateError("the shape probes' inputs never came.", "re-run the command.")
-            time.sleep(0.005)
+        if not _appears(shapes, 3600):
+            raise KgateError("the shape probes' inputs never came.", "re-run the command.")
     yield from json.loads(shapes.read_text())
+
+
+def _appears(path: Path, seconds: float) -> bool:
+    """Whether a file the parent writes (whole, renamed into place) appears within `seconds`: the
+    parent stops this process sooner; a parent gone never does."""
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def _second_seed_probe(req: Mapping[str, Any]) -> dict[str, Any] | None:
