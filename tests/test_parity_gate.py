@@ -494,3 +494,35 @@ def test_a_receipt_that_hides_a_rounding_fail_or_loosens_its_allowance_is_caught
     del loosened["probes"][0]["outputs"][0]["rounding"]  # ... or the record dropped
     assert any("rounding grade's record is missing" in p for p in rederive_parity(loosened, "0.3.3"))
     assert not any("rounding" in p for p in rederive_parity(loosened, "0.3.2"))  # a receipt from before the grade
+
+
+def test_magnitude_units_take_the_largest_reference_error_among_elements_up_to_twice_as_large():
+    """The allowance of `relative_error`, checked against its definition element by element, with
+    ties, exact zeros and an infinite magnitude, at sizes below and above the 64-element minimum."""
+    from kgate.gates.parity import LIKE_MAGNITUDE_MIN, half_ulp, magnitude_units, scale
+
+    rng = np.random.default_rng(3)
+    for n in (5, 70, 400):
+        e = np.round(rng.standard_normal(n), 1).astype(np.float32)  # rounded: many ties
+        e[: n // 5] = 0.0
+        e[-1] = np.inf
+        r = (e + rng.standard_normal(n).astype(np.float32) * 1e-3).astype(np.float32)
+        with np.errstate(invalid="ignore"):  # inf - inf: an element with no error to count
+            got = magnitude_units(r, e, 0.05)
+            own = np.abs(r.astype(np.float64) - e.astype(np.float64))
+        mag = np.where(np.isfinite(np.abs(e.astype(np.float64))), np.abs(e.astype(np.float64)), np.inf)
+        own = np.where(np.isfinite(own), own, 0.0)
+        order = sorted(range(n), key=lambda i: mag[i])  # stable: ties by position
+        zeros = int((mag == 0).sum())
+        least = zeros + min(LIKE_MAGNITUDE_MIN, n - zeros) - 1
+        size = scale(e)
+        expected = []
+        for i in range(n):
+            reach = sum(1 for j in range(n) if mag[j] <= 2.0 * mag[i]) - 1
+            like = max(own[order[k]] for k in range(max(reach, least) + 1))
+            drawn = own.max()
+            like = like * (0.05 / drawn) if 0 < drawn < 0.05 else like
+            like = max(like, own[i])
+            proportional = 0.05 * min(max(2.0 * mag[i] / size, 1 / 256), 1.0)
+            expected.append(max(half_ulp(e, r.dtype)[i], proportional, like))
+        np.testing.assert_allclose(got, np.array(expected), rtol=1e-12)

@@ -385,9 +385,12 @@ def magnitude_units(r: np.ndarray, e: np.ndarray, floor_max: float) -> np.ndarra
     order = np.argsort(flat, kind="stable")  # exact zeros first
     below = np.maximum.accumulate(own[order])  # the largest reference error among the k smallest
     zeros = int(np.count_nonzero(flat == 0))
-    reach = np.searchsorted(flat[order], 2.0 * flat, side="right") - 1
+    ranked = flat[order]
+    # in sorted order (sorted keys make the search a sweep: several times faster at a million elements)
+    reach = np.searchsorted(ranked, 2.0 * ranked, side="right") - 1
     least = zeros + min(LIKE_MAGNITUDE_MIN, flat.size - zeros) - 1
-    like = below[np.maximum(reach, max(least, 0))]
+    like = np.empty_like(below)
+    like[order] = below[np.maximum(reach, max(least, 0))]
     drawn = float(own.max())
     if 0 < drawn < floor_max:  # a lucky draw's reference, graded against its seeds' shared floor
         like = like * (floor_max / drawn)
