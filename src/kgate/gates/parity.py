@@ -11,8 +11,10 @@ whose reference output or inputs are constant is vacuous and fails.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -735,6 +737,25 @@ def passes(spec: ParitySpec, probe: Probe, shared: Sequence[SharedFloor | None] 
     return not any(c.status == "FAIL" and not c.name.endswith(".vacuous") for c in checks)
 
 
+GRADED_AT_ONCE_ELEMENTS = 1 << 16  # probes of more output elements than this are graded on threads, one per core
+
+
+def _each_probe(spec: ParitySpec, probes: Sequence[Probe],
+                shared: dict[str, Sequence[SharedFloor | None]]) -> list[tuple[list[Check], dict[str, Any]]]:
+    """Each probe's checks and record, in the probes' order. Large ones are graded on threads, one
+    per core: numpy's sorts and element-wise passes, the whole cost at an op-point, release the
+    GIL, and the grading is pure (a probe's result depends on its own arrays and `shared` alone)."""
+    def grade(probe: Probe) -> tuple[list[Check], dict[str, Any]]:
+        return _probe_checks(spec, probe, shared.get(probe.name, ()))
+
+    workers = min(len(probes), os.cpu_count() or 1)
+    if workers < 2 or max((int(np.size(leaf)) for p in probes for leaf in p.reference.leaves), default=0) \
+            <= GRADED_AT_ONCE_ELEMENTS:
+        return [grade(probe) for probe in probes]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kgate-parity") as pool:
+        return list(pool.map(grade, probes))
+
+
 def evaluate(
     spec: ParitySpec,
     probes: Sequence[Probe],
@@ -755,8 +776,7 @@ def evaluate(
     checks: list[Check] = []
     records = []
     shared = shared_floors(spec, probes)
-    for probe in probes:
-        probe_checks, record = _probe_checks(spec, probe, shared.get(probe.name, ()))
+    for probe_checks, record in _each_probe(spec, probes, shared):
         checks.extend(probe_checks)
         records.append(record)
     for label, why in skipped_edges:
