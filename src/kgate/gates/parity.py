@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -739,21 +739,29 @@ def passes(spec: ParitySpec, probe: Probe, shared: Sequence[SharedFloor | None] 
 
 GRADED_AT_ONCE_ELEMENTS = 1 << 16  # probes of more output elements than this are graded on threads, one per core
 
+T = TypeVar("T")
+R = TypeVar("R")
 
-def _each_probe(spec: ParitySpec, probes: Sequence[Probe],
-                shared: dict[str, Sequence[SharedFloor | None]]) -> list[tuple[list[Check], dict[str, Any]]]:
-    """Each probe's checks and record, in the probes' order. Large ones are graded on threads, one
-    per core: numpy's sorts and element-wise passes, the whole cost at an op-point, release the
-    GIL, and the grading is pure (a probe's result depends on its own arrays and `shared` alone)."""
-    def grade(probe: Probe) -> tuple[list[Check], dict[str, Any]]:
-        return _probe_checks(spec, probe, shared.get(probe.name, ()))
 
+def at_once(grade: Callable[[T], R], probes: Sequence[T], elements: int) -> list[R]:
+    """`grade` of each probe, in the probes' order. Where they have more than
+    `GRADED_AT_ONCE_ELEMENTS` output elements (`elements`, the largest leaf's), on threads, one
+    per core: numpy's sorts and element-wise passes, the whole cost of grading at an op-point,
+    release the GIL, and grading is pure (a probe's result depends on its own arrays alone)."""
     workers = min(len(probes), os.cpu_count() or 1)
-    if workers < 2 or max((int(np.size(leaf)) for p in probes for leaf in p.reference.leaves), default=0) \
-            <= GRADED_AT_ONCE_ELEMENTS:
+    if workers < 2 or elements <= GRADED_AT_ONCE_ELEMENTS:
         return [grade(probe) for probe in probes]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kgate-parity") as pool:
         return list(pool.map(grade, probes))
+
+
+def largest_leaf(probes: Sequence[Probe]) -> int:
+    return max((int(np.size(leaf)) for p in probes for leaf in p.reference.leaves), default=0)
+
+
+def passes_each(spec: ParitySpec, graded: Sequence[tuple[Probe, Sequence[SharedFloor | None]]]) -> list[bool]:
+    """`passes` of each (probe, shared floors), in order, graded at once where they are large."""
+    return at_once(lambda one: passes(spec, *one), graded, largest_leaf([probe for probe, _ in graded]))
 
 
 def evaluate(
@@ -776,7 +784,8 @@ def evaluate(
     checks: list[Check] = []
     records = []
     shared = shared_floors(spec, probes)
-    for probe_checks, record in _each_probe(spec, probes, shared):
+    for probe_checks, record in at_once(lambda probe: _probe_checks(spec, probe, shared.get(probe.name, ())), probes,
+                                        largest_leaf(probes)):
         checks.extend(probe_checks)
         records.append(record)
     for label, why in skipped_edges:

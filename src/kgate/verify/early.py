@@ -586,8 +586,8 @@ def _bypass(spec: ParitySpec, probe: Probe, shared: Sequence[SharedFloor | None]
     runs = {k.split("-", 1)[1]: tree for k, tree in arrays.items() if k.startswith("bypass-")}
     if not runs:
         return "the program has no kernel to replace"
-    return {name: parity.passes(spec, replace(probe, candidate=tree, candidate_error=""), shared)
-            for name, tree in runs.items()}
+    return dict(zip(runs, parity.passes_each(spec, [(replace(probe, candidate=tree, candidate_error=""), shared)
+                                                    for tree in runs.values()])))
 
 
 def _transplant(spec: ParitySpec, probes: Sequence[Probe], arrays: Mapping[str, Any],
