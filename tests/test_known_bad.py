@@ -73,6 +73,17 @@ def test_all_zero_output_on_a_vacuous_problem_fails():
     assert "non-degenerate probe" in report.next_step
 
 
+@pytest.mark.parametrize("problem,candidate", [("centred_sum_reference", "centred_sum_zeros"),
+                                               ("softmax_mass_reference", "softmax_mass_ones")])
+def test_a_constant_on_a_problem_whose_answer_is_rounding_of_a_constant_fails_as_vacuous(problem, candidate):
+    """The answer varies from seed to seed, but by no more than the reference's own rounding: a
+    constant passes parity there, so the probe is vacuous (before, both passed the gate)."""
+    report = gate(f"vacuous/{problem}.py", f"vacuous/{candidate}.py", klass="xla-rewrite")
+    assert report.status == "FAIL" and "parity.vacuous" in failed(report)
+    assert "parity.reference_depends_on_inputs" not in failed(report)  # the seeds' answers differ
+    assert "within parity's allowance of a constant" in " ".join(c.detail for c in report.gates["parity"].failures)
+
+
 @pytest.mark.full
 def test_candidate_whose_import_patches_the_reference_is_an_anomaly():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_patches_reference.py")

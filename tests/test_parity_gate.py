@@ -79,6 +79,25 @@ def test_constant_reference_output_is_vacuous():
     assert statuses(result)["seed1.vacuous"] == "FAIL"
 
 
+def test_an_answer_within_its_own_rounding_of_a_constant_is_vacuous_whatever_the_candidate():
+    """Rounding noise around zero (a centred row's sum), or one value to within rounding (a
+    softmax's row mass): a constant passes the grading, so the probe tells nothing; an honest
+    candidate FAILs the probe as vacuous too (the problem is), and a varied answer never does."""
+    rng = np.random.default_rng(5)
+    noise = rng.standard_normal(64) * 1e-15  # the float64 answer of a sum that cancels
+    ref = (noise + rng.standard_normal(64) * 1e-7).astype(np.float32)  # float32: its own rounding
+    ones = 1.0 + rng.standard_normal(64) * 1e-16
+    ref_ones = (ones + rng.standard_normal(64) * 6e-8).astype(np.float32)
+    for oracle, reference, constant in ((noise, ref, np.zeros(64)), (ones, ref_ones, np.ones(64))):
+        for cand in (reference, constant.astype(np.float32)):
+            result = evaluate(ParitySpec("floor", 4), [probe(1, reference, oracle, cand)])
+            assert statuses(result)["seed1.vacuous"] == "FAIL", result
+    varied = synthetic(2, 1e-7, 1e-7)
+    assert "seed2.vacuous" not in statuses(evaluate(ParitySpec("floor", 4), [varied]))
+    tol = evaluate(ParitySpec.parse("atol=1e-5,rtol=0"), [probe(1, ref, noise, ref)])
+    assert statuses(tol)["seed1.vacuous"] == "FAIL"
+
+
 def test_constant_inputs_are_vacuous():
     out = np.linspace(0, 1, 16)
     result = evaluate(ParitySpec("floor", 4), [probe(1, out, out, out, inputs=np.ones((4, 4), np.float32))])

@@ -609,6 +609,7 @@ def _probe_checks(
     expected_tree = probe.oracle if spec.kind == "floor" and probe.oracle is not None else probe.reference
     against = f"oracle-{probe.oracle_kind}" if expected_tree is probe.oracle else "reference"
     record["against"] = against
+    trivial: list[str | None] = []  # per output, a constant that would pass its grading (None: none would)
     for k, path in enumerate(probe.reference.paths):
         r, c, e = probe.reference.leaves[k], probe.candidate.leaves[k], expected_tree.leaves[k]
         out: dict[str, Any] = {"path": path, "shape": list(r.shape), "dtype": str(r.dtype)}
@@ -693,6 +694,8 @@ def _probe_checks(
                         "transcendentals.",
                     ))
             ok = ratio <= spec.multiplier and cand_err.mean_abs <= limit_mean and not count
+            trivial.append(passing_constant(e, unit * spec.multiplier, limit_mean) if graded_relative(r.dtype)
+                           else None if not _is_constant(r) else "its value")
             detail = (
                 f"{path}: max-abs {cand_err.max_abs:.3g}, {_times(ratio)} the floor {floor_max:.3g} (or half an "
                 f"ulp of the output, where coarser) vs {spec.multiplier:g}x allowed; mean-abs {cand_err.mean_abs:.3g} "
@@ -705,6 +708,8 @@ def _probe_checks(
             over = np.abs(g - ex) > allowed
             over |= ~np.isfinite(g)
             n_over = int(over.sum())
+            trivial.append(passing_constant(r, allowed, np.inf) if graded_relative(r.dtype)
+                           else None if not _is_constant(r) else "its value")
             out["violations"] = n_over
             ok = n_over == 0
             detail = (
@@ -728,7 +733,34 @@ def _probe_checks(
             )
         )
         checks.extend(after)
+    if not probe.label and not vacuous and trivial and all(t is not None for t in trivial):
+        constants = ", ".join(f"{path}: {t}" for path, t in zip(probe.reference.paths, trivial))
+        checks.append(Check(
+            f"{name}.vacuous",
+            "FAIL",
+            f"vacuous probe: the answer is within parity's allowance of a constant everywhere ({constants}), so a "
+            "candidate returning that constant passes: the reference's output varies no more than its own error "
+            "allows (an answer that is its rounding noise around zero, or one value to within rounding).",
+            "register a problem whose output depends on its inputs by more than rounding: keep the term that "
+            "cancels, or grade the quantity before the reduction that makes it constant.",
+        ))
     return checks, record
+
+
+def passing_constant(expected: np.ndarray, allowed: np.ndarray, mean_allowed: float) -> str | None:
+    """A constant that would pass the grading of an output whose answer is `expected` (each
+    element within `allowed` of it, their mean error within `mean_allowed`): zero, or (for more
+    than one element) the middle of its range; None where neither would."""
+    e = _f64(expected).ravel()
+    if e.size == 0 or not np.isfinite(e).all():
+        return None
+    bound = np.broadcast_to(np.asarray(allowed, dtype=np.float64), expected.shape).ravel()
+    tries = [0.0] + ([(float(e.max()) + float(e.min())) / 2] if e.size > 1 else [])
+    for constant in tries:
+        err = np.abs(e - constant)
+        if bool(np.all(err <= bound)) and float(err.mean()) <= mean_allowed:
+            return f"{constant:.3g}"
+    return None
 
 
 def passes(spec: ParitySpec, probe: Probe, shared: Sequence[SharedFloor | None] = ()) -> bool:
