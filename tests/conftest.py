@@ -80,8 +80,8 @@ def parity(reference: str, candidate: str, **kwargs) -> Report:
 
 
 def failed(report: Report) -> set[str]:
-    """`gate.check` names that FAILed, with the probe prefix (`seedNN.`, `edge-KIND-inI.`, `odd-shape.`, `drawn-shapeN.`) dropped."""
-    return {f"{name}.{re.sub(r'^(seed[0-9]+|edge-[a-z]+-in[0-9]+|odd-shape|drawn-shape[0-9])[.]', '', c.name)}" for name, c in report.failed_checks}
+    """`gate.check` names that FAILed, with the probe prefix (`seedNN.`, `edge-KIND-inI.`, `odd-shape.`, `drawn-shapeN.`, `past-op-point.`) dropped."""
+    return {f"{name}.{re.sub(r'^(seed[0-9]+|edge-[a-z]+-in[0-9]+|odd-shape|drawn-shape[0-9]|past-op-point)[.]', '', c.name)}" for name, c in report.failed_checks}
 
 
 @pytest.fixture

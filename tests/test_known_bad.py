@@ -222,7 +222,7 @@ def test_a_kernel_right_at_the_op_point_it_is_checked_at_fails_at_the_shapes_mov
     report = parity(f"{problem}/reference.py", f"{problem}/{candidate}", overrides=op_point)
     assert report.status == "FAIL"
     at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
-    assert at and at <= {"odd-shape", "drawn-shape1", "drawn-shape2"}, at  # every seed and edge at the op-point passed
+    assert at and at <= {"odd-shape", "drawn-shape1", "drawn-shape2", "past-op-point"}, at  # every seed and edge passed
     values = report.context["op_point"]["values"]
     assert all(values[k] == v for k, v in op_point.items())
     tiny = {"softmax": {"rows": 16, "cols": 256}, "rmsnorm": {"batch": 1, "seq_len": 16, "emb_dim": 256}}[problem]
@@ -247,7 +247,7 @@ def test_a_tail_wrong_only_past_several_tiles_fails_at_a_shape_drawn_at_the_op_p
     assert report.status == status, report.failed_checks
     if status == "FAIL":
         at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
-        assert at and at <= {"drawn-shape1", "drawn-shape2"}, at  # every seed, edge and the odd shape passed
+        assert at and at <= {"drawn-shape1", "drawn-shape2", "past-op-point"}, at  # every seed, edge, the odd shape passed
     wide = [s for s in report.context["drawn_op_points"] if max(s.values()) > max(op_point.values()) // 2]
     assert wide and all(max(s.values()) % 256 for s in wide), report.context["drawn_op_points"]
 
@@ -327,3 +327,23 @@ def test_a_kernel_that_computes_only_on_constants_fails_firing_though_its_result
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_kernel_on_constants.py")
     assert report.status == "FAIL" and "firing.kernel_reads_inputs" in failed(report)
     assert next(c for c in report.gates["firing"].checks if c.name == "kernel_reaches_output").status == "PASS"
+
+
+@pytest.mark.parametrize("problem,candidate,klass", [
+    ("cumsum", "bad_blocks_past_op_point.py", "xla-rewrite"),  # blocks of twice the op-point's row, nothing carried
+    pytest.param("rmsnorm", "bad_grid_capped_at_op_point.py", "kernel-authored",  # rows past the op-point's never written
+                 marks=pytest.mark.full),
+])
+def test_a_kernel_right_up_to_the_op_points_sizes_and_wrong_past_them_fails_at_the_probe_past_it(problem, candidate,
+                                                                                                 klass):
+    # the gate and every shape up to the op-point's pass; `parity` (and verify's checks) at the bundled op-point
+    # also probe one size drawn past it, up to 16 times (the pinned draw 7: cumsum's n 8237, rmsnorm's seq_len
+    # 4141, each with the other sizes at TINY's to stay within twice the op-point's bytes)
+    assert gate(f"{problem}/reference.py", f"{problem}/{candidate}", klass=klass).status == "PASS"
+    report = parity(f"{problem}/reference.py", f"{problem}/{candidate}", klass=klass)
+    assert report.status == "FAIL", report.failed_checks
+    at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
+    assert at == {"past-op-point"}, at  # every seed, edge, the odd and the drawn shapes passed
+    past, values = report.context["past_op_point"], report.context["op_point"]["values"]
+    grown = [k for k in past if past[k] > values[k]]
+    assert len(grown) == 1 and past[grown[0]] <= 16 * values[grown[0]], past

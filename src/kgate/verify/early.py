@@ -34,7 +34,7 @@ from kgate.errors import KgateError
 from kgate.gates import firing, integrity, lowering, parity
 from kgate.gates.common import Check, GateResult, error_check, skipped
 from kgate.gates.firing import FiringSpec
-from kgate.gates.parity import DRAWN_LABEL, ODD_LABEL, ParitySpec, Probe, SharedFloor
+from kgate.gates.parity import DRAWN_LABEL, ODD_LABEL, PAST_LABEL, ParitySpec, Probe, SharedFloor
 from kgate.verify import refcache, seals, spawn
 from kgate.verify.spawn import no_dumps
 from kgate.verify.lock import compile_slot
@@ -374,6 +374,7 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         "edge_probes": [p["label"] for p in ref["probes"] if p.get("label") and not p.get("config")],
         "odd_op_point": next((p["config"] for p in ref["probes"] if p.get("label") == ODD_LABEL), None),
         "drawn_op_points": [p["config"] for p in ref["probes"] if str(p.get("label", "")).startswith(DRAWN_LABEL)],
+        "past_op_point": next((p["config"] for p in ref["probes"] if p.get("label") == PAST_LABEL), None),
         "dtype": request.dtype,
         "backend": request.backend,
         "static_inputs": ref.get("static_inputs", []),

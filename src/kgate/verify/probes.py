@@ -28,7 +28,7 @@ from kgate.backends import get_backend, import_frameworks, wire
 from kgate.backends.base import refuse_if_too_big, write_new
 from kgate.errors import KgateError, describe
 from kgate.gates import parity
-from kgate.gates.parity import DRAWN_LABEL, ODD_LABEL
+from kgate.gates.parity import DRAWN_LABEL, ODD_LABEL, PAST_LABEL
 from kgate.problem import config_set, load_reference, load_requested_pair
 from kgate.verify.seals import TREE, keep, seal
 from kgate.verify.spawn import beat
@@ -64,7 +64,9 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
         # and the memory free now, before any input exists; once chosen, each shape counts at its own
         available = backend.available_memory()
         base = tiny_base(reference, op_point.values) if req.get("odd") == "tiny" else {}
-        held = len(req["seeds"]) + (5 if req.get("edges") else 0) + (3 if req.get("odd") and not base else 0)
+        # the shape probes at TINY, or (moved from TINY) the one past the op-point, at most twice its size
+        held = len(req["seeds"]) + (5 if req.get("edges") else 0) + (3 if req.get("odd") and not base else 0) \
+            + (2 if req.get("odd") and base else 0)
         sized = backend.ensure_fits(reference, req["dtype"], held, op_point.values)
         for seed in req["seeds"]:
             inputs, how = backend.create_inputs(reference, seed, req["dtype"])
@@ -108,6 +110,21 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
                         inputs, how = backend.create_inputs(reference, req["seeds"][-1], req["dtype"])
                     hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][-1], "label": f"{DRAWN_LABEL}{n}",
                                "seeding": how, "config": {**base, **drawn}}, inputs)
+                if base:  # a verified op-point: one size past it (a kernel right up to the op-point's sizes only)
+                    room = shape_room(backend, reference, req["dtype"], available, len(made), op_point.values,
+                                      [], at_op_point)
+                    past = past_op_point(backend, reference, req["dtype"], op_point.values, base, req["seeds"][-1],
+                                         room, at_op_point)
+                    if past is None:
+                        odd_note = ((odd_note + "; ") if odd_note else "") + (
+                            f"no probe past the op-point: no draw of {DRAWS} that moves one size past the op-point's "
+                            "the reference accepts and that fits (at most twice the op-point's bytes, and the memory "
+                            "left)")
+                    else:
+                        with config_set(past, reference.config):
+                            inputs, how = backend.create_inputs(reference, req["seeds"][-1], req["dtype"])
+                        hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][-1], "label": PAST_LABEL,
+                                   "seeding": how, "config": {**base, **past}}, inputs)
         announce(probes[handed:], 1)
         arithmetic: dict[str, Any] | None = None
         if req.get("reference_arithmetic") and made and hasattr(backend, "arithmetic"):
@@ -415,6 +432,41 @@ def drawn_op_points(backend: Any, reference: Any, dtype: str | None, values: Map
             except Exception:
                 continue
     return found
+
+
+PAST_OCTAVES = 4  # the size past the op-point's is drawn from up to 2**PAST_OCTAVES times it
+
+
+def past_op_point(backend: Any, reference: Any, dtype: str | None, values: Mapping[str, Any],
+                  base: Mapping[str, Any], seed: int, room: float = math.inf,
+                  at_op_point: Any = None) -> dict[str, int] | None:
+    """At a verified op-point (`values`, with TINY's sizes `base` set now): one size, drawn from the
+    run's `seed`, grown past the op-point's (an octave drawn from the first `PAST_OCTAVES`, then a
+    `drawn_size` within it: from one element past the op-point's size to 16 times it), every other
+    size at the op-point's, or, where that is too large, at TINY's. A kernel right at every size up
+    to the op-point's (or a bound past it) and wrong beyond (a grid capped at the op-point's tiles,
+    blocks that carry nothing from one to the next) meets it; one that does not support the size
+    may refuse it (said, never a FAIL). The first of `DRAWS` tries the reference accepts, of at
+    most twice the op-point's bytes and within `room`; None where none does."""
+    keys = size_keys(values)
+    if not keys:
+        return None
+    rng = random.Random(f"past-op-point:{seed}")
+    at = {k: values[k] for k in base if k in values}  # the sizes TINY moved, back at the op-point's
+    cap = min(room, 2 * at_op_point.per_probe if at_op_point is not None else math.inf)
+    for _ in range(DRAWS):
+        key = rng.choice(keys)
+        grown = drawn_size(int(values[key]) << rng.randrange(PAST_OCTAVES), rng)
+        for others in (at, {k: v for k, v in base.items() if k != key}):
+            updates = {**others, key: grown}
+            try:
+                with config_set(updates, reference.config):
+                    footprint = backend.footprint(reference, dtype)
+                    if footprint is not None and footprint.per_probe <= cap:
+                        return {**at, **updates}
+            except Exception:
+                continue
+    return None
 
 
 def _send(trees: dict[str, Any]) -> None:

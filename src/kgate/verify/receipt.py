@@ -23,7 +23,7 @@ import numpy as np
 from kgate.errors import KgateError
 from kgate.gates import stats
 from kgate.gates.bar import evaluate_bar, ordering_status, parse_bar
-from kgate.gates.parity import (DRAWN_LABEL, EDGE_PREFIX, ODD_LABEL, SMALLEST_SHARE, ParitySpec, graded_relative,
+from kgate.gates.parity import (EDGE_PREFIX, SMALLEST_SHARE, ParitySpec, at_another_shape, graded_relative,
                                 half_ulp, rounding_allowed, rounding_graded)
 from kgate.jsonio import check_schema, clean, write_atomic
 
@@ -103,7 +103,7 @@ def _floor_source_problems(
     label = str(own.get("label") or "")
     # a probe at another shape (the odd and drawn shapes) receives the floor of seed probes of the
     # same rank; an edge probe, of seed probes of its very shape
-    shaped = label == ODD_LABEL or label.startswith(DRAWN_LABEL)
+    shaped = at_another_shape(label)
     if len(names) > 1 and label and not label.startswith(EDGE_PREFIX) and not shaped:
         return [f"{where}: a probe that is neither a seed probe, an edge probe nor a probe at another shape "
                 "shares a floor"]

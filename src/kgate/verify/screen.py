@@ -389,6 +389,7 @@ def _finish(
         # the shape probes' sizes, moved from TINY (`kgate parity`): what a rerun needs besides the seeds
         "odd_op_point": checks_leg.get("odd_op_point"),
         "drawn_op_points": checks_leg.get("drawn_op_points", []),
+        "past_op_point": checks_leg.get("past_op_point"),
         "input_dtypes": checks_leg.get("input_dtypes", measure_leg.get("input_dtypes", [])),
         "backend": request.backend,
         "static_inputs": checks_leg.get("static_inputs", measure_leg.get("static_inputs", [])),
@@ -632,6 +633,7 @@ def _receipt_body(
         "random_seed": data.get("random_seed"),
         "odd_op_point": data.get("odd_op_point"),
         "drawn_op_points": data.get("drawn_op_points", []),
+        "past_op_point": data.get("past_op_point"),
         "inputs": checks_leg.get("input_sha256", {}),
         "outputs": checks_leg.get("output_sha256", {}),
         "timed_inputs": measure_leg.get("input_sha256"),
