@@ -43,10 +43,10 @@ def test_backend_forces_the_framework_and_refuses_one_kgate_lacks(tmp_path):
         backend_for(both, "tpu")
 
 
-def test_each_timed_call_gets_new_tensor_objects_whose_versions_moved_on():
-    """An eager candidate runs its Python at every timed call, on its session's input buffers: an
-    answer cached by the input's identity, or by its buffer and version, must never hit. The cache
-    of examples/model_torch/softmax_bad_caches_by_input_identity.py computes at every call."""
+def test_each_timed_call_gets_new_tensor_objects_in_new_memory():
+    """An eager candidate runs its Python at every timed call: an answer cached by the input's
+    identity, or by its buffer and version, must never hit. The cache of
+    examples/model_torch/softmax_bad_caches_by_input_identity.py computes at every call."""
     import importlib.util
 
     import torch
@@ -60,7 +60,7 @@ def test_each_timed_call_gets_new_tensor_objects_whose_versions_moved_on():
     forward = model.forward
 
     def entry(x):
-        seen.append((x, x._version, x.data_ptr()))  # each kept alive: an id is never reused
+        seen.append((x, x.data_ptr()))  # each kept alive: an id or a buffer is never reused
         out = forward(x)
         computed.append(model._last[3] is out and model._last[0] is x)  # True: this call computed its answer
         return out
@@ -70,8 +70,8 @@ def test_each_timed_call_gets_new_tensor_objects_whose_versions_moved_on():
     seen.clear(), computed.clear()
     for _ in range(4):
         timed()
-    assert len({id(s[0]) for s in seen}) == 4 and len({s[1] for s in seen}) == 4  # new objects, versions moved on
-    assert len({s[2] for s in seen}) == 1 and all(computed)  # the same buffer, and no answer replayed
+    assert len({id(s[0]) for s in seen}) == 4 and len({s[1] for s in seen}) == 4  # new objects in new memory
+    assert x.data_ptr() not in {s[1] for s in seen} and all(computed)  # never the session's buffer; none replayed
 
 
 def test_settings_a_candidate_changed_are_each_put_back_and_unchanged_ones_are_not_touched():
@@ -198,6 +198,8 @@ KNOWN_BAD_TORCH = [
     (SOFTMAX, "softmax_bad_patches_hashlib.py", "ANOMALY", {"integrity.process_untouched"}),
     (SOFTMAX, "softmax_bad_signal_slows_reference.py", "ANOMALY", {"integrity.process_untouched"}),
     (SOFTMAX, "softmax_bad_mangles_kgates_seal.py", "ANOMALY", {"integrity.process_untouched"}),
+    # class 6, a lazy output: a view whose negation runs when it is read
+    (SOFTMAX, "softmax_bad_negative_view.py", "FAIL", {"parity.candidate_ran"}),
     # the GEMM left to torch, the kernel only its epilogue: torch's heavy operators are counted
     (LINEAR, "linear_relu_bad_kernel_only_epilogue.py", "FAIL", {"firing.kernel_does_the_arithmetic"}),
 ]
@@ -426,3 +428,57 @@ def test_a_torch_problem_is_recorded_from_stub_to_verdict(tmp_path):
     assert {f["path"] for f in sealed["gates"]["capture"]["files"]} == {"operators.txt", "perfetto_trace.json.gz"}
     lint = json.loads(kgate(root, "lint", "softmax", "--json").stdout)
     assert lint["status"] in ("CLEAN", "ADVISORY"), lint["findings"]
+
+
+def test_each_timed_call_sees_values_and_memory_no_earlier_call_saw():
+    """A torch timed call's floating inputs are scaled afresh into new memory (an answer cached
+    by identity, buffer, version or content, or worked out from the last call's, is never the
+    call's), and `output(scale)` remakes exactly the inputs a timed call saw, for grading it."""
+    import numpy as np
+    import torch
+
+    from kgate import clock
+    from kgate.backends.torch_backend import VARIED, TorchTimedCall
+
+    seen = []
+
+    def fn(x, n):
+        seen.append((x.data_ptr(), x.clone(), n))
+        return x * 2
+
+    x = torch.randn(8, 16)
+    timed = TorchTimedCall(fn, (x, 3), clock.perf_counter_ns, None, keep_outputs=True)
+    scales = []
+    for _ in range(5):
+        timed()
+        scales.append(timed.last_scale)
+    assert all(1 + VARIED[0] <= s <= 1 + VARIED[1] for s in scales) and len(set(scales)) == 5
+    values = [v for _, v, _ in seen]
+    assert all(not torch.equal(a, b) for i, a in enumerate(values) for b in values[i + 1:])
+    assert x.data_ptr() not in {p for p, _, _ in seen} and all(n == 3 for _, _, n in seen)
+    last = timed.last_output()
+    np.testing.assert_array_equal(last.leaves[0], (values[-1] * 2).numpy())
+    np.testing.assert_array_equal(timed.output(scales[-1]).leaves[0], last.leaves[0])  # the same inputs remade
+    np.testing.assert_array_equal(timed.output().leaves[0], (x * 2).numpy())  # untimed: the inputs as given
+
+
+@pytest.mark.parametrize("candidate,check", [
+    ("model_torch/softmax_bad_garbage_when_timed_by_caller.py", "timed_outputs_agree"),
+    pytest.param("model_torch/softmax_bad_stale_when_called_in_a_burst.py", "timed_outputs_agree",
+                 marks=pytest.mark.full),
+    pytest.param("rmsnorm/bad_other_program_in_later_sessions.py", "candidate_program_unchanged",
+                 marks=pytest.mark.full),
+])
+def test_a_candidate_that_answers_otherwise_when_it_is_timed_is_an_anomaly(candidate, check):
+    """Each passes the gate (checked, it computes the answer). Timed, it tells a timed call from
+    its caller, its call count or its trace count, and returns garbage, a stale answer or another
+    program's: the outputs of timed calls drawn at random are graded, and every session's program
+    held to the first's."""
+    reference = "rmsnorm/reference.py" if candidate.startswith("rmsnorm") else SOFTMAX
+    done = _cli("measure", "-r", f"examples/{reference}", "-c", f"examples/{candidate}", "--budget", "2", "--json")
+    report = json.loads(done.stdout)
+    assert done.returncode == 2 and report["status"] == "ANOMALY", done.stdout[-2000:]
+    checks = {c["name"]: c["status"] for c in report["gates"]["integrity"]["checks"]}
+    assert checks[check] == "FAIL", checks
+    agreement = report["gates"]["timing"]["agreement"]
+    assert all(r["timed_calls_graded"] >= 1 for r in agreement), agreement

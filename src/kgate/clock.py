@@ -23,6 +23,16 @@ def draw_seed(taken: tuple[int, ...] | list[int] = ()) -> int:
             return seed
 
 
+def fraction() -> float:
+    """A number drawn evenly from [0, 1), from the OS's entropy."""
+    return _SYSTEM_RANDOM.random()
+
+
+def pick(n: int) -> int:
+    """An index drawn evenly from range(n), from the OS's entropy."""
+    return _SYSTEM_RANDOM.randrange(n)
+
+
 def tampered() -> list[str]:
     """`time.<name>` clocks that no longer are the functions bound at import."""
     return [f"time.{name}" for name, fn in BOUND.items() if getattr(time, name) is not fn]

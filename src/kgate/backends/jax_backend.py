@@ -1115,6 +1115,10 @@ class TimedCall:
         jax.block_until_ready(out)
         return JaxBackend.to_host(out)
 
+    def last_output(self) -> HostTree | None:
+        """What the last timed call returned, on the host (a leg that keeps its outputs); None before any."""
+        return JaxBackend.to_host(self._alive[0]) if self._alive else None
+
 
 
 class _CallbackLog(logging.Handler):

@@ -46,6 +46,7 @@ from kgate.backends.base import (
     sized_once,
     write_hand_over,
 )
+from kgate import clock as kclock
 from kgate.errors import KgateError, describe
 from kgate.problem import model as model_protocol
 from kgate.problem.module import ProblemModule, config_set
@@ -55,6 +56,8 @@ _CUDA = torch.cuda.is_available()
 # What a timed call goes through, bound when kgate is imported (before any candidate code).
 _SYNC = torch.cuda.synchronize if _CUDA else (lambda: None)
 _INFERENCE = torch.inference_mode
+_NO_GRAD = torch.no_grad
+OUTPUT_DEVICES = ("cpu", "cuda")  # where a graded output may live: materialized memory (ROCm is "cuda" too)
 _BUMP = torch.autograd.graph.increment_version  # bound at import, like the clocks
 _EVENT = torch.cuda.Event
 _EVENT_RECORD, _EVENT_SYNC, _EVENT_ELAPSED = _EVENT.record, _EVENT.synchronize, _EVENT.elapsed_time
@@ -564,6 +567,14 @@ class TorchBackend:
                                 "torch.Tensor")
             if leaf.device.type == "meta" or leaf.is_sparse:
                 raise TypeError(f"output leaf on the {leaf.layout if leaf.is_sparse else 'meta device'} has no values")
+            if leaf.device.type not in OUTPUT_DEVICES or leaf.layout != torch.strided:
+                raise TypeError(f"output leaf on the {leaf.device.type!r} device with layout {leaf.layout} is not a "
+                                f"materialized tensor (kgate grades tensors on {' or '.join(OUTPUT_DEVICES)}, strided): "
+                                "a lazy device computes its values when they are read, in the checker")
+            if leaf.is_conj() or leaf.is_neg():
+                raise TypeError("output leaf is a lazy view (its conjugate or negative bit is set): its values are "
+                                "computed when they are read; return a materialized tensor (.resolve_conj(), "
+                                ".resolve_neg())")
             leaves.append(host_array(leaf))
         return HostTree(_structure(tree), tuple(p for p, _ in flat), tuple(leaves))
 
@@ -1136,6 +1147,15 @@ def _stand_in(kind: str, k: int = 0, used: list[bool] | None = None) -> Act:
     return act
 
 
+VARIED = (2.0 ** -7, 2.0 ** -4)  # a timed call's floating inputs are scaled by 1 plus a draw from this range
+
+
+def varied_scale() -> float:
+    """1 plus a draw from `VARIED`, from the OS's entropy (no call can know its own): wide enough
+    to move a bfloat16 input's values, close enough to 1 to keep the problem the one graded."""
+    return 1.0 + VARIED[0] + (VARIED[1] - VARIED[0]) * kclock.fraction()
+
+
 class TorchTimedCall:
     """One leg on fixed input buffers, each call synchronized. On the CPU torch returns when the
     work is done, and a call is timed by the host clock. On a GPU a call is timed by a CUDA event
@@ -1158,17 +1178,24 @@ class TorchTimedCall:
                  flush: Callable[[], None] | None, keep_outputs: bool) -> None:
         self._fn, self._inputs, self._clock, self._flush, self._keep = fn, tuple(inputs), clock, flush, keep_outputs
         self._alive: list[Any] = []
+        self.last_scale: float | None = None  # what the last timed call's floating inputs were scaled by
         self.escaped_ns: list[int] = []  # per timed call on a GPU (the list itself is never rebound)
         self.program_sha256: str | None = None
         self.compiled_sha256: str | None = None  # torch compiles nothing ahead: the program is its calls
 
-    def _fresh(self) -> tuple[Any, ...]:
-        """The inputs as new tensor objects on the same buffers, their version counters moved on
-        (outside the timed window, a few microseconds): an answer cached by the input's identity
-        or by its buffer and version is never this call's (the values stay as they were)."""
+    def _fresh(self, scale: float) -> tuple[Any, ...]:
+        """The inputs for one call (outside the timed window): each floating tensor scaled by
+        `scale` into a new buffer, the others as new tensor objects on their buffers with their
+        version counters moved on. Every call sees values no earlier call saw, in memory no earlier
+        call used: an answer cached by the input's identity, buffer, version or content, or worked
+        out ahead from the last call's, is never this call's (`output(scale)` makes the same
+        inputs again, for grading what a timed call returned)."""
         def fresh(t: Any) -> Any:
             if not isinstance(t, torch.Tensor):
                 return t
+            if t.is_floating_point():
+                with _NO_GRAD():  # a plain tensor (an inference one has no version counter to read)
+                    return t * scale
             with contextlib.suppress(Exception):  # a tensor without a version counter keeps none
                 _BUMP(t)
             return t.detach()
@@ -1177,7 +1204,9 @@ class TorchTimedCall:
     def __call__(self) -> int:
         if self._flush is not None:
             self._flush()
-        args = self._fresh()
+        self.last_scale = scale = varied_scale()
+        args = self._fresh(scale)
+        _SYNC()  # the scaling done (on a GPU) before the window opens
         clock = self._clock
         if _CUDA:
             start, end = _EVENT(enable_timing=True), _EVENT(enable_timing=True)
@@ -1204,8 +1233,16 @@ class TorchTimedCall:
             self._alive = [out, *self._alive[:1]]
         return t1 - t0
 
-    def output(self) -> HostTree:
+    def output(self, scale: float | None = None) -> HostTree:
+        """An untimed call's output, on the inputs as given, or as a timed call with `scale` saw them."""
+        args = self._inputs if scale is None else self._fresh(scale)
         with _INFERENCE():
-            out = self._fn(*self._inputs)
+            out = self._fn(*args)
             _SYNC()
         return TorchBackend.to_host(out)
+
+    def last_output(self) -> HostTree | None:
+        """What the last timed call returned, on the host (a leg that keeps its outputs); None before
+        any. Read after the call's window closed: an output that is not a plain, materialized tensor on
+        the inputs' device (a lazy one, computed when read) raises here, as it does when graded."""
+        return TorchBackend.to_host(self._alive[0]) if self._alive else None
