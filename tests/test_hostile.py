@@ -495,7 +495,8 @@ def test_correct_kernels_pass_every_edge_and_the_edges_are_recorded():
     assert report.status == "PASS"
     assert report.context["edge_probes"] == [
         "edge-slices-in0", "edge-offset-in0", "edge-negative-in0", "edge-spikes-in0", "edge-scales-in0", "edge-small-in0",
-        "edge-slices-in1", "edge-offset-in1", "edge-negative-in1", "edge-spikes-in1", "edge-scales-in1", "edge-small-in1"]
+        "edge-masked-in0", "edge-slices-in1", "edge-offset-in1", "edge-negative-in1", "edge-spikes-in1", "edge-scales-in1",
+        "edge-small-in1", "edge-masked-in1"]
     names = {p["name"] for p in report.gates["parity"].details["probes"]}
     assert set(report.context["edge_probes"]) <= names
 
@@ -860,3 +861,21 @@ def test_a_kernel_wrong_only_on_rows_below_zero_fails_on_the_negative_edge_alone
     assert report.status == "FAIL"
     probes = {c.name.split(".")[0] for c in report.gates["parity"].failures}
     assert probes == {"edge-negative-in0"}, probes
+
+
+def test_the_masked_edge_sets_a_span_of_every_row_to_minus_infinity_never_the_whole_row():
+    """Half the rows (drawn) mask a leading span of every power of two short of the row in turn;
+    the others a drawn span at a drawn place; no row is all -inf, nothing else changes."""
+    import numpy as np
+
+    from kgate.backends.base import masked_rows
+
+    x = np.random.default_rng(0).standard_normal((16, 96)).astype(np.float32)
+    m = masked_rows(x, np.random.default_rng(7))
+    inf = np.isneginf(m)
+    assert inf.any(axis=1).all() and not inf.all(axis=1).any()
+    np.testing.assert_array_equal(m[~inf], x[~inf])
+    leading = {int(np.argmin(row)) for row in inf if row[0]}  # where each leading run ends
+    assert {64, 32, 16, 8} <= leading, leading
+    assert not np.array_equal(m, masked_rows(x, np.random.default_rng(8)))  # drawn from the run's seed
+    assert np.isneginf(masked_rows(np.zeros((1, 2), np.float32), np.random.default_rng(1))).sum() == 1

@@ -347,3 +347,16 @@ def test_a_kernel_right_up_to_the_op_points_sizes_and_wrong_past_them_fails_at_t
     past, values = report.context["past_op_point"], report.context["op_point"]["values"]
     grown = [k for k in past if past[k] > values[k]]
     assert len(grown) == 1 and past[grown[0]] <= 16 * values[grown[0]], past
+
+
+@pytest.mark.parametrize("problem,candidate,klass", [
+    ("softmax/reference.py", "softmax/bad_running_max_from_minus_inf.py", "xla-rewrite"),
+    pytest.param("model_torch/softmax_reference.py", "model_torch/softmax_bad_running_max_from_minus_inf.py", "xla-rewrite",
+                 marks=pytest.mark.full),
+])
+def test_a_running_maximum_started_at_minus_infinity_fails_on_the_masked_edge_alone(problem, candidate, klass):
+    # random rows never hold -inf; a mask's -inf over a whole leading block makes exp(-inf - -inf) a NaN there
+    report = gate(problem, candidate, klass=klass)
+    assert report.status == "FAIL"
+    at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
+    assert at == {"edge-masked-in0"}, at

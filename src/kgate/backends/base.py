@@ -456,7 +456,8 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
     row times its own power of two from 2**-24 to 2**-6, drawn the same way, never so small that
     the input's typical value comes within 2**10 of its dtype's smallest normal (`dtype_tiny`;
     none for float16): rows whose squares and sums are far below anything a draw makes, where an
-    epsilon, a clamp or a threshold the reference does not have decides the output."""
+    epsilon, a clamp or a threshold the reference does not have decides the output; and `masked`:
+    a drawn span of every row at -inf (`masked_rows`), as a mask leaves a logit."""
     scale = float(np.max(np.abs(x32))) or 1.0
     typical = float(np.median(np.abs(x32))) or 1.0
     # 64x the input's largest magnitude: squares overflow float16 (past 256), sums lose
@@ -485,7 +486,31 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
         low = max(SMALL_EXPONENTS[0], math.ceil(math.log2(dtype_tiny * 2.0**10 / typical)))
         if low < SMALL_EXPONENTS[1]:
             variants.append(("small", row_scaled(x32, np.random.default_rng([seed, 2]), 1.0, (low, SMALL_EXPONENTS[1]))))
+        variants.append(("masked", masked_rows(x32, np.random.default_rng([seed, 3]))))
     return variants
+
+
+def masked_rows(x32: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """`x32` with a span of every row (along the last axis) set to -inf, as a mask does to a
+    logit; never the whole row. Half the rows, drawn, mask a leading span of the largest power of
+    two short of the row, then half that, and so on in turn (a whole leading block of every
+    power-of-two tile, whatever the kernel's, where there are rows enough); the others a span drawn on a log scale from one element to all but one, at
+    a drawn place. A kernel that carries a running maximum from -inf, unguarded, turns a row whose
+    first block is all masked into NaN where the reference's answer is finite; where the reference
+    itself is not finite, the probe is skipped."""
+    out = x32.copy()
+    rows = out.reshape(-1, x32.shape[-1])
+    count, n = rows.shape
+    order = rng.permutation(count)
+    levels = int(math.log2(n - 1))  # the largest power of two short of the whole row
+    lengths = np.maximum(np.minimum(np.exp2(rng.random(count) * math.log2(max(n - 1, 1))).astype(np.int64), n - 1), 1)
+    starts = (rng.random(count) * (n - lengths + 1)).astype(np.int64)
+    leading = order[: (count + 1) // 2]
+    lengths[leading] = 1 << (levels - np.arange(len(leading)) % (levels + 1))  # 2**levels <= n - 1, halved in turn
+    starts[leading] = 0
+    columns = np.arange(n)
+    rows[(columns[None, :] >= starts[:, None]) & (columns[None, :] < (starts + lengths)[:, None])] = -np.inf
+    return out
 
 
 SMALL_EXPONENTS = (-24, -6)  # the `small` edge's rows: times 2**e, e in [-24, -6)
