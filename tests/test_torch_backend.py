@@ -431,9 +431,10 @@ def test_a_torch_problem_is_recorded_from_stub_to_verdict(tmp_path):
 
 
 def test_each_timed_call_sees_values_and_memory_no_earlier_call_saw():
-    """A torch timed call's floating inputs are scaled afresh into new memory (an answer cached
-    by identity, buffer, version or content, or worked out from the last call's, is never the
-    call's), and `output(scale)` remakes exactly the inputs a timed call saw, for grading it."""
+    """A torch timed call's floating inputs have each element times its own drawn factor, in new
+    memory (an answer cached by identity, buffer, version or content, or rescaled from the last
+    call's, is never the call's); with nothing floating, every input is made afresh from a drawn
+    seed; `output(draw)` remakes exactly the inputs a timed call saw, for grading it."""
     import numpy as np
     import torch
 
@@ -448,18 +449,36 @@ def test_each_timed_call_sees_values_and_memory_no_earlier_call_saw():
 
     x = torch.randn(8, 16)
     timed = TorchTimedCall(fn, (x, 3), clock.perf_counter_ns, None, keep_outputs=True)
-    scales = []
+    draws = []
     for _ in range(5):
         timed()
-        scales.append(timed.last_scale)
-    assert all(1 + VARIED[0] <= s <= 1 + VARIED[1] for s in scales) and len(set(scales)) == 5
+        draws.append(timed.last_draw)
+    assert len(set(draws)) == 5 and "own drawn factor" in timed.varied
     values = [v for _, v, _ in seen]
+    ratios = [v / x for v in values]
+    assert all(((1 + VARIED[0] - 1e-6 <= r) & (r <= 1 + VARIED[1] + 1e-6)).all() for r in ratios)
+    assert all(r.std() > 1e-3 for r in ratios)  # a factor per element: no one number relates two calls' inputs
     assert all(not torch.equal(a, b) for i, a in enumerate(values) for b in values[i + 1:])
     assert x.data_ptr() not in {p for p, _, _ in seen} and all(n == 3 for _, _, n in seen)
     last = timed.last_output()
     np.testing.assert_array_equal(last.leaves[0], (values[-1] * 2).numpy())
-    np.testing.assert_array_equal(timed.output(scales[-1]).leaves[0], last.leaves[0])  # the same inputs remade
+    np.testing.assert_array_equal(timed.output(draws[-1]).leaves[0], last.leaves[0])  # the same inputs remade
     np.testing.assert_array_equal(timed.output().leaves[0], (x * 2).numpy())  # untimed: the inputs as given
+
+    ids = torch.arange(6)
+    made = []
+
+    def remake(seed):
+        made.append(seed)
+        return (torch.randint(0, 100, (6,), generator=torch.Generator().manual_seed(seed)),)
+
+    timed = TorchTimedCall(lambda i: i + 1, (ids,), clock.perf_counter_ns, None, keep_outputs=True, remake=remake)
+    timed(), timed()
+    assert "create_inputs" in timed.varied and made[-1] == timed.last_draw
+    np.testing.assert_array_equal(timed.output(timed.last_draw).leaves[0], timed.last_output().leaves[0])
+    same = TorchTimedCall(lambda i: i + 1, (ids,), clock.perf_counter_ns, None, keep_outputs=True,
+                          remake=lambda seed: (ids.clone(),))  # a create_inputs that ignores the seed
+    assert same.varied == ""
 
 
 @pytest.mark.parametrize("candidate,check", [

@@ -548,6 +548,7 @@ class JaxBackend:
         keep_outputs: bool = True,
         eager: bool = False,
         precompiled: ProgramPrint | None = None,
+        remake: Callable[[int], Sequence[Any]] | None = None,  # unused: no candidate code runs in a compiled call
     ) -> TimedCall:
         """jit and compile `fn` ahead of time on these input buffers (compile never timed).
 

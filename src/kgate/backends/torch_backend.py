@@ -727,12 +727,15 @@ class TorchBackend:
 
     def compile_timed(self, fn: Callable[..., Any], inputs: Sequence[Any], clock: Callable[[], int],
                       flush: Callable[[], None] | None = None, *, keep_outputs: bool = True,
-                      eager: bool = False, precompiled: ProgramPrint | None = None) -> TorchTimedCall:
+                      eager: bool = False, precompiled: ProgramPrint | None = None,
+                      remake: Callable[[int], Sequence[Any]] | None = None) -> TorchTimedCall:
         """`fn` on these input buffers, called once untimed (torch's first call loads kernels and
         plans): that call's torch functions, in order, are its program (`program_sha256`). Torch
-        compiles nothing ahead, so there is no `precompiled` program to take."""
+        compiles nothing ahead, so there is no `precompiled` program to take. `remake`: inputs
+        from a seed (the reference's create_inputs), for timed calls on inputs with nothing
+        floating to vary (`TorchTimedCall._fresh`)."""
         text = self._graph_text(fn, inputs)
-        timed = TorchTimedCall(fn, inputs, clock, flush, keep_outputs)
+        timed = TorchTimedCall(fn, inputs, clock, flush, keep_outputs, remake)
         timed.program_sha256 = hashlib.sha256(text.encode()).hexdigest() if text else None
         return timed
 
@@ -1147,13 +1150,18 @@ def _stand_in(kind: str, k: int = 0, used: list[bool] | None = None) -> Act:
     return act
 
 
-VARIED = (2.0 ** -7, 2.0 ** -4)  # a timed call's floating inputs are scaled by 1 plus a draw from this range
+VARIED = (2.0 ** -7, 2.0 ** -4)  # each element of a timed call's floating inputs times 1 plus a draw from this range
 
 
-def varied_scale() -> float:
-    """1 plus a draw from `VARIED`, from the OS's entropy (no call can know its own): wide enough
-    to move a bfloat16 input's values, close enough to 1 to keep the problem the one graded."""
-    return 1.0 + VARIED[0] + (VARIED[1] - VARIED[0]) * kclock.fraction()
+def _varied(t: Any, draw: int, index: int) -> Any:
+    """`t` with each element times its own 1 + a draw from `VARIED` (from a generator seeded with
+    `draw` and the input's place: the same tensor again for the same draw), in new memory: wide
+    enough to move a bfloat16 value, close enough to 1 to keep the problem the one graded; no one
+    number relates two calls' inputs, so no earlier answer can be rescaled into this one's."""
+    generator = torch.Generator(device=t.device).manual_seed(draw * 1009 + index)
+    factors = torch.rand(t.shape, generator=generator, device=t.device, dtype=torch.float32)
+    with _NO_GRAD():  # a plain tensor (an inference one has no version counter to read)
+        return (t * (1.0 + VARIED[0] + (VARIED[1] - VARIED[0]) * factors)).to(t.dtype)
 
 
 class TorchTimedCall:
@@ -1175,27 +1183,40 @@ class TorchTimedCall:
               if _CUDA else "each call timed by the host clock (torch on the CPU returns when its work is done)")
 
     def __init__(self, fn: Callable[..., Any], inputs: Sequence[Any], clock: Callable[[], int],
-                 flush: Callable[[], None] | None, keep_outputs: bool) -> None:
+                 flush: Callable[[], None] | None, keep_outputs: bool,
+                 remake: Callable[[int], Sequence[Any]] | None = None) -> None:
         self._fn, self._inputs, self._clock, self._flush, self._keep = fn, tuple(inputs), clock, flush, keep_outputs
         self._alive: list[Any] = []
-        self.last_scale: float | None = None  # what the last timed call's floating inputs were scaled by
+        self._floating = any(isinstance(t, torch.Tensor) and t.is_floating_point() for _, t in _flatten(self._inputs))
+        self._remake = None if self._floating else remake
+        if self._remake is not None and TorchBackend.digest(self._remake(1)) == TorchBackend.digest(self._remake(2)):
+            self._remake = None  # its create_inputs ignores the seed: nothing to vary the calls with
+        # how each call's inputs differ from every other call's (`timed_inputs_vary` reports it)
+        self.varied = ("each floating input's elements times their own drawn factor, in new memory"
+                       if self._floating else "every input made afresh by the reference's create_inputs from a drawn "
+                       "seed" if self._remake is not None else "")
+        self.last_draw: int | None = None  # the draw that made the last timed call's inputs
         self.escaped_ns: list[int] = []  # per timed call on a GPU (the list itself is never rebound)
         self.program_sha256: str | None = None
         self.compiled_sha256: str | None = None  # torch compiles nothing ahead: the program is its calls
 
-    def _fresh(self, scale: float) -> tuple[Any, ...]:
-        """The inputs for one call (outside the timed window): each floating tensor scaled by
-        `scale` into a new buffer, the others as new tensor objects on their buffers with their
-        version counters moved on. Every call sees values no earlier call saw, in memory no earlier
-        call used: an answer cached by the input's identity, buffer, version or content, or worked
-        out ahead from the last call's, is never this call's (`output(scale)` makes the same
-        inputs again, for grading what a timed call returned)."""
+    def _fresh(self, draw: int) -> tuple[Any, ...]:
+        """The inputs for one call, made outside the timed window from `draw`: each floating tensor's
+        elements times their own factor (`_varied`), in new memory; without a floating input, every
+        input made afresh from the seed `draw` (`remake`, the reference's create_inputs), where one
+        was given; the others as new tensor objects on their buffers, version counters moved on.
+        Every call sees values no earlier call saw, in memory no earlier call used: an answer cached
+        by the input's identity, buffer, version or content, or worked out from the last call's, is
+        never this call's (`output(draw)` makes the same inputs again, to grade what it returned)."""
+        if self._remake is not None:
+            return tuple(self._remake(draw))
+        place = iter(range(1 << 30))
+
         def fresh(t: Any) -> Any:
             if not isinstance(t, torch.Tensor):
                 return t
             if t.is_floating_point():
-                with _NO_GRAD():  # a plain tensor (an inference one has no version counter to read)
-                    return t * scale
+                return _varied(t, draw, next(place))
             with contextlib.suppress(Exception):  # a tensor without a version counter keeps none
                 _BUMP(t)
             return t.detach()
@@ -1204,9 +1225,9 @@ class TorchTimedCall:
     def __call__(self) -> int:
         if self._flush is not None:
             self._flush()
-        self.last_scale = scale = varied_scale()
-        args = self._fresh(scale)
-        _SYNC()  # the scaling done (on a GPU) before the window opens
+        self.last_draw = draw = kclock.draw_seed()
+        args = self._fresh(draw)
+        _SYNC()  # the inputs made (on a GPU) before the window opens
         clock = self._clock
         if _CUDA:
             start, end = _EVENT(enable_timing=True), _EVENT(enable_timing=True)
@@ -1233,9 +1254,9 @@ class TorchTimedCall:
             self._alive = [out, *self._alive[:1]]
         return t1 - t0
 
-    def output(self, scale: float | None = None) -> HostTree:
-        """An untimed call's output, on the inputs as given, or as a timed call with `scale` saw them."""
-        args = self._inputs if scale is None else self._fresh(scale)
+    def output(self, draw: int | None = None) -> HostTree:
+        """An untimed call's output, on the inputs as given, or as the timed call of `draw` saw them."""
+        args = self._inputs if draw is None else self._fresh(draw)
         with _INFERENCE():
             out = self._fn(*args)
             _SYNC()

@@ -41,8 +41,8 @@ from kgate.verify.watch import Watch
 NOISY_IQR = 0.10  # IQR/median above this is called noisy, in plain words
 CPU_BUDGET_S = 6.0
 CPU_MAX_ROUNDS = 200  # rounds are short (3..6 per session): the 6 s budget is what bounds a CPU run
-# a timed call's attributes that each call sets: the outputs it keeps alive, the scale of its inputs (torch)
-VOLATILE = ("_alive", "last_scale")
+# a timed call's attributes that each call sets: the outputs it keeps alive, the draw its inputs came from (torch)
+VOLATILE = ("_alive", "last_draw")
 TIMED_AGREEMENT_FACTOR = 4.0  # a later session's error may be this many times the first's (or the resolution)
 
 
@@ -456,12 +456,16 @@ def _measure(
         backend.poison(spec)
         threads = python_before_import
         flush, flush_text = backend.cache_flusher()
+
+        def remake(seed: int) -> Any:  # a timed call's inputs where none is floating (torch): made afresh
+            return backend.create_inputs(pair.reference, seed, request.dtype)[0]
+
         integrity: list[Check] = []
         before = expected.get("print") or ProgramPrint(None, "the reference was not lowered before the candidate's import")
         if request.reference_first:
             with compile_slot():
                 ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush, keep_outputs=False,
-                                             eager=pair.reference.eager, precompiled=before)
+                                             eager=pair.reference.eager, precompiled=before, remake=remake)
             ref.output()
         beat("phase tracing the programs for kernels")
         try:
@@ -475,7 +479,7 @@ def _measure(
         try:
             beat("phase compiling the candidate")
             with compile_slot():
-                cand = backend.compile_timed(pair.candidate.entry, inputs, clock, flush)
+                cand = backend.compile_timed(pair.candidate.entry, inputs, clock, flush, remake=remake)
             first_out = cand.output()  # the candidate's first execution in this process
         except Exception as exc:
             return _unmeasurable(request, pair, backend, describe(exc), watch)
@@ -486,7 +490,7 @@ def _measure(
             beat("phase compiling the reference")
             with compile_slot():
                 ref = backend.compile_timed(pair.reference.entry, inputs, clock, flush, keep_outputs=False,
-                                             eager=pair.reference.eager, precompiled=before)
+                                             eager=pair.reference.eager, precompiled=before, remake=remake)
             ref.output()
         watch.track("reference timed call", ref, volatile=VOLATILE)
         cpu = backend.interpreted  # the CPU stand-in (shared, few cores): timing is capped, compiled or not
@@ -532,13 +536,13 @@ def _measure(
             fresh, _ = backend.create_inputs(pair.reference, seed, request.dtype)
             buffers.append((fresh, backend.digest(fresh)))
             with compile_slot():
-                new_cand = backend.compile_timed(pair.candidate.entry, fresh, clock, flush)  # candidate first
+                new_cand = backend.compile_timed(pair.candidate.entry, fresh, clock, flush, remake=remake)  # candidate first
             # What tracing the candidate changed (a setting, a function of the compiler's path) and put
             # back while it runs would apply to the reference's compile: seen here, before it.
             watch.check(f"before the reference was compiled for session {session}", "hot")
             with compile_slot():
                 new_ref = backend.compile_timed(pair.reference.entry, fresh, clock, flush, keep_outputs=False,
-                                                eager=pair.reference.eager)
+                                                eager=pair.reference.eager, remake=remake)
             legs.update(candidate=new_cand, reference=new_ref)
             escaped["candidate"].append(getattr(new_cand, "escaped_ns", []))
             escaped["reference"].append(getattr(new_ref, "escaped_ns", []))
@@ -579,6 +583,7 @@ def _measure(
             _tamper_check(pair.reference_changes),
             *_program_checks(before, [ref, *reference_programs]),
             _candidate_program_check([cand, *candidate_programs]),
+            _varied_check(cand),
             _timer_check(timer_changes),
             Check(
                 "inputs_unchanged",
@@ -912,9 +917,9 @@ class TimedSample:
 
     def __init__(self, timed: Any) -> None:
         self.timed, self.calls = timed, 0
-        # a sampled call's output (or why it could not be read), with the scale its inputs had (torch:
-        # each call's floating inputs are scaled afresh, `TorchTimedCall._fresh`; None: as given)
-        self.outputs: list[tuple[float | None, HostTree | str]] = []
+        # a sampled call's output (or why it could not be read), with the draw its inputs were made
+        # from (torch: each call's inputs are made afresh, `TorchTimedCall._fresh`; None: as given)
+        self.outputs: list[tuple[int | None, HostTree | str]] = []
 
     def __call__(self) -> int:
         elapsed = self.timed()
@@ -925,7 +930,7 @@ class TimedSample:
                 out: HostTree | str = self.timed.last_output()
             except Exception as exc:  # an output that cannot be read as a materialized array
                 out = f"timed call {self.calls}'s output could not be read: {describe(exc)}"
-            self.outputs[slot:slot + 1] = [(getattr(self.timed, "last_scale", None), out)]
+            self.outputs[slot:slot + 1] = [(getattr(self.timed, "last_draw", None), out)]
         return elapsed
 
 
@@ -936,8 +941,8 @@ def _agreement(legs: dict[str, Any], seed: int, sampled: TimedSample | None = No
     reference = legs["reference"].output()
     worst = untimed = timed_agreement(legs["candidate"].output(), reference)
     outputs = sampled.outputs if sampled is not None else []
-    for scale, out in outputs:
-        this = (timed_agreement(out, reference if scale is None else legs["reference"].output(scale))
+    for draw, out in outputs:
+        this = (timed_agreement(out, reference if draw is None else legs["reference"].output(draw))
                 if isinstance(out, HostTree) else {"max_abs": math.inf, "resolution": worst["resolution"], "error": out})
         if not this["max_abs"] <= worst["max_abs"]:
             worst = {**worst, **this}
@@ -1007,6 +1012,22 @@ def _program_checks(expected: ProgramPrint, seen: Sequence[Any]) -> tuple[Check,
                                     "the same lowered program compiled to something else: something the candidate "
                                     "ran changed the compiler's path (a function it calls, what it returns)"))
     return tuple(checks)
+
+
+def _varied_check(timed: Any) -> Check:
+    """Whether every timed call saw inputs no other call saw: where candidate code runs at every
+    call (torch), an answer cached by the inputs' content would otherwise hit, and its time is a
+    lookup's."""
+    how = getattr(timed, "varied", None)
+    if how is None:
+        return Check("timed_inputs_vary", "SKIPPED", "a compiled program is timed: no candidate code runs between its "
+                     "calls to look its inputs up (each session's inputs are fresh values)")
+    if not how:
+        return Check("timed_inputs_vary", "FAIL", "the timed calls' inputs could not be varied (none is floating, and "
+                     "the reference's create_inputs makes the same inputs for every seed): an answer cached by their "
+                     "content would hit, and no timing here can tell it from a computed one",
+                     "let create_inputs (or get_inputs) draw its values from torch's generator or a `seed` parameter.")
+    return Check("timed_inputs_vary", "PASS", f"every timed call saw inputs no other call saw: {how}")
 
 
 def _candidate_program_check(seen: Sequence[Any]) -> Check:
