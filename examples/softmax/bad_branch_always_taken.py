@@ -4,7 +4,8 @@ round trip of the logits through complex64 and back. On any real input the first
 taken and the round trip changes no bit, so the program computes exactly what the reference
 does; its text has a conditional and two conversions the reference's has not. With the branch
 taken inlined and every operation that gave back a value the program already held left out, it
-is the reference's: `firing.program_differs` FAILs (`--class xla-rewrite`)."""
+is the reference's: `firing.program_differs` FAILs (`--class xla-rewrite`). A logit a mask left at
+-inf takes the other branch: parity FAILs on the `edge-masked` probe too."""
 
 import jax.numpy as jnp
 from jax import lax
