@@ -1223,10 +1223,10 @@ class TorchTimedCall:
         return tuple(_map(a, fresh) for a in self._inputs)
 
     def __call__(self) -> int:
-        if self._flush is not None:
-            self._flush()
         self.last_draw = draw = kclock.draw_seed()
         args = self._fresh(draw)
+        if self._flush is not None:  # after the inputs are made: the call starts on cold caches, as before
+            self._flush()
         _SYNC()  # the inputs made (on a GPU) before the window opens
         clock = self._clock
         if _CUDA:
