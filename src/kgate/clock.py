@@ -23,11 +23,6 @@ def draw_seed(taken: tuple[int, ...] | list[int] = ()) -> int:
             return seed
 
 
-def fraction() -> float:
-    """A number drawn evenly from [0, 1), from the OS's entropy."""
-    return _SYSTEM_RANDOM.random()
-
-
 def pick(n: int) -> int:
     """An index drawn evenly from range(n), from the OS's entropy."""
     return _SYSTEM_RANDOM.randrange(n)

@@ -463,7 +463,7 @@ def past_op_point(backend: Any, reference: Any, dtype: str | None, values: Mappi
                 with config_set(updates, reference.config):
                     footprint = backend.footprint(reference, dtype)
                     if footprint is not None and footprint.per_probe <= cap:
-                        return {**at, **updates}
+                        return updates  # every size TINY moved is in it, at the op-point's or TINY's
             except Exception:
                 continue
     return None
