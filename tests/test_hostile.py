@@ -442,8 +442,8 @@ def test_what_is_right_only_in_the_range_random_draws_have_fails_on_rows_scaled_
     report = gate("rmsnorm/reference.py", f"rmsnorm/{candidate}")
     found = _edge_failures(report)  # the scales edge (and for a large epsilon the small edge too) on their errors;
     assert "edge-scales-in0.error" in found, found  # the rounding grade may see it on every probe
-    assert _graded_off(report, "") <= {f"edge-{kind}-in0.{check}" for kind in ("scales", "small")
-                                         for check in ("error", "relative_error")}, found
+    assert _graded_off(report, "") <= {f"edge-{kind}-in0.{check}" for kind in ("scales", "small", "rows")
+                                         for check in ("error", "relative_error")}, found  # rows moved off zero too
 
 
 @pytest.mark.parametrize("candidate", [
@@ -482,11 +482,32 @@ def test_the_rows_of_the_scales_edge_span_the_drawn_powers_of_two_and_differ_fro
     x = np.random.default_rng(0).normal(size=(16, 64)).astype(np.float32)
     first, second = (dict(edge_values(x, 3.4e38, seed))["scales"] for seed in (7, 8))
     exponents = np.log2(first[:, 0] / x[:, 0])
-    assert np.all((exponents >= -4) & (exponents < 4))
-    assert sorted(np.floor((exponents + 4) * 2).astype(int)) == list(range(16))  # one row in every band
+    assert np.all((exponents >= -4) & (exponents < 6))  # 1/16 to 64: the extreme slice's magnitude at most
+    assert sorted(np.floor((exponents + 4) / (10 / 16)).astype(int)) == list(range(16))  # one row in every band
     assert not np.allclose(first, second)
     tiny = dict(edge_values(np.full(4, 100.0, np.float32), 65504.0, 7))["scales"]  # float16: no factor past the extreme's
     assert tiny.max() <= 4 * np.sqrt(65504.0) * (1 + 1e-6)  # the extreme slice's magnitude
+
+
+def test_the_rows_edge_deals_every_row_one_structure_a_draw_never_has():
+    import numpy as np
+
+    from kgate.backends.base import OUTLIER_FACTORS, edge_values
+
+    x = np.random.default_rng(1).normal(size=(30, 256)).astype(np.float32)
+    rows = dict(edge_values(x, 3.4e38, 7))["rows"]
+    size = np.sqrt(np.mean(x.astype(np.float64) ** 2, axis=1))
+    moved = np.abs(rows.mean(axis=1) - x.mean(axis=1)) / size
+    shifted = np.all(np.isclose(rows - x, (rows - x)[:, :1], rtol=1e-3, atol=1e-4), axis=1) & (moved > 0)
+    sparse = np.all((rows == x) | (rows == 0), axis=1) & np.any(rows == 0, axis=1)
+    stands_out = np.sum(np.abs(rows) >= OUTLIER_FACTORS[0] * size[:, None] * (1 - 1e-6), axis=1)
+    outliers = (stands_out >= 2) & (np.sum(rows != x, axis=1) == stands_out)
+    assert np.all(shifted.astype(int) + sparse + outliers == 1), (shifted, sparse, outliers)  # one structure each
+    assert shifted.sum() == sparse.sum() == outliers.sum() == 10  # dealt evenly
+    assert np.all((moved[shifted] >= 2.0 ** -3 * 0.99) & (moved[shifted] <= 2.0 ** 3 * 1.01))
+    assert np.all(np.sum(rows[sparse] == 0, axis=1) <= 255)  # never a whole row: the slices edge has that
+    assert np.all(stands_out[outliers] <= 256 // 4)
+    assert not np.array_equal(rows, dict(edge_values(x, 3.4e38, 8))["rows"])  # placed by the run's drawn seed
 
 
 @pytest.mark.full
@@ -494,9 +515,9 @@ def test_correct_kernels_pass_every_edge_and_the_edges_are_recorded():
     report = gate("rmsnorm/reference.py", "rmsnorm/pallas.py")
     assert report.status == "PASS"
     assert report.context["edge_probes"] == [
-        "edge-slices-in0", "edge-offset-in0", "edge-negative-in0", "edge-spikes-in0", "edge-scales-in0", "edge-small-in0",
-        "edge-masked-in0", "edge-slices-in1", "edge-offset-in1", "edge-negative-in1", "edge-spikes-in1", "edge-scales-in1",
-        "edge-small-in1", "edge-masked-in1"]
+        "edge-slices-in0", "edge-offset-in0", "edge-negative-in0", "edge-spikes-in0", "edge-scales-in0", "edge-rows-in0",
+        "edge-small-in0", "edge-masked-in0", "edge-slices-in1", "edge-offset-in1", "edge-negative-in1", "edge-spikes-in1",
+        "edge-scales-in1", "edge-rows-in1", "edge-small-in1", "edge-masked-in1"]
     names = {p["name"] for p in report.gates["parity"].details["probes"]}
     assert set(report.context["edge_probes"]) <= names
 

@@ -31,7 +31,7 @@ def test_ghost_pallas_call_fails_firing():
 def test_kernel_multiplied_by_zero_is_a_ghost_despite_dataflow():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_masked_ghost.py")
     assert failed(report) == {"firing.kernel_result_matters", "firing.kernel_does_the_work",
-                              "firing.kernel_does_the_arithmetic"}
+                              "firing.kernel_does_the_arithmetic", "firing.kernel_carries_the_answer"}
 
 
 @pytest.mark.full
@@ -149,7 +149,8 @@ def test_a_dressed_rewrite_is_compared_with_the_reference_s_own_no_ops_left_out_
 @pytest.mark.full
 def test_flash_attention_with_wrong_softmax_scale_fails_parity():
     report = gate("jax_ops/attention_reference.py", "jax_ops/flash_attention_bad_scale.py")
-    assert "parity.error" in failed(report) and failed(report) <= {"parity.error", "parity.relative_error"}
+    assert "parity.error" in failed(report) and failed(report) <= {"parity.error", "parity.relative_error",
+                                                                     "parity.vanished"}  # signs flipped, too
 
 
 @pytest.mark.full
@@ -170,8 +171,9 @@ def test_an_absolute_error_on_small_outputs_fails_the_relative_grade_where_the_f
     seeds = [p["name"] for p in report.gates["parity"].details["probes"] if not p.get("label")]
     assert all(checks[f"{s}.error"] == "PASS" for s in seeds)  # within the floor taken at the largest output
     assert all(checks[f"{s}.relative_error"] == "FAIL" for s in seeds), checks
-    # (the rounding grade sees them too: small outputs off their bfloat16 rounding)
-    assert failed(report) <= {"parity.relative_error", "parity.error", "parity.rounding"}
+    # (the rounding grade sees them too: small outputs off their bfloat16 rounding; and the vanishing
+    # grade, where the smallest come out zero)
+    assert failed(report) <= {"parity.relative_error", "parity.error", "parity.rounding", "parity.vanished"}
     assert report.gates["firing"].status == "PASS"
     worst = report.gates["parity"].details["probes"][0]["outputs"][0]["relative"]
     assert worst["ratio"] > 5 and abs(worst["at"]["expected"]) < 0.25  # a small output, over the multiplier
@@ -363,3 +365,61 @@ def test_a_running_maximum_started_at_minus_infinity_fails_on_the_masked_edge_al
     assert report.status == "FAIL"
     at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
     assert at == {"edge-masked-in0"}, at
+
+
+@pytest.mark.parametrize("candidate,edge", [
+    ("rmsnorm/bad_drops_outliers.py", "edge-rows-in0"),
+    pytest.param("rmsnorm/bad_mean_square_over_nonzeros.py", "edge-rows-in0", marks=pytest.mark.full),
+    pytest.param("rmsnorm/bad_centres_shifted_rows.py", "edge-rows-in0", marks=pytest.mark.full),
+    pytest.param("softmax/bad_zeros_as_padding.py", "edge-rows-in0", marks=pytest.mark.full),
+    pytest.param("rmsnorm/bad_rsqrt_table_past_16x.py", "edge-scales-in0", marks=pytest.mark.full),
+])
+def test_a_kernel_whose_arithmetic_follows_a_rows_statistics_fails_where_a_row_has_them(candidate, edge):
+    # right on every row a random draw makes (a mean near zero, no zeros, no two outliers, a size near
+    # one), wrong on rows moved off zero, partly zero, with several outliers, or 20 to 55 times as large
+    problem = candidate.split("/")[0]
+    report = gate(f"{problem}/reference.py", candidate)
+    assert report.status == "FAIL"
+    at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
+    assert at == {edge}, at
+    assert report.gates["firing"].status == "PASS"  # the kernel does the work: it is wrong, not absent
+
+
+@pytest.mark.parametrize("candidate", [
+    "softmax/bad_flushes_small_probabilities.py",
+    pytest.param("softmax/bad_flushes_below_a_share_of_the_max.py", marks=pytest.mark.full),
+])
+def test_small_answers_flushed_to_zero_fail_the_vanishing_grade_on_every_seed(candidate):
+    # each lost probability is far under the allowance scaled to its size; the share of resolved
+    # elements returned as zero is not
+    report = gate("softmax/reference.py", candidate)
+    assert report.status == "FAIL"
+    seeds = {c.name for c in report.gates["parity"].failures if c.name.startswith("seed")}
+    assert seeds and all(name.endswith(".vanished") for name in seeds), seeds
+    assert len(seeds) == len(report.context["seeds"])
+    lost = report.gates["parity"].details["probes"][0]["outputs"][0]["vanished"]
+    assert lost["lost"] > 0.01 * lost["resolved"], lost
+
+
+def test_a_kernel_whose_result_is_the_same_for_every_input_fails_the_transplant():
+    # the ablation, the stand-ins and the arithmetic count pass it: with the kernel's results from
+    # another probe's run the output is still this probe's answer
+    report = gate("cumsum/reference.py", "cumsum/bad_kernel_returns_ones.py")
+    assert report.status == "FAIL"
+    assert failed(report) == {"firing.kernel_carries_the_answer"}, failed(report)
+    statuses = {c.name: c.status for c in report.gates["firing"].checks}
+    assert statuses["kernel_result_matters"] == statuses["kernel_does_the_work"] == "PASS", statuses
+    assert statuses["kernel_does_the_arithmetic"] == "PASS", statuses
+
+
+@pytest.mark.parametrize("candidate", [
+    "softmax/bad_replays_through_a_pytree_node.py",
+    pytest.param("softmax/bad_namedtuple_built_from_a_cache.py", marks=pytest.mark.full),
+])
+def test_an_output_rebuilt_by_candidate_code_on_every_compiled_call_is_refused(candidate):
+    # a pytree node's unflatten (or a namedtuple's constructor) runs in Python after the compiled
+    # program, on every call: it could replay an answer while the program computes something else
+    report = gate("softmax/reference.py", candidate, klass="xla-rewrite")
+    assert report.status == "FAIL"
+    ran = [c for c in report.gates["parity"].failures if c.name.endswith(".candidate_ran")]
+    assert ran and all("pytree node of class" in c.detail for c in ran), report.gates["parity"].failures

@@ -515,6 +515,33 @@ def test_a_receipt_that_hides_a_rounding_fail_or_loosens_its_allowance_is_caught
     assert not any("rounding" in p for p in rederive_parity(loosened, "0.3.2"))  # a receipt from before the grade
 
 
+def test_small_answers_returned_as_zero_fail_the_vanishing_grade_and_a_receipt_cannot_hide_it():
+    from kgate.verify.receipt import rederive_parity
+
+    rng = np.random.default_rng(11)
+    e = np.exp(rng.normal(scale=6.0, size=(8, 64))).astype(np.float64)  # answers over many orders of magnitude
+    oracle = e.astype(np.float32)
+    flushed = np.where(e < np.quantile(e, 0.1), 0.0, e).astype(np.float32)  # the smallest tenth written as 0
+    negated = oracle.copy()
+    negated[0, :2] *= -1  # two elements of 512 with the other sign: under 1%, and not small, so the error grade sees them
+    spec = ParitySpec("floor", 5)
+    gate = json.loads(json.dumps(clean(evaluate(spec, [probe(1, oracle, oracle.astype(np.float64), flushed)]).to_json())))
+    assert "seed1.vanished" in {c["name"] for c in gate["checks"] if c["status"] == "FAIL"}
+    record = gate["probes"][0]["outputs"][0]["vanished"]
+    assert record["lost"] == int((e < np.quantile(e, 0.1)).sum()) and record["resolved"] == e.size, record
+    assert rederive_parity(gate, "0.3.4") == []
+    honest = evaluate(spec, [probe(1, oracle, oracle.astype(np.float64), oracle)]).to_json()
+    assert honest["probes"][0]["outputs"][0]["vanished"]["lost"] == 0
+    few = evaluate(spec, [probe(1, oracle, oracle.astype(np.float64), negated)]).to_json()
+    assert not any(c["name"].endswith("vanished") for c in few["checks"] if c["status"] == "FAIL")
+    hidden = json.loads(json.dumps(gate))  # the FAIL deleted
+    hidden["checks"] = [c for c in hidden["checks"] if not c["name"].endswith("vanished")]
+    assert any("vanishing grade's check" in p for p in rederive_parity(hidden, "0.3.4"))
+    del hidden["probes"][0]["outputs"][0]["vanished"]  # ... or the record dropped
+    assert any("vanishing grade's record is missing" in p for p in rederive_parity(hidden, "0.3.4"))
+    assert not any("vanishing" in p for p in rederive_parity(hidden, "0.3.3"))  # a receipt from before the grade
+
+
 def test_magnitude_units_take_the_largest_reference_error_among_elements_up_to_twice_as_large():
     """The allowance of `relative_error`, checked against its definition element by element, with
     ties, exact zeros and an infinite magnitude, at sizes below and above the 64-element minimum."""

@@ -5,6 +5,7 @@ each known-bad one FAILs (or is an ANOMALY) in the gate and check that names wha
 """
 
 import json
+import shutil
 import time
 import subprocess
 import sys
@@ -200,13 +201,27 @@ KNOWN_BAD_TORCH = [
     (SOFTMAX, "softmax_bad_mangles_kgates_seal.py", "ANOMALY", {"integrity.process_untouched"}),
     # class 6, a lazy output: a view whose negation runs when it is read
     (SOFTMAX, "softmax_bad_negative_view.py", "FAIL", {"parity.candidate_ran"}),
+    # class 7, the process's scheduling changed between the candidate's calls: each thread's affinity
+    # and policy are watched
+    (SOFTMAX, "softmax_bad_pins_threads_after_its_call.py", "ANOMALY", {"integrity.process_untouched"}),
+    (SOFTMAX, "softmax_bad_idles_threads_after_its_call.py", "ANOMALY", {"integrity.process_untouched"}),
     # the GEMM left to torch, the kernel only its epilogue: torch's heavy operators are counted
     (LINEAR, "linear_relu_bad_kernel_only_epilogue.py", "FAIL", {"firing.kernel_does_the_arithmetic"}),
 ]
 # `make test` gates one candidate of each class only the torch side shows (input mutation, a subclass
 # for an output, an output never written); the others are `full`.
 QUICK_TORCH = {"softmax_bad_mutates_input.py", "softmax_bad_returns_subclass.py", "softmax_bad_skips_last_column.py",
-               "softmax_bad_forges_graded_record.py"}
+               "softmax_bad_forges_graded_record.py", "softmax_bad_pins_threads_after_its_call.py"}
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="builds its native half with a C compiler (cc)")
+def test_an_output_computed_by_a_fault_handler_below_python_is_an_anomaly():
+    # the call maps memory no one may read and returns it as a plain tensor; a SIGSEGV handler installed
+    # with sigaction from C computes the answer on the first read: the kernel's handler table is watched
+    report = gate(SOFTMAX, "model_torch/softmax_bad_output_computed_on_first_read.py")
+    assert report.status == "ANOMALY"
+    changed = next(c for c in report.gates["integrity"].checks if c.name == "process_untouched")
+    assert changed.status == "FAIL" and "the SIGSEGV handler the OS holds" in changed.detail, changed
 
 
 @pytest.mark.parametrize("reference, candidate, status, expected", [

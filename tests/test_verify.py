@@ -647,3 +647,34 @@ def test_a_leg_started_ahead_runs_nothing_until_released_and_one_not_needed_is_e
     unneeded = spawn.start("inputs", None, tmp_path / "b", held=True)
     unneeded.discard()  # the run stopped before it was needed: ended and reaped, no result
     assert unneeded.proc.returncode is not None and not (tmp_path / "b" / "inputs-result.json").exists()
+
+
+def test_a_thread_scheduled_during_the_rounds_as_none_was_before_them_fails_the_parents_look():
+    from kgate.verify import census
+    from kgate.verify.screen import scheduling_check
+
+    normal, fifo = ["0-1", 0, 0, 0], ["0-1", 1, 1, 0]
+    leg = {"parent_clock": {"scheduling": {"before": [normal], "in_rounds": [normal, fifo]}}}
+    check = scheduling_check("measure", leg)
+    assert check.status == "FAIL" and "SCHED_FIFO" in check.detail, check
+    leg["parent_clock"]["scheduling"]["in_rounds"] = [normal]
+    assert scheduling_check("measure", leg).status == "PASS"
+    leg["parent_clock"]["scheduling"]["in_rounds"] = []  # no look fell in the rounds: nothing to say
+    assert scheduling_check("measure", leg).status == "SKIPPED"
+    assert scheduling_check("measure", {"parent_clock": {"scheduling": None}}).status == "SKIPPED"
+    if census.processes_available():  # this process's own threads, read as the parent reads a leg's
+        own = census.scheduling(os.getpid())
+        assert own and all(policy == os.sched_getscheduler(0) for _, policy, _, _ in own), own
+
+
+@pytest.mark.full
+def test_real_time_scheduling_inside_the_candidates_own_calls_is_seen_from_outside_the_timed_leg(tmp_path):
+    soft = EXAMPLES / "model_torch"
+    proc = kgate("verify", "-r", soft / "softmax_reference.py", "-c", soft / "softmax_bad_realtime_inside_its_call.py",
+                 "--class", "rewrite", "--budget", "4", "-o", tmp_path / "receipt.json", "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 2 and report["status"] == "ANOMALY", proc.stdout[-2000:]
+    checks = {c["name"]: c["status"] for c in report["gates"]["integrity"]["checks"]}
+    assert checks["measure.parent_scheduling"] == "FAIL", checks
+    checked = kgate("verify-receipt", tmp_path / "receipt.json")
+    assert checked.returncode == 2 and "ANOMALY" in checked.stdout

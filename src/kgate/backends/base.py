@@ -449,10 +449,13 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
     running maximum started at 0 instead of the first value, a clamp at zero, are wrong there). With `seed` (drawn for the run, never sent to the
     candidate's process), `spikes`: one extreme value in every row (along the last axis) at a position
     drawn from it, so no fixed place (first, last, middle) is where extremes always are; and
-    `scales`: every row times its own power of two between 1/16 and 16, one drawn from each of as
+    `scales`: every row times its own power of two between 1/16 and 64, one drawn from each of as
     many equal bands of the exponent as there are rows, in a drawn order, so that the rows span
     magnitudes random draws of one distribution never leave (an approximation tuned to the range
-    the seeds' values have, exact outside it, is wrong on the rows between); and `small`: every
+    the seeds' values have, exact outside it, is wrong on the rows between), up to 64 where the
+    extreme edge's cap allows (`SCALE_EXPONENTS`); `rows`: every row given a structure of its own
+    that draws of one distribution never have (`structured_rows`: moved off zero by a drawn multiple
+    of its own size, a drawn share of it zero, or several outliers); and `small`: every
     row times its own power of two from 2**-24 to 2**-6, drawn the same way, never so small that
     the input's typical value comes within 2**10 of its dtype's smallest normal (`dtype_tiny`;
     none for float16): rows whose squares and sums are far below anything a draw makes, where an
@@ -482,7 +485,10 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
         signs = np.where(rng.random(rows.shape[0]) < 0.5, -1.0, 1.0).astype(np.float32)
         rows[np.arange(rows.shape[0]), where] = signs * np.float32(huge)
         variants.append(("spikes", spikes))
-        variants.append(("scales", row_scaled(x32, np.random.default_rng([seed, 1]), huge / scale)))
+        top = min(SCALE_EXPONENTS[1], max(SCALE_EXPONENTS[0] + 8.0, math.log2(max(huge / scale, 1.0))))
+        variants.append(("scales", row_scaled(x32, np.random.default_rng([seed, 1]), huge / scale,
+                                              (SCALE_EXPONENTS[0], top))))
+        variants.append(("rows", structured_rows(x32, np.random.default_rng([seed, 4]), huge)))
         low = max(SMALL_EXPONENTS[0], math.ceil(math.log2(dtype_tiny * 2.0**10 / typical)))
         if low < SMALL_EXPONENTS[1]:
             variants.append(("small", row_scaled(x32, np.random.default_rng([seed, 2]), 1.0, (low, SMALL_EXPONENTS[1]))))
@@ -514,6 +520,48 @@ def masked_rows(x32: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 SMALL_EXPONENTS = (-24, -6)  # the `small` edge's rows: times 2**e, e in [-24, -6)
+SCALE_EXPONENTS = (-4.0, 6.0)  # the `scales` edge's rows: times 2**e, e in [-4, 6), never past the extreme edge's cap
+# The `rows` edge: a row moved off zero by 2**-3 to 2**3 times its own root mean square; between one
+# element and all but one of a row zero; two to a quarter of a row's elements 8 to 64 times its size.
+SHIFT_EXPONENTS = (-3.0, 3.0)
+OUTLIER_FACTORS = (8.0, 64.0)
+
+
+def structured_rows(x32: np.ndarray, rng: np.random.Generator, most: float) -> np.ndarray:
+    """`x32` with every row (along the last axis) given one of three structures, the rows dealt
+    to them in a drawn order: `shifted`, the row plus a drawn multiple (a power of two from
+    2**-3 to 2**3, drawn sign) of its own root mean square, so its mean is anywhere from a tenth
+    of its size to all of it (draws centred on zero are near none of it, a common offset near
+    all); `sparse`, a drawn share of its elements zero (one element to all but one, on a log
+    scale, at drawn places: what a ReLU or padding leaves); `outliers`, two or more (up to a
+    quarter of the row, on a log scale) of its elements, at drawn places, each 8 to 64 times the
+    row's root mean square with a drawn sign (never past `most`, the extreme edge's magnitude).
+    A kernel whose arithmetic changes with a row's statistics (its mean, its share of zeros, how
+    many values stand out), right on every row a random draw makes, is wrong on some row here."""
+    out = x32.copy()
+    n = x32.shape[-1]
+    rows = out.reshape(-1, n)
+    count = rows.shape[0]
+    family = np.empty(count, dtype=np.int64)
+    family[rng.permutation(count)] = np.arange(count) % 3
+    sizes = np.sqrt(np.mean(rows.astype(np.float64) ** 2, axis=1))
+    fallback = float(np.median(sizes[sizes > 0])) if np.any(sizes > 0) else 1.0
+    sizes = np.where(sizes > 0, sizes, fallback)
+    signs = np.where(rng.random(count) < 0.5, -1.0, 1.0)
+    shifts = np.exp2(rng.uniform(*SHIFT_EXPONENTS, size=count)) * signs * sizes
+    for r in range(count):
+        row = rows[r]
+        if family[r] == 0:
+            row += np.float32(shifts[r])
+        elif family[r] == 1 and n > 1:
+            zeros = int(min(max(np.exp2(rng.random() * math.log2(n - 1)), 1), n - 1)) if n > 2 else 1
+            row[rng.permutation(n)[:zeros]] = 0.0
+        elif family[r] == 2 and n > 2:
+            many = int(min(max(np.exp2(rng.random() * math.log2(max(n / 4, 2))), 2), n - 1))
+            factors = np.exp2(rng.uniform(math.log2(OUTLIER_FACTORS[0]), math.log2(OUTLIER_FACTORS[1]), size=many))
+            values = np.minimum(factors * sizes[r], most) * np.where(rng.random(many) < 0.5, -1.0, 1.0)
+            row[rng.permutation(n)[:many]] = values.astype(np.float32)
+    return out
 
 
 def row_scaled(x32: np.ndarray, rng: np.random.Generator, most: float,

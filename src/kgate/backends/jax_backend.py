@@ -450,6 +450,7 @@ class JaxBackend:
                         self._remember(fn, inputs, traced.jaxpr)  # what the lowering gate lowers
                         phase("compiling")
                         compiled = traced.lower().compile()
+                        refuse_foreign_nodes(compiled.out_tree)
                         phase("running")
                         out = compiled(*arrays)
                     jax.block_until_ready(out)
@@ -569,6 +570,7 @@ class JaxBackend:
                 lowered = jax.jit(_fresh(bound)).lower(*arrays)
                 program = _program_sha256(lowered)
                 compiled = lowered.compile()
+            refuse_foreign_nodes(compiled.out_tree)
             made = compiled_sha256(compiled)
         timed = TimedCall(compiled, arrays, clock, flush, keep_outputs)
         timed.program_sha256, timed.compiled_sha256 = program, made
@@ -884,6 +886,24 @@ class JaxBackend:
             {name: self.to_host(jax.tree_util.tree_unflatten(structure, out)) for name, out in bypassed.items()},
         )
 
+    def transplant(self, fn: Callable[..., Any], inputs: Sequence[Any], other: Sequence[Any]) -> HostTree | None:
+        """`fn`'s outputs on `inputs` with every kernel's results taken from its run on `other`
+        (`jaxpr_flow.transplant`), graded by the parent against both probes' answers; None where
+        the kernels cannot be lined up between the runs (a kernel in a loop or a branch): then no
+        transplant is graded, and the ablation and the stand-ins stand alone."""
+        _, other = bind_static(fn, other)
+        fn, inputs = bind_static(fn, inputs)
+        with self._mode():
+            closed, shapes = jax.make_jaxpr(fn, return_shape=True)(*inputs)
+            if not jaxpr_flow.contains_kernel(closed):
+                return None
+            try:
+                out = jaxpr_flow.transplant(closed, jax.tree_util.tree_leaves(tuple(inputs)),
+                                            jax.tree_util.tree_leaves(tuple(other)))
+            except jaxpr_flow.NotTransplanted:
+                return None
+        return self.to_host(jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(shapes), out))
+
     def interprets(self, fn: Callable[..., Any], inputs: Sequence[Any], eager: bool = False) -> bool:
         """Whether running `fn` here runs an interpreter: on the CPU a Pallas kernel runs in
         interpret mode; a program without one is compiled XLA:CPU code, and the CPU is the device."""
@@ -1035,6 +1055,35 @@ class JaxBackend:
         except jaxpr_flow.AblationUnsupported as exc:
             return Ablation(False, str(exc))
         return count_moved(_moves(base, perturbed), moved_above)
+
+
+# The containers a compiled program's outputs may come back in: jax rebuilds them in C++ on every
+# call. Any other pytree node (a registered class, a namedtuple, a dataclass) is rebuilt by Python
+# code of the module that registered it, on every call of the compiled program: code that can see
+# kgate's frames and answer from a cache while the program itself computed something else.
+PLAIN_NODES = (tuple, list, dict, type(None))
+
+
+def refuse_foreign_nodes(tree: Any) -> None:
+    """Raise `KernelFailure` where the output structure `tree` (a PyTreeDef) holds a node other
+    than tuple, list, dict or None."""
+    foreign: list[str] = []
+
+    def walk(node: Any) -> None:
+        data = node.node_data()
+        if data is None:
+            return
+        if data[0] not in PLAIN_NODES:
+            foreign.append(f"{data[0].__module__}.{data[0].__qualname__}")
+        for child in node.children():
+            walk(child)
+
+    walk(tree)
+    if foreign:
+        raise KernelFailure(
+            f"the output is built by a pytree node of class {', '.join(sorted(set(foreign)))}: its unflatten is "
+            "Python code that runs on every call of the compiled program, after the program computed its "
+            "result; return the arrays in tuples, lists or dicts")
 
 
 def _fresh(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -405,6 +405,52 @@ def kernel_experiments(closed: Any, args: Sequence[Any]) -> tuple[list[Any], lis
     return runs[0], runs[1 : 1 + n], dict(zip(_stand_ins(), runs[1 + n :]))
 
 
+class NotTransplanted(Exception):
+    """The kernels' results of one run cannot be put in another's place: a kernel runs in a loop or a
+    branch (once per iteration, or not at all), whose per-run values kgate does not line up."""
+
+
+def transplant(closed: Any, args: Sequence[Any], other: Sequence[Any]) -> list[Any]:
+    """The program's outputs on `args` with every kernel's results replaced, in the order the
+    kernels run, by what the same kernel returned on `other` (inputs of the same shapes): where
+    the kernels carry the answer, that is `other`'s answer; an output computed beside them from
+    the inputs stays `args`'s. One jitted program."""
+    body, _ = _open(closed)
+    for eqn in body.eqns:
+        if eqn.primitive.name not in KERNEL_PRIMITIVES and _call_body(eqn) is None and any(
+                contains_kernel(sub) for sub in jcore.jaxprs_in_params(eqn.params)):
+            raise NotTransplanted(f"a kernel runs inside a {eqn.primitive.name}")
+
+    def both(a: Sequence[Any], b: Sequence[Any]) -> list[Any]:
+        given: list[Any] = []
+
+        def keep(o: Any, _operands: Sequence[Any]) -> Any:
+            given.append(o)
+            return o
+
+        evaluate_with_kernels(closed, b, keep)
+        donated = iter(given)
+
+        def put(o: Any, _operands: Sequence[Any]) -> Any:
+            value = next(donated, None)
+            if value is None or value.shape != o.shape or value.dtype != o.dtype:
+                raise NotTransplanted("the two runs' kernels do not line up (another count, shape or dtype)")
+            return value
+
+        outs = evaluate_with_kernels(closed, a, put)
+        if next(donated, None) is not None:
+            raise NotTransplanted("the two runs launched different numbers of kernels")
+        return outs
+
+    try:
+        return jax.jit(both)(list(args), list(other))
+    except NotTransplanted:
+        raise
+    except Exception as exc:  # a kernel in a sub-program kgate inlines but whose values leak its trace
+        raise NotTransplanted(f"the program could not be re-evaluated with another run's kernel results "
+                              f"({describe(exc, 240)})") from exc
+
+
 # Primitives that move, reshape, relabel or convert data and do no arithmetic: counted as no work.
 DATA_MOVEMENT = frozenset({
     "reshape", "broadcast_in_dim", "transpose", "squeeze", "expand_dims", "slice", "dynamic_slice",

@@ -184,26 +184,52 @@ def _assertions(spec: FiringSpec, facts: ProgramFacts) -> list[Check]:
     return checks
 
 
-def _transplant_check(transplant: bool | str | None, spec: FiringSpec) -> list[Check]:
+@dataclass(frozen=True)
+class Transplant:
+    """The output with every kernel's results taken from the run on another probe, graded twice:
+    against that probe's answer (`carries`) and against this probe's own (`stays`). `strict`: an
+    output that is neither FAILs (torch, whose elementwise work outside the kernels is not
+    counted); else it is an advisory (JAX: `kernel_does_the_arithmetic` bounds that work)."""
+
+    carries: bool
+    stays: bool
+    strict: bool = True
+
+
+def _transplant_check(transplant: Transplant | bool | str | None, spec: FiringSpec) -> list[Check]:
     """Whether the kernels' results carry the answer: with every launch's writes taken from the
     run on another probe, the output must be that probe's answer. An output computed beside the
-    kernels from the inputs, or one that cancels the kernels' results, stays the first probe's."""
+    kernels from the inputs, or one that cancels the kernels' results, stays the first probe's:
+    that FAILs whatever share is declared (the kernels' results then change nothing that counts)."""
+    name = "kernel_carries_the_answer"
     if transplant is None:
         return []
     if isinstance(transplant, str):  # a check that cannot be evaluated FAILs
-        return [Check("kernel_carries_the_answer", "FAIL", f"could not be evaluated: {transplant}",
+        return [Check(name, "FAIL", f"could not be evaluated: {transplant}",
                       "launch the same kernels, in the same order, on every probe of the same shapes.")]
-    if transplant:
-        return [Check("kernel_carries_the_answer", "PASS",
+    if isinstance(transplant, bool):
+        transplant = Transplant(carries=transplant, stays=False)
+    if transplant.carries:
+        return [Check(name, "PASS",
                       "with every launch's writes taken from the run on another probe, the output is that probe's "
                       "answer: the kernels' results carry it")]
+    if transplant.stays:
+        return [Check(
+            name, "FAIL",
+            "with every kernel's results taken from the run on another probe, the output is still this probe's own "
+            "answer: it is computed beside the kernels from the inputs (what the kernels return is a constant, "
+            "cancelled, or replaced wherever it is near an answer computed elsewhere)",
+            "compute the answer in the kernels and return what they compute; a kernel whose result the output "
+            "does not follow proves nothing.")]
     declared = spec.kernel_share is not None and spec.kernel_share < 1
+    lenient = declared or not transplant.strict
     return [Check(
-        "kernel_carries_the_answer", "ADVISORY" if declared else "FAIL",
+        name, "ADVISORY" if lenient else "FAIL",
         "with every launch's writes taken from the run on another probe, the output is not that probe's answer: "
         "it is computed beside the kernels from the inputs, or it cancels what the kernels wrote"
-        + (f" (the kernels' declared share is {spec.kernel_share:.1%})" if declared else ""),
-        "" if declared else "compute the answer in the kernels; declare --kernel-share when part of the output is "
+        + (f" (the kernels' declared share is {spec.kernel_share:.1%})" if declared else
+           " (the arithmetic outside the kernels is bounded by kernel_does_the_arithmetic)" if lenient else ""),
+        "" if lenient else "compute the answer in the kernels; declare --kernel-share when part of the output is "
         "computed elsewhere on purpose.")]
 
 
@@ -401,7 +427,7 @@ def graded_record_differs(kernels: Sequence[str], launched: Sequence[Sequence[st
 
 
 def _kernel_checks(facts: ProgramFacts, spec: FiringSpec, bypass: Mapping[str, bool] | str | None,
-                   transplant: bool | str | None = None,
+                   transplant: Transplant | bool | str | None = None,
                    reference_arithmetic: Arithmetic | None = None, edges: Sequence[EdgeAudit] = ()) -> list[Check]:
     checks: list[Check] = []
     sites = facts.kernel_sites
@@ -542,7 +568,7 @@ def audit(
     reference_uncompiled: str = "",
     trace_error: str = "",
     bypass: Mapping[str, bool] | str | None = None,
-    transplant: bool | str | None = None,
+    transplant: Transplant | bool | str | None = None,
     audit_error: str = "",
     reference_arithmetic: Arithmetic | None = None,
     edges: Sequence[EdgeAudit] = (),

@@ -430,6 +430,37 @@ def off_rounding(got: np.ndarray, e: np.ndarray, dtype: np.dtype) -> float:
     return float(np.count_nonzero(off)) / int(finite.sum())
 
 
+# The vanishing grade: elements the reference resolves (within an eighth of the answer, its sums in
+# sequence too) and clear of underflow (2^12 times the output's smallest normal), which the candidate
+# returns as zero or with the other sign. An honest computation loses none of them (0 on the bundled
+# examples); a softmax that flushes probabilities under 1e-10 to zero lost 14% of a t3 draw's, each
+# far under the allowance scaled down to its size (its unit never finer than 1/256 of the floor).
+VANISHED_SHARE = 0.01  # the least share of the resolved elements a candidate may lose
+RESOLVED_WITHIN = 1 / 8
+CLEAR_OF_UNDERFLOW = 2.0 ** 12
+
+
+def vanished(c: np.ndarray, measured: np.ndarray, e: np.ndarray, dtype: Any) -> tuple[int, int, list[int]]:
+    """How many elements the candidate `c` returns as zero or with the sign flipped where the
+    reference as its floor is measured (`measured`) gets the answer `e` to within
+    `RESOLVED_WITHIN` of it and `e` is clear of underflow; how many such elements there are;
+    the first lost one's index."""
+    try:
+        import ml_dtypes
+
+        tiny = float(ml_dtypes.finfo(dtype).tiny)
+    except Exception:
+        return 0, 0, []
+    ef, mf, cf = _f64(e), _f64(measured), _f64(c)
+    with np.errstate(invalid="ignore"):
+        resolved = (np.isfinite(ef) & (np.abs(ef) >= CLEAR_OF_UNDERFLOW * tiny)
+                    & (np.abs(mf - ef) <= RESOLVED_WITHIN * np.abs(ef)))
+        lost = resolved & ((cf == 0) | (np.sign(cf) == -np.sign(ef)))
+    count = int(np.count_nonzero(lost))
+    first = [int(i) for i in np.argwhere(lost)[0]] if count else []
+    return count, int(np.count_nonzero(resolved)), first
+
+
 def rounding_graded(dtype: Any, size: int) -> bool:
     """Whether an output gets the rounding grade: floating, narrower than 32 bits (whose honest
     computations differ in their last bits), and of `ROUNDING_ELEMENTS` elements or more."""
@@ -682,6 +713,20 @@ def _probe_checks(
                     "look for values flushed to zero, a narrower accumulation or an approximation with an absolute "
                     "error: the small outputs must be as right, relative to their size, as the large ones.",
                 ))
+            if graded_relative(r.dtype) and not count:
+                lost, resolved, where = vanished(c, measured, e, r.dtype)
+                out["vanished"] = {"lost": lost, "resolved": resolved, "allowed_share": VANISHED_SHARE}
+                if resolved and lost > VANISHED_SHARE * resolved:
+                    after.append(Check(
+                        f"{name}.vanished",
+                        "FAIL",
+                        f"{path}: {lost} of the {resolved} elements the reference resolves ({lost / resolved:.1%}; "
+                        f"at most {VANISHED_SHARE:.0%} allowed) are zero or of the other sign in the candidate's "
+                        f"output, the first at {where} (expected {float(_f64(e)[tuple(where)]):.6g}): small answers "
+                        "flushed to zero or thresholded away, each under the allowance at its size",
+                        "compute small values as the reference does: no flush, threshold or cut-off the reference "
+                        "does not have (an exp cut off below some argument, a clamp to zero).",
+                    ))
             rounding = rounding_record(probe, k, c, e, spec.multiplier) if expected_tree is probe.oracle else None
             if rounding is not None:
                 out["rounding"] = rounding

@@ -122,6 +122,26 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def scheduling(pid: int) -> frozenset[tuple[str, int, int, int]]:
+    """How the OS schedules each thread of `pid` now, as the distinct (CPUs allowed, scheduling
+    policy, real-time priority, nice) among them: a thread inherits its starter's, so a process
+    whose code changes none shows the values it started with. Empty when it is gone."""
+    try:
+        tasks = _listdir(f"/proc/{pid}/task")
+    except OSError:
+        return frozenset()
+    found = set()
+    for tid in tasks:
+        stat, status = _read(f"/proc/{pid}/task/{tid}/stat"), _read(f"/proc/{pid}/task/{tid}/status")
+        if not stat or ")" not in stat or not status:
+            continue  # the thread ended while we looked
+        fields = stat[stat.rindex(")") + 2 :].split()
+        cpus = next((line.split(":", 1)[1].strip() for line in status.splitlines()
+                     if line.startswith("Cpus_allowed_list:")), "")
+        found.add((cpus, int(fields[38]), int(fields[37]), int(fields[16])))  # policy, rt_priority, nice
+    return frozenset(found)
+
+
 def descendants(pid: int, skip: frozenset[int] = frozenset()) -> dict[int, ProcessSample]:
     """Every process below `pid` now (children, theirs, ...), `skip` and what is below them left out."""
     found: dict[int, ProcessSample] = {}

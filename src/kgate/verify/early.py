@@ -163,9 +163,9 @@ def run_probe_legs(
 GRADED_SEAL = seals.SEAL_BEAT + '["result graded_runs"'  # the candidate leg's graded runs are over
 
 
-# of the edge battery's probes at the first probe's shapes (seven on a softmax): with three, a repair that
-# shows on four of seven edges is met in 34 runs of 35 (two met it in 6 of 7)
-AUDITED_EDGE_COUNT = 3
+# of the edge battery's probes at the first probe's shapes (eight on a softmax): with four, a repair that
+# shows on four of eight edges is met in 69 runs of 70 (three met it in 13 of 14, and in 34 of 35 of seven)
+AUDITED_EDGE_COUNT = 4
 # Where the firing audit's ablation runs again on drawn edges: torch's launches are recorded per run;
 # a JAX program's arithmetic outside its kernels is counted on the traced program, every branch in it.
 EDGE_AUDIT_BACKENDS = ("torch",)
@@ -354,7 +354,8 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
             trace_error=cand.get("trace_error", "the candidate leg ran no probe"),
             bypass=_bypass(request.parity_spec, probes[0], shared, arrays, cand),
             transplant=_transplant(request.parity_spec, probes, arrays, cand,
-                                   {p["key"]: p["seed"] for p in ref["probes"] if not p.get("label")}),
+                                   {p["key"]: p["seed"] for p in ref["probes"] if not p.get("label")},
+                                   strict=request.backend != "jax"),
             audit_error=str(cand.get("experiments_error", "")),
             reference_arithmetic=Arithmetic.from_json(ref.get("reference_arithmetic")),
             edges=_edge_audit(request.parity_spec, probes, arrays, cand, runs),
@@ -594,10 +595,11 @@ def _bypass(spec: ParitySpec, probe: Probe, shared: Sequence[SharedFloor | None]
 
 
 def _transplant(spec: ParitySpec, probes: Sequence[Probe], arrays: Mapping[str, Any],
-                cand: Mapping[str, Any], seeds: Mapping[str, int]) -> bool | str | None:
-    """Whether the output with every launch's writes taken from another probe's run passes
-    parity against that probe's answer; why not evaluated; None where the backend has no
-    transplant (the JAX side)."""
+                cand: Mapping[str, Any], seeds: Mapping[str, int], strict: bool) -> firing.Transplant | str | None:
+    """Whether the output with every kernel's results taken from another probe's run passes
+    parity against that probe's answer, and whether it still passes against the first probe's
+    own; why not evaluated; None where none was run (no second probe at the first's shapes, or
+    a JAX program whose kernels sit in a loop or a branch)."""
     if cand.get("transplant_error"):
         return str(cand["transplant_error"])
     runs = [(k.split("-", 1)[1], tree) for k, tree in arrays.items() if k.startswith("transplant-")]
@@ -607,8 +609,12 @@ def _transplant(spec: ParitySpec, probes: Sequence[Probe], arrays: Mapping[str, 
     donor = next((p for p in probes if not p.label and p.seed == seeds.get(key)), None)
     if donor is None:
         return "the other probe was not graded"
-    shared = parity.shared_floors(spec, probes).get(donor.name, ())
-    return parity.passes(spec, replace(donor, candidate=tree, candidate_error=""), shared)
+    floors = parity.shared_floors(spec, probes)
+    carries = parity.passes(spec, replace(donor, candidate=tree, candidate_error=""), floors.get(donor.name, ()))
+    first = probes[0]
+    stays = not carries and parity.passes(spec, replace(first, candidate=tree, candidate_error=""),
+                                          floors.get(first.name, ()))
+    return firing.Transplant(carries=carries, stays=stays, strict=strict)
 
 
 def _handoff(ref: Mapping[str, Any], workdir: Path) -> dict[str, str]:

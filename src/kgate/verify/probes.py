@@ -577,7 +577,9 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
                 if hasattr(backend, "transplant") and donor is not None:
                     other = backend.load_inputs(folder / f"inputs-{donor['key']}.pkl", donor["file_sha256"])
                     moved = backend.transplant(pair.candidate.entry, first, other)
-                    if isinstance(moved, str):
+                    if moved is None:
+                        pass  # kernels that cannot be lined up between two runs (JAX: in a loop or a branch)
+                    elif isinstance(moved, str):
                         keep(result, "transplant_error", moved)
                     else:
                         keep(outputs, f"transplant-{donor['key']}", moved, "output")

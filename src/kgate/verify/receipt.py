@@ -23,8 +23,8 @@ import numpy as np
 from kgate.errors import KgateError
 from kgate.gates import stats
 from kgate.gates.bar import evaluate_bar, ordering_status, parse_bar
-from kgate.gates.parity import (EDGE_PREFIX, SMALLEST_SHARE, ParitySpec, at_another_shape, graded_relative,
-                                half_ulp, rounding_allowed, rounding_graded)
+from kgate.gates.parity import (EDGE_PREFIX, SMALLEST_SHARE, VANISHED_SHARE, ParitySpec, at_another_shape,
+                                graded_relative, half_ulp, rounding_allowed, rounding_graded)
 from kgate.jsonio import check_schema, clean, write_atomic
 
 SCHEMA = "kgate.receipt"
@@ -192,6 +192,7 @@ def rederive_parity(gate: Mapping[str, Any], made_by: str = "") -> list[str]:
                 problems.extend(_relative_problems(where, name, out, checks, mult, relative_required))
                 problems.extend(_rounding_problems(where, name, out, checks, mult,
                                                    _version(made_by) >= ROUNDING_SINCE))
+                problems.extend(_vanished_problems(where, name, out, checks, _version(made_by) >= VANISHED_SINCE))
             elif spec.kind == "tolerance":
                 violations = int(out.get("violations", -1))
                 passes = violations == 0
@@ -231,6 +232,27 @@ def _rounding_problems(where: str, name: str, out: Mapping[str, Any], checks: Ma
     check = checks.get(f"{name}.rounding")
     if failed != (check is not None and check["status"] == "FAIL") and not checks.get(f"{name}.finite"):
         problems.append(f"{where}: the rounding grade's check does not follow from its shares")
+    return problems
+
+
+def _vanished_problems(where: str, name: str, out: Mapping[str, Any], checks: Mapping[str, Any],
+                       required: bool) -> list[str]:
+    """The vanishing grade from its record: the share allowed is `VANISHED_SHARE`, and the check is
+    there, FAILed, exactly when more than that share of the resolved elements were lost (unless a
+    non-finite output failed first). A receipt from `VANISHED_SINCE` on carries the record on every
+    real floating output that is finite."""
+    vanished = out.get("vanished")
+    if vanished is None:
+        applies = graded_relative(str(out.get("dtype", ""))) and not checks.get(f"{name}.finite")
+        return [f"{where}: the vanishing grade's record is missing"] if required and applies else []
+    problems = []
+    if not _close(float(vanished["allowed_share"]), VANISHED_SHARE):
+        problems.append(f"{where}: the vanishing grade's allowed share is not {VANISHED_SHARE:.0%}")
+    resolved, lost = int(vanished["resolved"]), int(vanished["lost"])
+    failed = resolved > 0 and lost > VANISHED_SHARE * resolved
+    check = checks.get(f"{name}.vanished")
+    if failed != (check is not None and check["status"] == "FAIL") and not checks.get(f"{name}.finite"):
+        problems.append(f"{where}: the vanishing grade's check does not follow from its counts")
     return problems
 
 
@@ -296,6 +318,7 @@ def environment() -> dict[str, str | None]:
 
 RELATIVE_SINCE = (0, 3, 1)  # the first kgate version whose parity grades and records relative_error
 ROUNDING_SINCE = (0, 3, 3)  # the first whose parity grades and records the rounding of narrow outputs
+VANISHED_SINCE = (0, 3, 4)  # the first whose parity grades and records the answers returned as zero
 SEQUENTIAL_SINCE = (0, 2, 0)  # the first kgate version whose runs stop sequentially and record the method
 ORDERING_SINCE = (0, 3, 0)  # the first whose timings record the ordering intervals and their bootstrap's id
 ORDERING_BAR_SINCE = (0, 3, 2)  # the first whose ordering check is an advisory when the bar is decided alike

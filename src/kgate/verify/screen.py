@@ -364,6 +364,7 @@ def _finish(
         if leg_name in ("measure", "reversed") and "gates" in leg and not leg.get("not_timed"):
             integrity.append(parent_clock_check(leg_name, leg))
             integrity.append(processes_check(leg_name, leg))
+            integrity.append(scheduling_check(leg_name, leg))
             integrity.append(sealed_changes_check(leg_name, leg))
             integrity.append(same_answer_check(leg_name, checks_leg, leg))
     if request.mode == "full":
@@ -502,6 +503,35 @@ def processes_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
         return Check(name, "ADVISORY", f"{len(records)} process(es) besides the timed leg were seen while it ran "
                      "(none used CPU in its rounds)")
     return Check(name, "PASS", "no process besides the timed leg ran below it or came to kgate as an orphan")
+
+
+def scheduling_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
+    """How the OS scheduled the timed leg's threads while its rounds ran, read from here every tenth
+    of a second: a CPU set, policy, real-time priority or nice value no thread had before the rounds (nor
+    this process, whose values a leg starts with) was set during them. The leg's own watch reads its
+    threads between calls; a change made inside the candidate's call and put back before it returns
+    (real-time priority for its own work, the reference left as it was) is seen only from here."""
+    name = f"{leg_name}.parent_scheduling"
+    record = leg.get("parent_clock", {}).get("scheduling")
+    if record is None:
+        return Check(name, "SKIPPED", "no /proc here: kgate did not watch how the leg's threads were scheduled")
+    before = {tuple(v) for v in record.get("before", [])}
+    during = [tuple(v) for v in record.get("in_rounds", [])]
+    if not during:
+        return Check(name, "SKIPPED", "no look at the leg's threads fell in its timed rounds")
+    new = [v for v in during if v not in before]
+    if new:
+        shown = "; ".join(f"CPUs {v[0]}, policy {_POLICIES.get(int(v[1]), v[1])}, real-time priority {v[2]}, nice {v[3]}"
+                          for v in new[:3])
+        return Check(name, "FAIL", f"while the timed rounds ran, a thread of the leg was scheduled as none was before "
+                     f"them, as kgate saw it from outside the leg: {shown}: the candidate changes how its process is "
+                     "scheduled inside its own calls", "leave the process's CPU affinity, scheduling policy, priority "
+                     "and nice value as they are.")
+    return Check(name, "PASS", f"the leg's threads were scheduled as before its timed rounds at every look during them "
+                 f"({len(during)} distinct setting(s))")
+
+
+_POLICIES = {0: "SCHED_OTHER", 1: "SCHED_FIFO", 2: "SCHED_RR", 3: "SCHED_BATCH", 5: "SCHED_IDLE", 6: "SCHED_DEADLINE"}
 
 
 def _speedup(leg: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -56,6 +56,10 @@ class LegProcess:
     timing_until: float | None = None
     before: frozenset[int] = frozenset()  # this process's children when the leg started: none of them is its
     processes: dict[int, dict[str, Any]] = field(default_factory=dict)  # what ran below it or came here from it
+    # how the OS scheduled the leg's threads, seen from here: before its timed rounds (and this process's
+    # own, which a leg starts with), and during them (`census.scheduling`)
+    scheduled_before: set[tuple[str, int, int, int]] = field(default_factory=set)
+    scheduled_in_rounds: set[tuple[str, int, int, int]] = field(default_factory=set)
     _readers: list[threading.Thread] = field(default_factory=list)
     _watching: threading.Event = field(default_factory=threading.Event)  # set: the process watch stops
     _watcher: threading.Thread | None = None
@@ -233,6 +237,9 @@ class LegProcess:
                                  "differs): another process rewrote it; its result is not used")
         data["parent_clock"] = {
             "processes": [dict(record) for record in self.processes.values()] if census.processes_available() else None,
+            "scheduling": {"before": sorted(map(list, self.scheduled_before | census.scheduling(os.getpid()))),
+                           "in_rounds": sorted(map(list, self.scheduled_in_rounds))}
+            if census.processes_available() else None,
             "wall_ns": ended - self.started_ns,
             "beats": [[ns - self.started_ns, line] for ns, line in list(self.beats)],
             "ticks": [[ns - self.started_ns, index] for ns, index in list(self.ticks)],
@@ -258,6 +265,8 @@ class LegProcess:
         if tree and self.proc.poll() is None:
             found.update(census.descendants(self.proc.pid))
         timing = bool(self.ticks) and self.proc.poll() is None
+        if self.proc.poll() is None:  # at every look: a change inside the candidate's calls lasts only as long
+            (self.scheduled_in_rounds if timing else self.scheduled_before).update(census.scheduling(self.proc.pid))
         for pid, sample in found.items():
             record = self.processes.setdefault(pid, {
                 "pid": pid, "name": sample.name, "first_ns": now - self.started_ns, "cpu_s": sample.cpu_s,

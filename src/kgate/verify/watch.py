@@ -42,7 +42,66 @@ def _interpreter_state() -> dict[str, Any]:
         state[f"the {name} handler"] = signal.getsignal(sig)
     for name, which in _TIMERS:
         state[f"{name} armed"] = signal.getitimer(which)[0] > 0
+    # what the OS runs on a signal, read from the kernel: a handler installed below Python (sigaction
+    # through ctypes) is invisible to signal.getsignal, and one on SIGSEGV can compute an output on the
+    # first read of memory left unmapped by the call that returned it
+    for name, handler in _native_handlers():
+        state[f"the {name} handler the OS holds"] = handler
+    # how the OS schedules the process's threads: pinned to one core, run at a lower priority or in
+    # real time, a thread is slower or faster than the one beside it in the timed loop
+    state["the threads' scheduling (affinity, policy, nice)"] = _scheduling()
     return state
+
+
+def _libc() -> Any:
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.sigaction  # noqa: B018  (present, or the handlers are not read)
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+_LIBC = _libc() if sys.platform.startswith("linux") else None
+
+
+def _native_handlers() -> list[tuple[str, int]]:
+    """Each signal's handler as the kernel holds it (the address in `struct sigaction`'s first
+    field, the same for every handler Python installs); [] where libc cannot be asked."""
+    if _LIBC is None:
+        return []
+    import ctypes
+
+    found = []
+    buffer = ctypes.create_string_buffer(512)  # larger than any libc's struct sigaction
+    for name, sig in _SIGNALS:
+        if _LIBC.sigaction(sig, None, buffer) == 0:
+            found.append((name, int.from_bytes(buffer.raw[:ctypes.sizeof(ctypes.c_void_p)], sys.byteorder)))
+    return found
+
+
+def _scheduling() -> frozenset[tuple[Any, ...]]:
+    """The distinct (CPU affinity, scheduling policy, nice value) of the process's threads: a thread
+    a framework starts later inherits its starter's, so the set stays the same unless code changes
+    one. Empty where the OS does not say."""
+    import os
+
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return frozenset()
+    seen = set()
+    for task in tasks:
+        tid = int(task)
+        try:
+            seen.add((tuple(sorted(os.sched_getaffinity(tid))), os.sched_getscheduler(tid),
+                      os.getpriority(os.PRIO_PROCESS, tid)))
+        except (OSError, AttributeError):  # a thread that ended while being read; or no such call here
+            continue
+    return frozenset(seen)
 
 
 def _signal_name(sig: int) -> str:
@@ -63,7 +122,7 @@ def _same(a: Any, b: Any) -> bool:
     a plain number or text by value and exact type."""
     if type(a) is tuple and type(b) is tuple:
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if type(a) in (int, float, bool, str) and type(b) is type(a):
+    if type(a) in (int, float, bool, str, frozenset) and type(b) is type(a):
         return a == b
     return a is b
 
