@@ -4,11 +4,9 @@ probability under about 1e-10 comes out exactly 0 (its logarithm -inf, where the
 floor at the largest output), so the error grades passed it; the vanishing grade counts the
 elements the reference resolves that the candidate returns as zero: 12% to 20% of a seed's. It FAILs."""
 
-import functools
-
-import jax
 import jax.numpy as jnp
-from jax.experimental import pallas as pl
+
+from row_blocks import row_blocks
 
 
 def softmax_kernel(x_ref, o_ref):
@@ -18,17 +16,5 @@ def softmax_kernel(x_ref, o_ref):
     o_ref[...] = (e / jnp.sum(e, axis=-1, keepdims=True)).astype(o_ref.dtype)
 
 
-@functools.partial(jax.jit, static_argnames=("block_rows",))
-def softmax(x, *, block_rows=8):
-    rows, cols = x.shape
-    return pl.pallas_call(
-        softmax_kernel,
-        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-        grid=(pl.cdiv(rows, block_rows),),
-        in_specs=[pl.BlockSpec((block_rows, cols), lambda i: (i, 0))],
-        out_specs=pl.BlockSpec((block_rows, cols), lambda i: (i, 0)),
-    )(x)
-
-
 def workload(x, *, block_rows=8):
-    return softmax(x, block_rows=block_rows)
+    return row_blocks(softmax_kernel, x, block_rows=block_rows)
