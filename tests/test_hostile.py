@@ -502,12 +502,19 @@ def test_the_rows_edge_deals_every_row_one_structure_a_draw_never_has():
     sparse = np.all((rows == x) | (rows == 0), axis=1) & np.any(rows == 0, axis=1)
     stands_out = np.sum(np.abs(rows) >= OUTLIER_FACTORS[0] * size[:, None] * (1 - 1e-6), axis=1)
     outliers = (stands_out >= 2) & (np.sum(rows != x, axis=1) == stands_out)
-    assert np.all(shifted.astype(int) + sparse + outliers == 1), (shifted, sparse, outliers)  # one structure each
-    assert shifted.sum() == sparse.sum() == outliers.sum() == 10  # dealt evenly
+    ordered = np.array([np.array_equal(r, np.sort(o)) or np.array_equal(r, np.sort(o)[::-1]) for r, o in zip(rows, x)])
+    levels = np.all((rows == np.round(rows)) & (rows >= 0) & (rows <= 4), axis=1) & np.any(rows == 0, axis=1)
+    found = np.stack([shifted, sparse, outliers, ordered, levels]).astype(int)
+    assert np.all(found.sum(axis=0) == 1), found  # one structure each
+    assert list(found.sum(axis=1)) == [6] * 5  # dealt evenly
     assert np.all((moved[shifted] >= 2.0 ** -3 * 0.99) & (moved[shifted] <= 2.0 ** 3 * 1.01))
     assert np.all(np.sum(rows[sparse] == 0, axis=1) <= 255)  # never a whole row: the slices edge has that
     assert np.all(stands_out[outliers] <= 256 // 4)
     assert not np.array_equal(rows, dict(edge_values(x, 3.4e38, 8))["rows"])  # placed by the run's drawn seed
+    columns = dict(edge_values(x, 3.4e38, 7))["columns"]  # the same few columns stand out in every row
+    standing = np.abs(columns) >= 6 * size[:, None]
+    assert 2 <= standing[0].sum() <= 8 and np.all(standing == standing[0]), standing.sum(axis=1)
+    assert np.array_equal(columns[:, ~standing[0]], x[:, ~standing[0]])
 
 
 @pytest.mark.full
@@ -516,8 +523,8 @@ def test_correct_kernels_pass_every_edge_and_the_edges_are_recorded():
     assert report.status == "PASS"
     assert report.context["edge_probes"] == [
         "edge-slices-in0", "edge-offset-in0", "edge-negative-in0", "edge-spikes-in0", "edge-scales-in0", "edge-rows-in0",
-        "edge-small-in0", "edge-masked-in0", "edge-slices-in1", "edge-offset-in1", "edge-negative-in1", "edge-spikes-in1",
-        "edge-scales-in1", "edge-rows-in1", "edge-small-in1", "edge-masked-in1"]
+        "edge-columns-in0", "edge-small-in0", "edge-masked-in0", "edge-slices-in1", "edge-offset-in1", "edge-negative-in1",
+        "edge-spikes-in1", "edge-scales-in1", "edge-rows-in1", "edge-small-in1", "edge-masked-in1"]
     names = {p["name"] for p in report.gates["parity"].details["probes"]}
     assert set(report.context["edge_probes"]) <= names
 

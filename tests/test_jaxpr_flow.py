@@ -248,3 +248,39 @@ def test_an_ffi_call_feeding_the_output_is_work_outside_the_program_and_fails_fi
     _, unused = program_sites(jax.make_jaxpr(lambda x: (native(x), x * 2)[1])(jnp.ones(8)))
     (advisory,) = _host_callback_checks(facts(unused))  # one that feeds nothing is said, not failed
     assert advisory.status == "ADVISORY"
+
+
+def test_an_output_tree_of_anything_but_plain_containers_and_keys_is_refused():
+    # jax rebuilds tuples, lists, dicts and None in C++; any other node, or a dict key of a class of its
+    # own (its __hash__ runs as the dict is rebuilt), is Python code run on every compiled call
+    import typing
+    from collections import namedtuple
+
+    import jax
+    import jax.numpy as jnp
+
+    from kgate.backends.base import KernelFailure
+    from kgate.backends.jax_backend import refuse_foreign_nodes
+
+    class Key(str):
+        def __hash__(self):
+            return str.__hash__(self)
+
+    Pair = namedtuple("Pair", "a b")
+
+    class Cached(Pair):  # a namedtuple whose constructor is its own
+        def __new__(cls, a, b):
+            return super().__new__(cls, a, a)
+
+    class Typed(typing.NamedTuple):
+        a: typing.Any
+        b: typing.Any
+
+    def tree(fn):
+        return jax.jit(fn).lower(jnp.ones(2)).compile().out_tree
+
+    refuse_foreign_nodes(tree(lambda x: {"a": x, "b": [x, None, (x,), {1: x}]}))  # plain: nothing raised
+    refuse_foreign_nodes(tree(lambda x: (Pair(x, x), Typed(x, x))))  # stock namedtuples: their generated code
+    for fn, named in ((lambda x: Cached(x, x), "Cached"), (lambda x: {Key("a"): x}, "dict keyed by .*Key")):
+        with pytest.raises(KernelFailure, match=named):
+            refuse_foreign_nodes(tree(fn))

@@ -43,7 +43,9 @@ def test_result_computed_once_and_replayed_fails_on_the_second_seed():
 
 def test_lower_precision_accumulation_fails_floor_parity():
     report = gate("softmax/reference.py", "softmax/bad_low_precision.py")
-    assert failed(report) == {"parity.error", "parity.relative_error"}
+    # (and on the offset edges, where bfloat16 keeps a few bits of x - max, most probabilities are off by
+    # more than a factor of two: the vanishing grade)
+    assert failed(report) == {"parity.error", "parity.relative_error", "parity.vanished"}
     probe = report.gates["parity"].details["probes"][0]["outputs"][0]
     assert probe["max_abs_over_floor"] > 100
 
@@ -373,6 +375,9 @@ def test_a_running_maximum_started_at_minus_infinity_fails_on_the_masked_edge_al
     pytest.param("rmsnorm/bad_centres_shifted_rows.py", "edge-rows-in0", marks=pytest.mark.full),
     pytest.param("softmax/bad_zeros_as_padding.py", "edge-rows-in0", marks=pytest.mark.full),
     pytest.param("rmsnorm/bad_rsqrt_table_past_16x.py", "edge-scales-in0", marks=pytest.mark.full),
+    pytest.param("rmsnorm/bad_drops_massive_channels.py", "edge-columns-in0", marks=pytest.mark.full),
+    pytest.param("softmax/bad_sorted_rows_summed_in_part.py", "edge-rows-in0", marks=pytest.mark.full),
+    pytest.param("cumsum/bad_offsets_for_count_rows.py", "edge-rows-in0", marks=pytest.mark.full),
 ])
 def test_a_kernel_whose_arithmetic_follows_a_rows_statistics_fails_where_a_row_has_them(candidate, edge):
     # right on every row a random draw makes (a mean near zero, no zeros, no two outliers, a size near
@@ -381,13 +386,14 @@ def test_a_kernel_whose_arithmetic_follows_a_rows_statistics_fails_where_a_row_h
     report = gate(f"{problem}/reference.py", candidate)
     assert report.status == "FAIL"
     at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
-    assert at == {edge}, at
+    assert edge in at and at <= {"edge-rows-in0", "edge-columns-in0", "edge-scales-in0"}, at  # never a seed's
     assert report.gates["firing"].status == "PASS"  # the kernel does the work: it is wrong, not absent
 
 
 @pytest.mark.parametrize("candidate", [
     "softmax/bad_flushes_small_probabilities.py",
     pytest.param("softmax/bad_flushes_below_a_share_of_the_max.py", marks=pytest.mark.full),
+    pytest.param("softmax/bad_floors_small_probabilities.py", marks=pytest.mark.full),  # 1e-30, not zero
 ])
 def test_small_answers_flushed_to_zero_fail_the_vanishing_grade_on_every_seed(candidate):
     # each lost probability is far under the allowance scaled to its size; the share of resolved

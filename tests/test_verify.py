@@ -671,7 +671,8 @@ def test_a_thread_scheduled_during_the_rounds_as_none_was_before_them_fails_the_
 def test_real_time_scheduling_inside_the_candidates_own_calls_is_seen_from_outside_the_timed_leg(tmp_path):
     soft = EXAMPLES / "model_torch"
     proc = kgate("verify", "-r", soft / "softmax_reference.py", "-c", soft / "softmax_bad_realtime_inside_its_call.py",
-                 "--class", "rewrite", "--budget", "4", "-o", tmp_path / "receipt.json", "--json")
+                 "--class", "rewrite", "--set", "batch_size=4096", "--budget", "4", "-o", tmp_path / "receipt.json",
+                 "--json")  # calls long enough that the parent's looks (every 0.1 s) fall inside them
     report = json.loads(proc.stdout)
     assert proc.returncode == 2 and report["status"] == "ANOMALY", proc.stdout[-2000:]
     checks = {c["name"]: c["status"] for c in report["gates"]["integrity"]["checks"]}

@@ -455,7 +455,8 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
     the seeds' values have, exact outside it, is wrong on the rows between), up to 64 where the
     extreme edge's cap allows (`SCALE_EXPONENTS`); `rows`: every row given a structure of its own
     that draws of one distribution never have (`structured_rows`: moved off zero by a drawn multiple
-    of its own size, a drawn share of it zero, or several outliers); and `small`: every
+    of its own size, a drawn share of it zero, several outliers, sorted, or whole numbers); `columns`:
+    the same few drawn columns standing out in every row (`outstanding_columns`); and `small`: every
     row times its own power of two from 2**-24 to 2**-6, drawn the same way, never so small that
     the input's typical value comes within 2**10 of its dtype's smallest normal (`dtype_tiny`;
     none for float16): rows whose squares and sums are far below anything a draw makes, where an
@@ -489,6 +490,8 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
         variants.append(("scales", row_scaled(x32, np.random.default_rng([seed, 1]), huge / scale,
                                               (SCALE_EXPONENTS[0], top))))
         variants.append(("rows", structured_rows(x32, np.random.default_rng([seed, 4]), huge)))
+        if x32.ndim >= 2 and x32.size // x32.shape[-1] > 1 and x32.shape[-1] >= 4:
+            variants.append(("columns", outstanding_columns(x32, np.random.default_rng([seed, 5]), huge)))
         low = max(SMALL_EXPONENTS[0], math.ceil(math.log2(dtype_tiny * 2.0**10 / typical)))
         if low < SMALL_EXPONENTS[1]:
             variants.append(("small", row_scaled(x32, np.random.default_rng([seed, 2]), 1.0, (low, SMALL_EXPONENTS[1]))))
@@ -525,25 +528,34 @@ SCALE_EXPONENTS = (-4.0, 6.0)  # the `scales` edge's rows: times 2**e, e in [-4,
 # element and all but one of a row zero; two to a quarter of a row's elements 8 to 64 times its size.
 SHIFT_EXPONENTS = (-3.0, 3.0)
 OUTLIER_FACTORS = (8.0, 64.0)
+ROW_STRUCTURES = ("shifted", "sparse", "outliers", "sorted", "levels")
+LEVELS = 4  # the `levels` rows: whole numbers 0 to LEVELS (counts, a 0/1 mask's sums)
+COLUMN_COUNT = (2, 8)  # the `columns` edge: this many drawn columns (at most a quarter of a row) stand out in every row
 
 
 def structured_rows(x32: np.ndarray, rng: np.random.Generator, most: float) -> np.ndarray:
-    """`x32` with every row (along the last axis) given one of three structures, the rows dealt
+    """`x32` with every row (along the last axis) given one of `ROW_STRUCTURES`, the rows dealt
     to them in a drawn order: `shifted`, the row plus a drawn multiple (a power of two from
     2**-3 to 2**3, drawn sign) of its own root mean square, so its mean is anywhere from a tenth
     of its size to all of it (draws centred on zero are near none of it, a common offset near
     all); `sparse`, a drawn share of its elements zero (one element to all but one, on a log
     scale, at drawn places: what a ReLU or padding leaves); `outliers`, two or more (up to a
     quarter of the row, on a log scale) of its elements, at drawn places, each 8 to 64 times the
-    row's root mean square with a drawn sign (never past `most`, the extreme edge's magnitude).
-    A kernel whose arithmetic changes with a row's statistics (its mean, its share of zeros, how
-    many values stand out), right on every row a random draw makes, is wrong on some row here."""
+    row's root mean square with a drawn sign (never past `most`, the extreme edge's magnitude);
+    `sorted`, its values in ascending or descending order (drawn: what a top-k or top-p sampler
+    hands a softmax); `levels`, whole numbers from 0 to `LEVELS` (its magnitudes rounded at the
+    scale of its size: counts, a mask, quantized values; zeros among them). A kernel whose
+    arithmetic changes with a row's statistics (its mean, its share of zeros, how many values
+    stand out, its order, whether it is whole numbers), right on every row a random draw makes,
+    is wrong on some row here."""
     out = x32.copy()
     n = x32.shape[-1]
     rows = out.reshape(-1, n)
     count = rows.shape[0]
     family = np.empty(count, dtype=np.int64)
-    family[rng.permutation(count)] = np.arange(count) % 3
+    # every structure in turn, from a drawn one, on rows in a drawn order: with fewer rows than
+    # structures, which ones a run meets is drawn too
+    family[rng.permutation(count)] = rng.permutation(len(ROW_STRUCTURES))[np.arange(count) % len(ROW_STRUCTURES)]
     sizes = np.sqrt(np.mean(rows.astype(np.float64) ** 2, axis=1))
     fallback = float(np.median(sizes[sizes > 0])) if np.any(sizes > 0) else 1.0
     sizes = np.where(sizes > 0, sizes, fallback)
@@ -561,6 +573,28 @@ def structured_rows(x32: np.ndarray, rng: np.random.Generator, most: float) -> n
             factors = np.exp2(rng.uniform(math.log2(OUTLIER_FACTORS[0]), math.log2(OUTLIER_FACTORS[1]), size=many))
             values = np.minimum(factors * sizes[r], most) * np.where(rng.random(many) < 0.5, -1.0, 1.0)
             row[rng.permutation(n)[:many]] = values.astype(np.float32)
+        elif family[r] == 3:
+            row[:] = np.sort(row)[:: -1 if rng.random() < 0.5 else 1]
+        elif family[r] == 4:
+            row[:] = np.minimum(np.round(np.abs(row) / sizes[r] * LEVELS / 2), LEVELS)
+    return out
+
+
+def outstanding_columns(x32: np.ndarray, rng: np.random.Generator, most: float) -> np.ndarray:
+    """`x32` with the same drawn columns (along the last axis: `COLUMN_COUNT`, never more than a
+    quarter of a row) 8 to 64 times the input's typical row size in every row, each column its
+    own drawn factor and sign: the channels that stand out in every token of a model's activations.
+    A kernel that treats columns standing out across a block of rows apart is wrong here, where the
+    `rows` edge's outliers, at other places in every row, never line up."""
+    out = x32.copy()
+    n = x32.shape[-1]
+    rows = out.reshape(-1, n)
+    size = float(np.median(np.sqrt(np.mean(rows.astype(np.float64) ** 2, axis=1)))) or 1.0
+    many = int(min(rng.integers(COLUMN_COUNT[0], COLUMN_COUNT[1] + 1), max(n // 4, 1)))
+    columns = rng.permutation(n)[:many]
+    factors = np.exp2(rng.uniform(math.log2(OUTLIER_FACTORS[0]), math.log2(OUTLIER_FACTORS[1]), size=many))
+    values = np.minimum(factors * size, most) * np.where(rng.random(many) < 0.5, -1.0, 1.0)
+    rows[:, columns] = values.astype(np.float32)[None, :] * (1.0 + 0.125 * rng.standard_normal((rows.shape[0], many)))
     return out
 
 

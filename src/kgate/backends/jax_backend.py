@@ -1058,23 +1058,48 @@ class JaxBackend:
 
 
 # The containers a compiled program's outputs may come back in: jax rebuilds them in C++ on every
-# call. Any other pytree node (a registered class, a namedtuple, a dataclass) is rebuilt by Python
-# code of the module that registered it, on every call of the compiled program: code that can see
-# kgate's frames and answer from a cache while the program itself computed something else.
+# call (and a stock namedtuple by its generated constructor). Any other pytree node (a registered
+# class, a namedtuple with a constructor of its own, a dataclass) is rebuilt by Python code of the
+# module that registered it, on every call of the compiled program: code that can see kgate's frames
+# and answer from a cache while the program itself computed something else.
 PLAIN_NODES = (tuple, list, dict, type(None))
+
+
+def stock_namedtuple(cls: Any) -> bool:
+    """Whether `cls` is a namedtuple as `collections.namedtuple` or `typing.NamedTuple` make it, and
+    nothing more: a direct subclass of tuple, of the plain metaclass, whose constructor is the one
+    `collections.namedtuple` generates for its fields (compared by code), with no `__init__` of its
+    own. jax rebuilds it by calling it: that runs only the generated code."""
+    import collections
+
+    fields = getattr(cls, "_fields", None)
+    if type(cls) is not type or cls.__bases__ != (tuple,) or not isinstance(fields, tuple) \
+            or not all(type(f) is str and f.isidentifier() for f in fields) or cls.__init__ is not tuple.__init__:
+        return False
+    try:
+        stock = collections.namedtuple(cls.__name__, fields).__new__.__code__
+        own = cls.__new__.__code__
+    except (AttributeError, TypeError, ValueError):
+        return False
+    return all(getattr(own, part) == getattr(stock, part) for part in ("co_code", "co_consts", "co_names", "co_varnames"))
 
 
 def refuse_foreign_nodes(tree: Any) -> None:
     """Raise `KernelFailure` where the output structure `tree` (a PyTreeDef) holds a node other
-    than tuple, list, dict or None."""
+    than tuple, list, dict, None or a stock namedtuple, or a dict keyed by anything but plain str
+    and int."""
     foreign: list[str] = []
 
     def walk(node: Any) -> None:
         data = node.node_data()
         if data is None:
             return
-        if data[0] not in PLAIN_NODES:
+        if data[0] not in PLAIN_NODES and not stock_namedtuple(data[0]):
             foreign.append(f"{data[0].__module__}.{data[0].__qualname__}")
+        elif data[0] is dict and any(type(key) not in (str, int) for key in data[1] or ()):
+            # a key's __hash__ and __eq__ run when the dict is rebuilt, on every call
+            foreign.append("dict keyed by " + ", ".join(sorted({type(k).__qualname__ for k in data[1]
+                                                                 if type(k) not in (str, int)})))
         for child in node.children():
             walk(child)
 

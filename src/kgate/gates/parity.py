@@ -432,19 +432,21 @@ def off_rounding(got: np.ndarray, e: np.ndarray, dtype: np.dtype) -> float:
 
 # The vanishing grade: elements the reference resolves (within an eighth of the answer, its sums in
 # sequence too) and clear of underflow (2^12 times the output's smallest normal), which the candidate
-# returns as zero or with the other sign. An honest computation loses none of them (0 on the bundled
-# examples); a softmax that flushes probabilities under 1e-10 to zero lost 14% of a t3 draw's, each
-# far under the allowance scaled down to its size (its unit never finer than 1/256 of the floor).
+# returns as zero, with the other sign, or off by more than a factor of two (a floor of 1e-30 put where
+# zero would show). An honest computation loses none of them (0 on the bundled examples); a softmax
+# that flushes probabilities under 1e-10 to zero lost 14% of a t3 draw's, each far under the allowance
+# scaled down to its size (its unit never finer than 1/256 of the floor).
 VANISHED_SHARE = 0.01  # the least share of the resolved elements a candidate may lose
 RESOLVED_WITHIN = 1 / 8
+LOST_FACTOR = 2.0
 CLEAR_OF_UNDERFLOW = 2.0 ** 12
 
 
 def vanished(c: np.ndarray, measured: np.ndarray, e: np.ndarray, dtype: Any) -> tuple[int, int, list[int]]:
-    """How many elements the candidate `c` returns as zero or with the sign flipped where the
-    reference as its floor is measured (`measured`) gets the answer `e` to within
-    `RESOLVED_WITHIN` of it and `e` is clear of underflow; how many such elements there are;
-    the first lost one's index."""
+    """How many elements the candidate `c` loses (returns as zero, with the other sign, or off by
+    more than a factor of `LOST_FACTOR` either way) where the reference as its floor is measured
+    (`measured`) gets the answer `e` to within `RESOLVED_WITHIN` of it and `e` is clear of
+    underflow; how many such elements there are; the first lost one's index."""
     try:
         import ml_dtypes
 
@@ -455,7 +457,8 @@ def vanished(c: np.ndarray, measured: np.ndarray, e: np.ndarray, dtype: Any) -> 
     with np.errstate(invalid="ignore"):
         resolved = (np.isfinite(ef) & (np.abs(ef) >= CLEAR_OF_UNDERFLOW * tiny)
                     & (np.abs(mf - ef) <= RESOLVED_WITHIN * np.abs(ef)))
-        lost = resolved & ((cf == 0) | (np.sign(cf) == -np.sign(ef)))
+        ratio = cf / np.where(resolved, ef, 1.0)
+        lost = resolved & ~((ratio >= 1 / LOST_FACTOR) & (ratio <= LOST_FACTOR))  # zero and the other sign too
     count = int(np.count_nonzero(lost))
     first = [int(i) for i in np.argwhere(lost)[0]] if count else []
     return count, int(np.count_nonzero(resolved)), first
@@ -721,9 +724,10 @@ def _probe_checks(
                         f"{name}.vanished",
                         "FAIL",
                         f"{path}: {lost} of the {resolved} elements the reference resolves ({lost / resolved:.1%}; "
-                        f"at most {VANISHED_SHARE:.0%} allowed) are zero or of the other sign in the candidate's "
-                        f"output, the first at {where} (expected {float(_f64(e)[tuple(where)]):.6g}): small answers "
-                        "flushed to zero or thresholded away, each under the allowance at its size",
+                        f"at most {VANISHED_SHARE:.0%} allowed) are zero, of the other sign or off by more than a "
+                        f"factor of {LOST_FACTOR:g} in the candidate's output, the first at {where} (expected "
+                        f"{float(_f64(e)[tuple(where)]):.6g}, got {float(_f64(c)[tuple(where)]):.6g}): small answers "
+                        "flushed, floored or thresholded away, each under the allowance at its size",
                         "compute small values as the reference does: no flush, threshold or cut-off the reference "
                         "does not have (an exp cut off below some argument, a clamp to zero).",
                     ))
