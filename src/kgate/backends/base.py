@@ -529,13 +529,14 @@ SCALE_EXPONENTS = (-4.0, 6.0)  # the `scales` edge's rows: times 2**e, e in [-4,
 SHIFT_EXPONENTS = (-3.0, 3.0)
 OUTLIER_FACTORS = (8.0, 64.0)
 ROW_STRUCTURES = ("shifted", "sparse", "outliers", "sorted", "levels")
+STRUCTURED_ROWS_MAX = 4096  # rows given a structure, drawn (the rest as they are): seconds at any op-point
 LEVELS = 4  # the `levels` rows: whole numbers 0 to LEVELS (counts, a 0/1 mask's sums)
 COLUMN_COUNT = (2, 8)  # the `columns` edge: this many drawn columns (at most a quarter of a row) stand out in every row
 
 
 def structured_rows(x32: np.ndarray, rng: np.random.Generator, most: float) -> np.ndarray:
-    """`x32` with every row (along the last axis) given one of `ROW_STRUCTURES`, the rows dealt
-    to them in a drawn order: `shifted`, the row plus a drawn multiple (a power of two from
+    """`x32` with every row (along the last axis; at most `STRUCTURED_ROWS_MAX` drawn ones) given
+    one of `ROW_STRUCTURES`, the rows dealt to them in a drawn order: `shifted`, the row plus a drawn multiple (a power of two from
     2**-3 to 2**3, drawn sign) of its own root mean square, so its mean is anywhere from a tenth
     of its size to all of it (draws centred on zero are near none of it, a common offset near
     all); `sparse`, a drawn share of its elements zero (one element to all but one, on a log
@@ -552,16 +553,17 @@ def structured_rows(x32: np.ndarray, rng: np.random.Generator, most: float) -> n
     n = x32.shape[-1]
     rows = out.reshape(-1, n)
     count = rows.shape[0]
-    family = np.empty(count, dtype=np.int64)
+    family = np.full(count, -1, dtype=np.int64)  # -1: a row left as drawn (past STRUCTURED_ROWS_MAX)
     # every structure in turn, from a drawn one, on rows in a drawn order: with fewer rows than
     # structures, which ones a run meets is drawn too
-    family[rng.permutation(count)] = rng.permutation(len(ROW_STRUCTURES))[np.arange(count) % len(ROW_STRUCTURES)]
+    chosen = rng.permutation(count)[:STRUCTURED_ROWS_MAX]
+    family[chosen] = rng.permutation(len(ROW_STRUCTURES))[np.arange(len(chosen)) % len(ROW_STRUCTURES)]
     sizes = np.sqrt(np.mean(rows.astype(np.float64) ** 2, axis=1))
     fallback = float(np.median(sizes[sizes > 0])) if np.any(sizes > 0) else 1.0
     sizes = np.where(sizes > 0, sizes, fallback)
     signs = np.where(rng.random(count) < 0.5, -1.0, 1.0)
     shifts = np.exp2(rng.uniform(*SHIFT_EXPONENTS, size=count)) * signs * sizes
-    for r in range(count):
+    for r in chosen:
         row = rows[r]
         if family[r] == 0:
             row += np.float32(shifts[r])
