@@ -284,3 +284,18 @@ def test_an_output_tree_of_anything_but_plain_containers_and_keys_is_refused():
     for fn, named in ((lambda x: Cached(x, x), "Cached"), (lambda x: {Key("a"): x}, "dict keyed by .*Key")):
         with pytest.raises(KernelFailure, match=named):
             refuse_foreign_nodes(tree(fn))
+
+
+def test_the_transplant_puts_another_runs_kernel_results_in_place_and_says_why_it_cannot():
+    from jax.experimental.pallas import tpu as pltpu
+
+    from kgate.backends.jaxpr_flow import NotTransplanted, transplant
+
+    other = X + 100.0
+    with pltpu.force_tpu_interpret_mode():
+        closed = jax.make_jaxpr(jax.jit(lambda x: double(x) + x))(X)  # a kernel, and a residual beside it
+        out, = transplant(closed, [X], [other])
+        np.testing.assert_array_equal(np.asarray(out), np.asarray(other * 2 + X))  # the kernel's from the other run
+        looped = jax.make_jaxpr(lambda x: jax.lax.scan(lambda c, _: (double(c), None), x, None, length=2)[0])(X)
+        with pytest.raises(NotTransplanted, match="inside a scan"):
+            transplant(looped, [X], [other])

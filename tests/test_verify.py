@@ -649,17 +649,17 @@ def test_a_leg_started_ahead_runs_nothing_until_released_and_one_not_needed_is_e
     assert unneeded.proc.returncode is not None and not (tmp_path / "b" / "inputs-result.json").exists()
 
 
-def test_a_thread_scheduled_during_the_rounds_as_none_was_before_them_fails_the_parents_look():
+def test_a_thread_scheduled_after_the_candidates_import_as_none_was_before_fails_the_parents_look():
     from kgate.verify import census
     from kgate.verify.screen import scheduling_check
 
-    normal, fifo = ["0-1", 0, 0, 0], ["0-1", 1, 1, 0]
-    leg = {"parent_clock": {"scheduling": {"before": [normal], "in_rounds": [normal, fifo]}}}
+    normal, fifo = ["0,1", 0, 0, 0], ["0,1", 1, 1, 0]
+    leg = {"parent_clock": {"scheduling": {"before_import": [normal], "after_import": [normal, fifo]}}}
     check = scheduling_check("measure", leg)
     assert check.status == "FAIL" and "SCHED_FIFO" in check.detail, check
-    leg["parent_clock"]["scheduling"]["in_rounds"] = [normal]
+    leg["parent_clock"]["scheduling"]["after_import"] = [normal]
     assert scheduling_check("measure", leg).status == "PASS"
-    leg["parent_clock"]["scheduling"]["in_rounds"] = []  # no look fell in the rounds: nothing to say
+    leg["parent_clock"]["scheduling"]["after_import"] = []  # no look after the import: nothing to say
     assert scheduling_check("measure", leg).status == "SKIPPED"
     assert scheduling_check("measure", {"parent_clock": {"scheduling": None}}).status == "SKIPPED"
     if census.processes_available():  # this process's own threads, read as the parent reads a leg's

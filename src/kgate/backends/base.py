@@ -50,6 +50,13 @@ class KernelFailure(Exception):
 
 
 @dataclass(frozen=True)
+class Skip:
+    """An experiment not made here, and why (said as SKIPPED, never taken for a result)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class HostTree:
     """A pytree of arrays copied to the host: its structure, leaf paths and numpy leaves."""
 
@@ -558,12 +565,13 @@ def structured_rows(x32: np.ndarray, rng: np.random.Generator, most: float) -> n
     # structures, which ones a run meets is drawn too
     chosen = rng.permutation(count)[:STRUCTURED_ROWS_MAX]
     family[chosen] = rng.permutation(len(ROW_STRUCTURES))[np.arange(len(chosen)) % len(ROW_STRUCTURES)]
-    sizes = np.sqrt(np.mean(rows.astype(np.float64) ** 2, axis=1))
+    finite = np.where(np.isfinite(rows), rows.astype(np.float64), 0.0)  # a mask's -inf has no size
+    sizes = np.sqrt(np.mean(finite ** 2, axis=1))
     fallback = float(np.median(sizes[sizes > 0])) if np.any(sizes > 0) else 1.0
     sizes = np.where(sizes > 0, sizes, fallback)
     signs = np.where(rng.random(count) < 0.5, -1.0, 1.0)
     shifts = np.exp2(rng.uniform(*SHIFT_EXPONENTS, size=count)) * signs * sizes
-    for r in chosen:
+    for r in np.sort(chosen):  # in row order: where rows are fewer than the cap, the draws of before
         row = rows[r]
         if family[r] == 0:
             row += np.float32(shifts[r])
@@ -591,12 +599,14 @@ def outstanding_columns(x32: np.ndarray, rng: np.random.Generator, most: float) 
     out = x32.copy()
     n = x32.shape[-1]
     rows = out.reshape(-1, n)
-    size = float(np.median(np.sqrt(np.mean(rows.astype(np.float64) ** 2, axis=1)))) or 1.0
+    finite = np.where(np.isfinite(rows), rows.astype(np.float64), 0.0)
+    size = float(np.median(np.sqrt(np.mean(finite ** 2, axis=1)))) or 1.0
     many = int(min(rng.integers(COLUMN_COUNT[0], COLUMN_COUNT[1] + 1), max(n // 4, 1)))
     columns = rng.permutation(n)[:many]
     factors = np.exp2(rng.uniform(math.log2(OUTLIER_FACTORS[0]), math.log2(OUTLIER_FACTORS[1]), size=many))
     values = np.minimum(factors * size, most) * np.where(rng.random(many) < 0.5, -1.0, 1.0)
-    rows[:, columns] = values.astype(np.float32)[None, :] * (1.0 + 0.125 * rng.standard_normal((rows.shape[0], many)))
+    jitter = np.clip(1.0 + 0.125 * rng.standard_normal((rows.shape[0], many)), 0.75, 1.0)  # never past `most`
+    rows[:, columns] = values.astype(np.float32)[None, :] * jitter
     return out
 
 

@@ -3,6 +3,7 @@ with Pallas TPU kernels in interpret mode, trace, compile and inspect programs."
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import logging
@@ -32,6 +33,7 @@ from kgate.backends.base import (
     OutputCoverage,
     ProgramFacts,
     ProgramPrint,
+    Skip,
     count_moved,
     cpu_cache_flusher,
     edge_values,
@@ -886,22 +888,23 @@ class JaxBackend:
             {name: self.to_host(jax.tree_util.tree_unflatten(structure, out)) for name, out in bypassed.items()},
         )
 
-    def transplant(self, fn: Callable[..., Any], inputs: Sequence[Any], other: Sequence[Any]) -> HostTree | None:
+    def transplant(self, fn: Callable[..., Any], inputs: Sequence[Any], other: Sequence[Any]) -> HostTree | Skip:
         """`fn`'s outputs on `inputs` with every kernel's results taken from its run on `other`
-        (`jaxpr_flow.transplant`), graded by the parent against both probes' answers; None where
-        the kernels cannot be lined up between the runs (a kernel in a loop or a branch): then no
-        transplant is graded, and the ablation and the stand-ins stand alone."""
+        (`jaxpr_flow.transplant`), graded by the parent against both probes' answers; a `Skip`
+        saying why where the kernels cannot be lined up between the runs (a kernel in a loop or a
+        branch, or a program the re-evaluation cannot rebuild): the check is then SKIPPED, said,
+        and the ablation, the stand-ins and the arithmetic count stand alone."""
         _, other = bind_static(fn, other)
         fn, inputs = bind_static(fn, inputs)
         with self._mode():
             closed, shapes = jax.make_jaxpr(fn, return_shape=True)(*inputs)
             if not jaxpr_flow.contains_kernel(closed):
-                return None
+                return Skip("the program has no kernel")
             try:
                 out = jaxpr_flow.transplant(closed, jax.tree_util.tree_leaves(tuple(inputs)),
                                             jax.tree_util.tree_leaves(tuple(other)))
-            except jaxpr_flow.NotTransplanted:
-                return None
+            except jaxpr_flow.NotTransplanted as exc:
+                return Skip(str(exc))
         return self.to_host(jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(shapes), out))
 
     def interprets(self, fn: Callable[..., Any], inputs: Sequence[Any], eager: bool = False) -> bool:
@@ -1062,7 +1065,7 @@ class JaxBackend:
 # class, a namedtuple with a constructor of its own, a dataclass) is rebuilt by Python code of the
 # module that registered it, on every call of the compiled program: code that can see kgate's frames
 # and answer from a cache while the program itself computed something else.
-PLAIN_NODES = (tuple, list, dict, type(None))
+PLAIN_NODES = (tuple, list, dict, type(None), collections.OrderedDict, collections.defaultdict)
 
 
 def stock_namedtuple(cls: Any) -> bool:
@@ -1081,7 +1084,22 @@ def stock_namedtuple(cls: Any) -> bool:
         own = cls.__new__.__code__
     except (AttributeError, TypeError, ValueError):
         return False
-    return all(getattr(own, part) == getattr(stock, part) for part in ("co_code", "co_consts", "co_names", "co_varnames"))
+    made = cls.__new__
+    namespace = getattr(made, "__globals__", None)
+    # the generated code looks up `_tuple_new` in a namespace of its own: that must still be tuple.__new__,
+    # with nothing else there and no closure (a namespace or a function rebuilt around the same code)
+    return (all(getattr(own, part) == getattr(stock, part) for part in ("co_code", "co_consts", "co_names", "co_varnames"))
+            and getattr(made, "__closure__", None) is None and type(namespace) is dict
+            and namespace.get("_tuple_new") is tuple.__new__ and namespace.get("__builtins__") == {}
+            and set(namespace) <= {"_tuple_new", "__builtins__", "__name__"})
+
+
+def _keys(data: tuple[Any, Any]) -> list[Any]:
+    """A dict node's keys from its node data (a defaultdict's is its factory and its keys)."""
+    kind, aux = data
+    if kind is collections.defaultdict and isinstance(aux, tuple) and len(aux) == 2:
+        return list(aux[1] or ())
+    return list(aux or ())
 
 
 def refuse_foreign_nodes(tree: Any) -> None:
@@ -1096,7 +1114,8 @@ def refuse_foreign_nodes(tree: Any) -> None:
             return
         if data[0] not in PLAIN_NODES and not stock_namedtuple(data[0]):
             foreign.append(f"{data[0].__module__}.{data[0].__qualname__}")
-        elif data[0] is dict and any(type(key) not in (str, int) for key in data[1] or ()):
+        elif data[0] in (dict, collections.OrderedDict, collections.defaultdict) and any(
+                type(key) not in (str, int) for key in _keys(data)):
             # a key's __hash__ and __eq__ run when the dict is rebuilt, on every call
             foreign.append("dict keyed by " + ", ".join(sorted({type(k).__qualname__ for k in data[1]
                                                                  if type(k) not in (str, int)})))

@@ -410,16 +410,31 @@ class NotTransplanted(Exception):
     branch (once per iteration, or not at all), whose per-run values kgate does not line up."""
 
 
+def _kernel_in_a_loop(closed: Any) -> str:
+    """The primitive (a loop, a branch) that holds a kernel, through the calls the re-evaluation
+    inlines; "" where every kernel runs once per call."""
+    body, _ = _open(closed)
+    for eqn in body.eqns:
+        if eqn.primitive.name in KERNEL_PRIMITIVES:
+            continue
+        sub = _call_body(eqn)
+        if sub is not None:
+            found = _kernel_in_a_loop(sub) if contains_kernel(sub) else ""
+            if found:
+                return found
+        elif any(contains_kernel(s) for s in jcore.jaxprs_in_params(eqn.params)):
+            return eqn.primitive.name
+    return ""
+
+
 def transplant(closed: Any, args: Sequence[Any], other: Sequence[Any]) -> list[Any]:
     """The program's outputs on `args` with every kernel's results replaced, in the order the
     kernels run, by what the same kernel returned on `other` (inputs of the same shapes): where
     the kernels carry the answer, that is `other`'s answer; an output computed beside them from
     the inputs stays `args`'s. One jitted program."""
-    body, _ = _open(closed)
-    for eqn in body.eqns:
-        if eqn.primitive.name not in KERNEL_PRIMITIVES and _call_body(eqn) is None and any(
-                contains_kernel(sub) for sub in jcore.jaxprs_in_params(eqn.params)):
-            raise NotTransplanted(f"a kernel runs inside a {eqn.primitive.name}")
+    where = _kernel_in_a_loop(closed)
+    if where:
+        raise NotTransplanted(f"a kernel runs inside a {where}, once per iteration or branch taken")
 
     def both(a: Sequence[Any], b: Sequence[Any]) -> list[Any]:
         given: list[Any] = []

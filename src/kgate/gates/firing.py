@@ -195,6 +195,7 @@ class Transplant:
     carries: bool
     stays: bool
     strict: bool = True
+    skipped: str = ""  # not made, and why (kernels two runs do not line up: in a loop or a branch)
 
 
 def _transplant_check(transplant: Transplant | bool | str | None, spec: FiringSpec) -> list[Check]:
@@ -210,6 +211,9 @@ def _transplant_check(transplant: Transplant | bool | str | None, spec: FiringSp
                       "launch the same kernels, in the same order, on every probe of the same shapes.")]
     if isinstance(transplant, bool):
         transplant = Transplant(carries=transplant, stays=False)
+    if transplant.skipped:
+        return [Check(name, "SKIPPED", f"not made: {transplant.skipped} (the ablation, the stand-ins and the "
+                      "arithmetic count stand alone)")]
     if transplant.carries:
         return [Check(name, "PASS",
                       "with every launch's writes taken from the run on another probe, the output is that probe's "

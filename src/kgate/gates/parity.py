@@ -431,7 +431,8 @@ def off_rounding(got: np.ndarray, e: np.ndarray, dtype: np.dtype) -> float:
 
 
 # The vanishing grade: elements the reference resolves (within an eighth of the answer, its sums in
-# sequence too) and clear of underflow (2^12 times the output's smallest normal), which the candidate
+# sequence too) and clear of underflow (2^12 times float32's smallest normal, at least 4 times the
+# output dtype's own), which the candidate
 # returns as zero, with the other sign, or off by more than a factor of two (a floor of 1e-30 put where
 # zero would show). An honest computation loses none of them (0 on the bundled examples); a softmax
 # that flushes probabilities under 1e-10 to zero lost 14% of a t3 draw's, each far under the allowance
@@ -442,25 +443,35 @@ LOST_FACTOR = 2.0
 CLEAR_OF_UNDERFLOW = 2.0 ** 12
 
 
+def clear_of_underflow(dtype: Any) -> float:
+    """The least magnitude the vanishing grade counts: `CLEAR_OF_UNDERFLOW` times float32's smallest
+    normal (clear of any flush of float32 subnormals), and never under 4 times the output dtype's own
+    (a float16's or an 8-bit float's range ends far sooner); inf where the dtype is not a float."""
+    try:
+        import ml_dtypes
+
+        own = float(ml_dtypes.finfo(dtype).tiny)
+    except Exception:
+        return math.inf
+    return max(CLEAR_OF_UNDERFLOW * float(np.finfo(np.float32).tiny), 4.0 * own)
+
+
 def vanished(c: np.ndarray, measured: np.ndarray, e: np.ndarray, dtype: Any) -> tuple[int, int, list[int]]:
     """How many elements the candidate `c` loses (returns as zero, with the other sign, or off by
     more than a factor of `LOST_FACTOR` either way) where the reference as its floor is measured
     (`measured`) gets the answer `e` to within `RESOLVED_WITHIN` of it and `e` is clear of
     underflow; how many such elements there are; the first lost one's index."""
-    try:
-        import ml_dtypes
-
-        tiny = float(ml_dtypes.finfo(dtype).tiny)
-    except Exception:
+    bound = clear_of_underflow(dtype)
+    if not math.isfinite(bound):
         return 0, 0, []
     ef, mf, cf = _f64(e), _f64(measured), _f64(c)
-    with np.errstate(invalid="ignore"):
-        resolved = (np.isfinite(ef) & (np.abs(ef) >= CLEAR_OF_UNDERFLOW * tiny)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        resolved = (np.isfinite(ef) & (np.abs(ef) >= bound)
                     & (np.abs(mf - ef) <= RESOLVED_WITHIN * np.abs(ef)))
         ratio = cf / np.where(resolved, ef, 1.0)
         lost = resolved & ~((ratio >= 1 / LOST_FACTOR) & (ratio <= LOST_FACTOR))  # zero and the other sign too
     count = int(np.count_nonzero(lost))
-    first = [int(i) for i in np.argwhere(lost)[0]] if count else []
+    first = [int(i) for i in np.unravel_index(int(np.argmax(lost)), lost.shape)] if count else []
     return count, int(np.count_nonzero(resolved)), first
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 # Bound at kgate's import, before any candidate code exists (the process watch flags a rebinding).
 _os_open, _os_read, _os_close, _listdir, _getpid, _times = os.open, os.read, os.close, os.listdir, os.getpid, os.times
+_affinity = getattr(os, "sched_getaffinity", None)
 
 _TASKS = Path("/proc/self/task")
 _TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
@@ -132,12 +133,14 @@ def scheduling(pid: int) -> frozenset[tuple[str, int, int, int]]:
         return frozenset()
     found = set()
     for tid in tasks:
-        stat, status = _read(f"/proc/{pid}/task/{tid}/stat"), _read(f"/proc/{pid}/task/{tid}/status")
-        if not stat or ")" not in stat or not status:
-            continue  # the thread ended while we looked
-        fields = stat[stat.rindex(")") + 2 :].split()
-        cpus = next((line.split(":", 1)[1].strip() for line in status.splitlines()
-                     if line.startswith("Cpus_allowed_list:")), "")
+        stat = _read(f"/proc/{pid}/task/{tid}/stat")
+        fields = stat[stat.rindex(")") + 2 :].split() if stat and ")" in stat else []
+        if len(fields) <= 38:
+            continue  # the thread ended while we looked (or a /proc that does not say)
+        try:
+            cpus = ",".join(map(str, sorted(_affinity(int(tid)))))
+        except (OSError, AttributeError):
+            continue
         found.add((cpus, int(fields[38]), int(fields[37]), int(fields[16])))  # policy, rt_priority, nice
     return frozenset(found)
 

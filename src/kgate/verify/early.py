@@ -586,17 +586,20 @@ def _edge_audit(spec: ParitySpec, probes: Sequence[Probe], arrays: Mapping[str, 
 
 
 def _material(moves: Sequence[Any], probe: Probe, allowed: float) -> list[Any]:
-    """The ablation's moves with every element whose answer is within parity's allowance of zero
-    counted as moved: an output the edge saturates there (a probability driven to zero by a row's
-    outlier) cannot move whatever the kernel returns, and an answer there from elsewhere is zero to
-    parity too."""
+    """The ablation's moves with every element whose answer is zero to the output's resolution (under
+    the vanishing grade's bound, `parity.clear_of_underflow`, and parity's allowance) counted as
+    moved: an output the edge saturates there (a probability driven to zero by a row's outlier)
+    cannot move whatever the kernel returns, and an answer there from elsewhere is zero too."""
     expected = probe.oracle if probe.oracle is not None else probe.reference
     out = []
     for k, moved in enumerate(moves):
         moved = np.asarray(moved)
         answer = np.asarray(expected.leaves[k]) if k < len(expected.leaves) else None
         if answer is not None and answer.shape == moved.shape and parity.graded_relative(answer.dtype):
-            moved = np.where(np.abs(answer.astype(np.float64)) <= allowed, np.inf, moved)
+            # not merely small (parity grades a small element by its own size): zero to the output's
+            # resolution, where nothing the kernel returns can move it
+            floor = parity.clear_of_underflow(answer.dtype)
+            moved = np.where(np.abs(answer.astype(np.float64)) <= min(allowed, floor), np.inf, moved)
         out.append(moved)
     return out
 
@@ -617,10 +620,12 @@ def _transplant(spec: ParitySpec, probes: Sequence[Probe], arrays: Mapping[str, 
                 cand: Mapping[str, Any], seeds: Mapping[str, int], strict: bool) -> firing.Transplant | str | None:
     """Whether the output with every kernel's results taken from another probe's run passes
     parity against that probe's answer, and whether it still passes against the first probe's
-    own; why not evaluated; None where none was run (no second probe at the first's shapes, or
-    a JAX program whose kernels sit in a loop or a branch)."""
+    own; why it could not be evaluated; a skipped one, and why (a JAX program whose kernels sit
+    in a loop or a branch); None where none was run (no second probe at the first's shapes)."""
     if cand.get("transplant_error"):
         return str(cand["transplant_error"])
+    if cand.get("transplant_skipped"):
+        return firing.Transplant(carries=False, stays=False, strict=strict, skipped=str(cand["transplant_skipped"]))
     runs = [(k.split("-", 1)[1], tree) for k, tree in arrays.items() if k.startswith("transplant-")]
     if not runs:
         return None

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kgate.backends import get_backend, import_frameworks, wire
-from kgate.backends.base import refuse_if_too_big, write_new
+from kgate.backends.base import Skip, refuse_if_too_big, write_new
 from kgate.errors import KgateError, describe
 from kgate.gates import parity
 from kgate.gates.parity import DRAWN_LABEL, ODD_LABEL, PAST_LABEL
@@ -481,7 +481,8 @@ def _send(trees: dict[str, Any]) -> None:
 # The candidate leg's result entries sealed as they are made (`kgate.verify.seals`); its runs,
 # changes and output trees are sealed too.
 SEALED_KEYS = ("reference_changes", "config_mismatches", "config_labels", "interprets", "prefill", "facts",
-               "trace_error", "ablation_error", "bypass_error", "transplant_error", "experiments_error",
+               "trace_error", "ablation_error", "bypass_error", "transplant_error", "transplant_skipped",
+               "experiments_error",
                "lowering_skipped", "lowering", "lowering_error", "graded_runs")  # edge_audit: each entry
 
 
@@ -577,8 +578,8 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
                 if hasattr(backend, "transplant") and donor is not None:
                     other = backend.load_inputs(folder / f"inputs-{donor['key']}.pkl", donor["file_sha256"])
                     moved = backend.transplant(pair.candidate.entry, first, other)
-                    if moved is None:
-                        pass  # kernels that cannot be lined up between two runs (JAX: in a loop or a branch)
+                    if isinstance(moved, Skip):  # kernels two runs do not line up (JAX: in a loop or a branch)
+                        keep(result, "transplant_skipped", moved.reason)
                     elif isinstance(moved, str):
                         keep(result, "transplant_error", moved)
                     else:

@@ -13,7 +13,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -192,7 +192,8 @@ def rederive_parity(gate: Mapping[str, Any], made_by: str = "") -> list[str]:
                 problems.extend(_relative_problems(where, name, out, checks, mult, relative_required))
                 problems.extend(_rounding_problems(where, name, out, checks, mult,
                                                    _version(made_by) >= ROUNDING_SINCE))
-                problems.extend(_vanished_problems(where, name, out, checks, _version(made_by) >= VANISHED_SINCE))
+                problems.extend(_vanished_problems(where, name, out, checks, _version(made_by) >= VANISHED_SINCE,
+                                                   probe.get("outputs", [])))
             elif spec.kind == "tolerance":
                 violations = int(out.get("violations", -1))
                 passes = violations == 0
@@ -235,12 +236,19 @@ def _rounding_problems(where: str, name: str, out: Mapping[str, Any], checks: Ma
     return problems
 
 
+def _vanished_failed(out: Mapping[str, Any]) -> bool:
+    vanished = out.get("vanished") or {}
+    resolved, lost = int(vanished.get("resolved", 0)), int(vanished.get("lost", 0))
+    return resolved > 0 and lost > VANISHED_SHARE * resolved
+
+
 def _vanished_problems(where: str, name: str, out: Mapping[str, Any], checks: Mapping[str, Any],
-                       required: bool) -> list[str]:
-    """The vanishing grade from its record: the share allowed is `VANISHED_SHARE`, and the check is
-    there, FAILed, exactly when more than that share of the resolved elements were lost (unless a
-    non-finite output failed first). A receipt from `VANISHED_SINCE` on carries the record on every
-    real floating output that is finite."""
+                       required: bool, outputs: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+    """The vanishing grade from its record: the share allowed is `VANISHED_SHARE`; an output that
+    lost more than that share of its resolved elements has the probe's check there, FAILed, and the
+    check FAILs only where one of the probe's `outputs` did (unless a non-finite output failed
+    first). A receipt from `VANISHED_SINCE` on carries the record on every real floating output
+    that is finite."""
     vanished = out.get("vanished")
     if vanished is None:
         applies = graded_relative(str(out.get("dtype", ""))) and not checks.get(f"{name}.finite")
@@ -248,10 +256,13 @@ def _vanished_problems(where: str, name: str, out: Mapping[str, Any], checks: Ma
     problems = []
     if not _close(float(vanished["allowed_share"]), VANISHED_SHARE):
         problems.append(f"{where}: the vanishing grade's allowed share is not {VANISHED_SHARE:.0%}")
-    resolved, lost = int(vanished["resolved"]), int(vanished["lost"])
-    failed = resolved > 0 and lost > VANISHED_SHARE * resolved
     check = checks.get(f"{name}.vanished")
-    if failed != (check is not None and check["status"] == "FAIL") and not checks.get(f"{name}.finite"):
+    failed_check = check is not None and check["status"] == "FAIL"
+    if checks.get(f"{name}.finite"):
+        return problems
+    if _vanished_failed(out) and not failed_check:
+        problems.append(f"{where}: the vanishing grade's check does not follow from its counts")
+    elif failed_check and not any(_vanished_failed(o) for o in (outputs or [out])):
         problems.append(f"{where}: the vanishing grade's check does not follow from its counts")
     return problems
 

@@ -506,29 +506,30 @@ def processes_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
 
 
 def scheduling_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
-    """How the OS scheduled the timed leg's threads while its rounds ran, read from here every tenth
-    of a second: a CPU set, policy, real-time priority or nice value no thread had before the rounds (nor
-    this process, whose values a leg starts with) was set during them. The leg's own watch reads its
-    threads between calls; a change made inside the candidate's call and put back before it returns
-    (real-time priority for its own work, the reference left as it was) is seen only from here."""
+    """How the OS scheduled the timed leg's threads once the candidate was imported, read from here
+    every tenth of a second: a CPU set, policy, real-time priority or nice value no thread had
+    before the import (nor this process, whose values a leg starts with) was set by candidate code.
+    The leg's own watch reads its threads between calls; a change made inside the candidate's calls
+    and put back before they return (real-time priority for its own work, the reference left as it
+    was) is seen only from here."""
     name = f"{leg_name}.parent_scheduling"
     record = leg.get("parent_clock", {}).get("scheduling")
     if record is None:
         return Check(name, "SKIPPED", "no /proc here: kgate did not watch how the leg's threads were scheduled")
-    before = {tuple(v) for v in record.get("before", [])}
-    during = [tuple(v) for v in record.get("in_rounds", [])]
-    if not during:
-        return Check(name, "SKIPPED", "no look at the leg's threads fell in its timed rounds")
-    new = [v for v in during if v not in before]
+    before = {tuple(v) for v in record.get("before_import", [])}
+    after = [tuple(v) for v in record.get("after_import", [])]
+    if not after:
+        return Check(name, "SKIPPED", "no look at the leg's threads fell after the candidate's import")
+    new = [v for v in after if v not in before]
     if new:
         shown = "; ".join(f"CPUs {v[0]}, policy {_POLICIES.get(int(v[1]), v[1])}, real-time priority {v[2]}, nice {v[3]}"
                           for v in new[:3])
-        return Check(name, "FAIL", f"while the timed rounds ran, a thread of the leg was scheduled as none was before "
-                     f"them, as kgate saw it from outside the leg: {shown}: the candidate changes how its process is "
-                     "scheduled inside its own calls", "leave the process's CPU affinity, scheduling policy, priority "
-                     "and nice value as they are.")
-    return Check(name, "PASS", f"the leg's threads were scheduled as before its timed rounds at every look during them "
-                 f"({len(during)} distinct setting(s))")
+        return Check(name, "FAIL", f"after the candidate was imported, a thread of the leg was scheduled as none was "
+                     f"before, as kgate saw it from outside the leg: {shown}: the candidate changes how its process is "
+                     "scheduled (inside its own calls, where the leg's own watch does not look)",
+                     "leave the process's CPU affinity, scheduling policy, priority and nice value as they are.")
+    return Check(name, "PASS", f"the leg's threads were scheduled as before the candidate's import at every look after "
+                 f"it ({len(after)} distinct setting(s))")
 
 
 _POLICIES = {0: "SCHED_OTHER", 1: "SCHED_FIFO", 2: "SCHED_RR", 3: "SCHED_BATCH", 5: "SCHED_IDLE", 6: "SCHED_DEADLINE"}

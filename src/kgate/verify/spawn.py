@@ -56,10 +56,10 @@ class LegProcess:
     timing_until: float | None = None
     before: frozenset[int] = frozenset()  # this process's children when the leg started: none of them is its
     processes: dict[int, dict[str, Any]] = field(default_factory=dict)  # what ran below it or came here from it
-    # how the OS scheduled the leg's threads, seen from here: before its timed rounds (and this process's
-    # own, which a leg starts with), and during them (`census.scheduling`)
+    # how the OS scheduled the leg's threads, seen from here: before the candidate was imported (and this
+    # process's own, which a leg starts with), and after (`census.scheduling`)
     scheduled_before: set[tuple[str, int, int, int]] = field(default_factory=set)
-    scheduled_in_rounds: set[tuple[str, int, int, int]] = field(default_factory=set)
+    scheduled_after: set[tuple[str, int, int, int]] = field(default_factory=set)
     _readers: list[threading.Thread] = field(default_factory=list)
     _watching: threading.Event = field(default_factory=threading.Event)  # set: the process watch stops
     _watcher: threading.Thread | None = None
@@ -237,8 +237,8 @@ class LegProcess:
                                  "differs): another process rewrote it; its result is not used")
         data["parent_clock"] = {
             "processes": [dict(record) for record in self.processes.values()] if census.processes_available() else None,
-            "scheduling": {"before": sorted(map(list, self.scheduled_before | census.scheduling(os.getpid()))),
-                           "in_rounds": sorted(map(list, self.scheduled_in_rounds))}
+            "scheduling": {"before_import": sorted(map(list, self.scheduled_before | census.scheduling(os.getpid()))),
+                           "after_import": sorted(map(list, self.scheduled_after))}
             if census.processes_available() else None,
             "wall_ns": ended - self.started_ns,
             "beats": [[ns - self.started_ns, line] for ns, line in list(self.beats)],
@@ -266,7 +266,10 @@ class LegProcess:
             found.update(census.descendants(self.proc.pid))
         timing = bool(self.ticks) and self.proc.poll() is None
         if self.proc.poll() is None:  # at every look: a change inside the candidate's calls lasts only as long
-            (self.scheduled_in_rounds if timing else self.scheduled_before).update(census.scheduling(self.proc.pid))
+            # before the candidate is imported: what the leg and its framework set; from then on, any new
+            # setting is the candidate's (its untimed calls included: one made there would pass for a baseline)
+            imported = any(CANDIDATE_IMPORT in line for _, line in list(self.beats))
+            (self.scheduled_after if imported else self.scheduled_before).update(census.scheduling(self.proc.pid))
         for pid, sample in found.items():
             record = self.processes.setdefault(pid, {
                 "pid": pid, "name": sample.name, "first_ns": now - self.started_ns, "cpu_s": sample.cpu_s,
@@ -439,7 +442,7 @@ def _watch_processes(leg: LegProcess) -> None:
     while not leg._watching.wait(WATCH_EVERY_S):
         try:
             leg.look(tree=looks % TREE_EVERY == 0)
-        except (OSError, ValueError):  # /proc read mid-change: the next look sees it
+        except (OSError, ValueError, IndexError):  # /proc read mid-change: the next look sees it
             pass
         looks += 1
 
@@ -517,6 +520,7 @@ def with_backend(payload: Mapping[str, Any]) -> dict[str, Any]:
 # leg's own tree every TREE_EVERY-th look; a process still running LINGER_S after its leg
 # exited is stopped, and the leg is a crash.
 WATCH_EVERY_S = 0.1
+CANDIDATE_IMPORT = "phase importing the candidate"  # the beat after which a leg runs candidate code
 TREE_EVERY = 5
 LINGER_S = 2.0
 _LIVE: set[LegProcess] = set()

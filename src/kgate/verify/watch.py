@@ -42,14 +42,19 @@ def _interpreter_state() -> dict[str, Any]:
         state[f"the {name} handler"] = signal.getsignal(sig)
     for name, which in _TIMERS:
         state[f"{name} armed"] = signal.getitimer(which)[0] > 0
-    # what the OS runs on a signal, read from the kernel: a handler installed below Python (sigaction
-    # through ctypes) is invisible to signal.getsignal, and one on SIGSEGV can compute an output on the
-    # first read of memory left unmapped by the call that returned it
-    for name, handler in _native_handlers():
-        state[f"the {name} handler the OS holds"] = handler
-    # how the OS schedules the process's threads: pinned to one core, run at a lower priority or in
-    # real time, a thread is slower or faster than the one beside it in the timed loop
-    state["the threads' scheduling (affinity, policy, nice)"] = _scheduling()
+    return state
+
+
+def _os_state() -> dict[str, Any]:
+    """What the OS holds for the process, read after candidate calls and rounds (not before each of
+    the reference's calls: a burst of system calls there would be the reference's alone). What it
+    runs on a signal, read from the kernel: a handler installed below Python (sigaction through
+    ctypes) is invisible to signal.getsignal, and one on SIGSEGV can compute an output on the first
+    read of memory left unmapped by the call that returned it. How it schedules the threads: pinned
+    to one core, run at a lower priority or in real time, a thread is slower or faster than the one
+    beside it in the timed loop."""
+    state: dict[str, Any] = {f"the {name} handler the OS holds": handler for name, handler in _native_handlers()}
+    state["the threads' scheduling (affinity, policy, real-time priority, nice)"] = _scheduling()
     return state
 
 
@@ -84,7 +89,8 @@ def _native_handlers() -> list[tuple[str, int]]:
 
 
 def _scheduling() -> frozenset[tuple[Any, ...]]:
-    """The distinct (CPU affinity, scheduling policy, nice value) of the process's threads: a thread
+    """The distinct (CPU affinity, scheduling policy, real-time priority, nice value) of the
+    process's threads: a thread
     a framework starts later inherits its starter's, so the set stays the same unless code changes
     one. Empty where the OS does not say."""
     import os
@@ -98,7 +104,7 @@ def _scheduling() -> frozenset[tuple[Any, ...]]:
         tid = int(task)
         try:
             seen.add((tuple(sorted(os.sched_getaffinity(tid))), os.sched_getscheduler(tid),
-                      os.getpriority(os.PRIO_PROCESS, tid)))
+                      os.sched_getparam(tid).sched_priority, os.getpriority(os.PRIO_PROCESS, tid)))
         except (OSError, AttributeError):  # a thread that ended while being read; or no such call here
             continue
     return frozenset(seen)
@@ -233,7 +239,7 @@ class Watch:
             names = _surfaces(backend.watched_modules)
             snapshots = {depth: snapshot_surface(names[depth]) for depth in DEPTHS}
         self.snapshots = snapshots
-        self.interpreter = _interpreter_state()
+        self.interpreter = {**_interpreter_state(), **_os_state()}
         self.backend = backend
         self.settings = backend.settings()
         self.tracked: dict[str, tuple[Any, dict[str, int]]] = {}
@@ -297,7 +303,7 @@ class Watch:
         found = self.snapshots[depth].diff(content=depth == "deep" if content is None else content)
         if depth == "deep":  # the end: code objects hashed again, for bytes written into one in place
             found += self.snapshots["public"].diff(content=True)
-        now = _interpreter_state()
+        now = {**_interpreter_state(), **_os_state()}
         found += [f"{k} changed from {self.interpreter[k]!r} to {now[k]!r}" for k in now
                   if not _same(now[k], self.interpreter.get(k))]
         found += self.settings_changed()
