@@ -429,6 +429,7 @@ def _measure(
     def fingerprint(reference: Any) -> None:
         beat("phase compiling the reference before the candidate is imported")
         expected["print"] = backend.program_fingerprint(reference, request.dtype)
+        beat("phase importing the candidate")  # from here the parent holds the threads' scheduling to what it was
 
     with load_pair(
         request.reference, request.candidate, entry=request.entry, overrides=request.overrides, watch=[stats, kclock],

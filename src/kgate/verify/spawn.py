@@ -268,7 +268,7 @@ class LegProcess:
         if self.proc.poll() is None:  # at every look: a change inside the candidate's calls lasts only as long
             # before the candidate is imported: what the leg and its framework set; from then on, any new
             # setting is the candidate's (its untimed calls included: one made there would pass for a baseline)
-            imported = any(CANDIDATE_IMPORT in line for _, line in list(self.beats))
+            imported = bool(self.ticks) or any(CANDIDATE_IMPORT in line for _, line in list(self.beats))
             (self.scheduled_after if imported else self.scheduled_before).update(census.scheduling(self.proc.pid))
         for pid, sample in found.items():
             record = self.processes.setdefault(pid, {
