@@ -377,7 +377,6 @@ def test_a_running_maximum_started_at_minus_infinity_fails_on_the_masked_edge_al
     pytest.param("rmsnorm/bad_rsqrt_table_past_16x.py", "edge-scales-in0", marks=pytest.mark.full),
     pytest.param("rmsnorm/bad_drops_massive_channels.py", "edge-columns-in0", marks=pytest.mark.full),
     pytest.param("softmax/bad_sorted_rows_summed_in_part.py", "edge-rows-in0", marks=pytest.mark.full),
-    pytest.param("cumsum/bad_offsets_for_count_rows.py", "edge-rows-in0", marks=pytest.mark.full),
 ])
 def test_a_kernel_whose_arithmetic_follows_a_rows_statistics_fails_where_a_row_has_them(candidate, edge):
     # right on every row a random draw makes (a mean near zero, no zeros, no two outliers, a size near
@@ -429,3 +428,13 @@ def test_an_output_rebuilt_by_candidate_code_on_every_compiled_call_is_refused(c
     assert report.status == "FAIL"
     ran = [c for c in report.gates["parity"].failures if c.name.endswith(".candidate_ran")]
     assert ran and all("pytree node of class" in c.detail for c in ran), report.gates["parity"].failures
+
+
+@pytest.mark.full
+def test_offsets_given_to_rows_of_counts_fail_where_the_rows_edge_makes_whole_numbers():
+    # TINY has 4 rows for the rows edge's five structures (which four is drawn); at 16 rows every one is
+    # met, whole numbers from 0 to 4 among them
+    report = gate("cumsum/reference.py", "cumsum/bad_offsets_for_count_rows.py", overrides={"batch": 16})
+    assert report.status == "FAIL"
+    at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
+    assert at == {"edge-rows-in0"}, at
