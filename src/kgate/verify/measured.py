@@ -24,7 +24,8 @@ from kgate.problem.module import file_sha256, kwargs_to_wire
 from kgate.verify import receipt as receipts, spawn
 from kgate.verify.measure import MeasureRequest
 from kgate.verify.outcome import NOT_TIMED_NOTE, Report, not_timed_gates
-from kgate.verify.screen import gate_from_json, parent_clock_check, phase_lines, processes_check, sealed_changes_check
+from kgate.verify.screen import (gate_from_json, parent_clock_check, phase_lines, processes_check, scheduling_check,
+                                 sealed_changes_check)
 
 PHASE_BUDGET_S = 300.0  # per phase of the leg (importing, making inputs, compiling ...); the timing answers to --budget
 # what a leg's report holds besides its context: recomputed here from its gates, never taken from it
@@ -127,7 +128,7 @@ def _graded(leg: Mapping[str, Any], request: MeasureRequest, seconds: dict[str, 
                          f"process for {len(ticks)} timed rounds", "re-run; a candidate that rewrites kgate's report "
                          "makes the run worthless.")] if ticks else []
     else:
-        outside = [parent_clock_check("measure", leg), processes_check("measure", leg)]
+        outside = [parent_clock_check("measure", leg), processes_check("measure", leg), scheduling_check("measure", leg)]
         timing_json = gates_in["timing"]
         if timing_json.get("speedup") is not None:
             outside.append(_rederived(timing_json, gates_in.get("bar")))
