@@ -692,7 +692,8 @@ def test_the_measure_report_is_graded_here_from_the_legs_gates_and_this_processe
     fits = report_from_leg(_leg([4.0, 4.0], [(0, 10), (20, 30)]), request)
     assert fits.status == "PASS" and fits.notes == ("a note of the leg's own",)  # a gate's advisory: from its checks
     names = [c.name for c in fits.gates["integrity"].checks]
-    assert names == ["inputs_unchanged", "measure.parent_clock", "measure.parent_processes", "measure.changes_reported"]
+    assert names == ["inputs_unchanged", "measure.parent_clock", "measure.parent_processes", "measure.parent_scheduling",
+                     "measure.changes_reported"]
     assert "parent_clock" not in fits.context and fits.next_step != "forged"
     # a change the leg's watch sealed as it found it, and a report that says nothing of it: rewritten there
     sealed = _leg([4.0, 4.0], [(0, 10), (20, 30)])
