@@ -212,3 +212,16 @@ def test_coverage_names_skipped_and_leaking_slices():
     for size in (17, 33, 100, 4096):  # the doc says exactly 16, with both ends and the middle
         picks = coverage.probe_indices(size)
         assert len(picks) == coverage.MAX_PROBES and {0, size - 1, size // 2} <= set(picks)
+
+
+def test_a_share_just_under_the_arithmetic_limit_is_shown_finer_than_the_limit():
+    from kgate.backends.base import Arithmetic
+    from kgate.gates.firing import FiringSpec, _work_check
+
+    reference = Arithmetic(outside=1000.0, kernel_calls=0, unknown_loops=0, error="", inside=None)
+    near = _work_check(Arithmetic(outside=499.0, kernel_calls=1, unknown_loops=0, error="", inside=None), reference,
+                       FiringSpec())
+    assert near.status == "PASS" and "0.4990x the reference's" in near.detail  # never "0.50x ... (below 0.50x)"
+    far = _work_check(Arithmetic(outside=270.0, kernel_calls=1, unknown_loops=0, error="", inside=None), reference,
+                      FiringSpec())
+    assert "0.27x the reference's" in far.detail

@@ -295,7 +295,8 @@ def _work_check(candidate: Arithmetic | None, reference: Arithmetic | None, spec
     limit = 1 - spec.kernel_share / 2 if declared and spec.kernel_share is not None else OUTSIDE_WORK_LIMIT
     loops = (f"; {candidate.unknown_loops} loop(s) with a trip count kgate cannot read, counted once"
              if candidate.unknown_loops else "")
-    text = (f"plain array code outside the kernels does {candidate.outside:,.0f} operations, {share:.2f}x the "
+    shown = f"{share:.2f}" if f"{share:.2f}" != f"{limit:.2f}" else f"{share:.4f}"  # 0.4990x, not "0.50x, below 0.50x"
+    text = (f"plain array code outside the kernels does {candidate.outside:,.0f} operations, {shown}x the "
             f"reference's {reference.outside:,.0f}" + loops)
     if share >= limit:
         return Check(name, "FAIL", text + f" (FAIL from {limit:.2f}x"
