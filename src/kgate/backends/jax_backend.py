@@ -1117,7 +1117,7 @@ def refuse_foreign_nodes(tree: Any) -> None:
         elif data[0] in (dict, collections.OrderedDict, collections.defaultdict) and any(
                 type(key) not in (str, int) for key in _keys(data)):
             # a key's __hash__ and __eq__ run when the dict is rebuilt, on every call
-            foreign.append("dict keyed by " + ", ".join(sorted({type(k).__qualname__ for k in data[1]
+            foreign.append("dict keyed by " + ", ".join(sorted({type(k).__qualname__ for k in _keys(data)
                                                                  if type(k) not in (str, int)})))
         for child in node.children():
             walk(child)

@@ -198,7 +198,7 @@ class Transplant:
     skipped: str = ""  # not made, and why (kernels two runs do not line up: in a loop or a branch)
 
 
-def _transplant_check(transplant: Transplant | bool | str | None, spec: FiringSpec) -> list[Check]:
+def _transplant_check(transplant: Transplant | str | None, spec: FiringSpec) -> list[Check]:
     """Whether the kernels' results carry the answer: with every launch's writes taken from the
     run on another probe, the output must be that probe's answer. An output computed beside the
     kernels from the inputs, or one that cancels the kernels' results, stays the first probe's:
@@ -209,8 +209,6 @@ def _transplant_check(transplant: Transplant | bool | str | None, spec: FiringSp
     if isinstance(transplant, str):  # a check that cannot be evaluated FAILs
         return [Check(name, "FAIL", f"could not be evaluated: {transplant}",
                       "launch the same kernels, in the same order, on every probe of the same shapes.")]
-    if isinstance(transplant, bool):
-        transplant = Transplant(carries=transplant, stays=False)
     if transplant.skipped:
         return [Check(name, "SKIPPED", f"not made: {transplant.skipped} (the ablation, the stand-ins and the "
                       "arithmetic count stand alone)")]
@@ -436,7 +434,7 @@ def graded_record_differs(kernels: Sequence[str], launched: Sequence[Sequence[st
 
 
 def _kernel_checks(facts: ProgramFacts, spec: FiringSpec, bypass: Mapping[str, bool] | str | None,
-                   transplant: Transplant | bool | str | None = None,
+                   transplant: Transplant | str | None = None,
                    reference_arithmetic: Arithmetic | None = None, edges: Sequence[EdgeAudit] = ()) -> list[Check]:
     checks: list[Check] = []
     sites = facts.kernel_sites
@@ -577,7 +575,7 @@ def audit(
     reference_uncompiled: str = "",
     trace_error: str = "",
     bypass: Mapping[str, bool] | str | None = None,
-    transplant: Transplant | bool | str | None = None,
+    transplant: Transplant | str | None = None,
     audit_error: str = "",
     reference_arithmetic: Arithmetic | None = None,
     edges: Sequence[EdgeAudit] = (),

@@ -432,9 +432,8 @@ def off_rounding(got: np.ndarray, e: np.ndarray, dtype: np.dtype) -> float:
 
 # The vanishing grade: elements the reference resolves (within an eighth of the answer, its sums in
 # sequence too) and clear of underflow (2^12 times float32's smallest normal, at least 4 times the
-# output dtype's own), which the candidate
-# returns as zero, with the other sign, or off by more than a factor of two (a floor of 1e-30 put where
-# zero would show). An honest computation loses none of them (0 on the bundled examples); a softmax
+# output dtype's own), which the candidate returns as zero, with the other sign, or off by more than
+# a factor of two (a floor of 1e-30 put where zero would show). An honest computation loses none of them (0 on the bundled examples); a softmax
 # that flushes probabilities under 1e-10 to zero lost 14% of a t3 draw's, each far under the allowance
 # scaled down to its size (its unit never finer than 1/256 of the floor).
 VANISHED_SHARE = 0.01  # the least share of the resolved elements a candidate may lose
