@@ -517,6 +517,80 @@ def test_the_rows_edge_deals_every_row_one_structure_a_draw_never_has():
     assert np.array_equal(columns[:, ~standing[0]], x[:, ~standing[0]])
 
 
+def test_the_lowest_edge_fills_spans_and_a_quarter_of_the_rows_whole_far_below_every_sentinel():
+    import numpy as np
+
+    from kgate.backends.base import edge_kinds, edge_values, lowest_fill
+
+    f32 = float(np.finfo(np.float32).max)
+    x = np.random.default_rng(2).normal(size=(20, 64)).astype(np.float32)
+    edges = dict(edge_values(x, f32, 7))
+    lowest, masked = edges["lowest"], edges["masked"]
+    filled = lowest == np.float32(lowest_fill(f32))
+    assert np.all((lowest == x) | filled) and np.all(np.isfinite(lowest))
+    assert filled.all(axis=1).sum() == 5  # a quarter of the rows whole: a finite mask leaves the reference finite
+    assert np.all(filled.any(axis=1))  # and a span of every other row, as the -inf mask
+    assert not np.isinf(masked).all(axis=1).any()  # -inf never fills a row: the reference would be NaN there
+    assert not np.array_equal(lowest, dict(edge_values(x, f32, 8))["lowest"])
+    # below the sentinels kernels write for -inf, and 2**16 of them summed stay finite (value inputs, not masks)
+    for dtype_max, sentinel in ((f32, -1e30), (3.3895314e38, -1e30), (65504.0, -1e4)):  # float32, bfloat16, float16
+        assert lowest_fill(dtype_max) < sentinel
+    assert np.isfinite(np.float32(lowest_fill(f32)) * np.float32(2**16))
+    assert lowest_fill(float(np.finfo(np.float64).max)) == lowest_fill(f32)  # the edges are float32 values
+    assert edge_kinds(1) is None and "lowest" not in edge_kinds(3) and "masked" in edge_kinds(3)  # one input alone
+    one_row = [dict(edge_values(x[:1], f32, seed))["lowest"] for seed in range(16)]
+    whole = [bool((r == np.float32(lowest_fill(f32))).all()) for r in one_row]
+    assert any(whole) and not all(whole)  # one row: filled whole in a drawn share of runs
+
+
+def test_the_probes_at_other_shapes_carry_the_row_wise_edges_in_three_rows_of_four():
+    import numpy as np
+
+    from kgate.backends.base import ROW_STRUCTURES, mixed_rows
+
+    x = np.random.default_rng(3).normal(size=(3, 40, 383)).astype(np.float32)  # rows along the last axis
+    mixed = mixed_rows(x, float(np.finfo(np.float32).max), 11)
+    rows, before = mixed.reshape(-1, 383), x.reshape(-1, 383)
+    changed = (rows != before).any(axis=1)
+    assert changed.sum() == 120 - 120 // 4  # three in four: the rest as the reference drew them
+    size = np.sqrt(np.mean(before.astype(np.float64) ** 2, axis=1))
+    ratio = np.abs(rows) / size[:, None]
+    assert (ratio.max(axis=1)[changed] > 6).sum() >= 20  # spikes, outliers, columns standing out, scaled up
+    assert (ratio.max(axis=1)[changed] < 2.0 ** -5).sum() >= 5  # rows scaled far down (the small edge)
+    assert np.sum(np.all(rows == np.round(rows), axis=1) & changed) >= 5  # whole numbers (a structure of its own)
+    assert len(ROW_STRUCTURES) == 5 and np.all(np.isfinite(mixed))
+    again = mixed_rows(x, float(np.finfo(np.float32).max), 12)
+    assert not np.array_equal(again, mixed)  # placed by the run's drawn seed
+    weights = np.ones(383, np.float32)
+    assert np.array_equal(mixed_rows(weights, float(np.finfo(np.float32).max), 11), weights)  # no rows to deal
+
+
+@pytest.mark.full
+def test_a_kernel_wrong_on_the_edges_rows_only_off_the_shape_the_battery_runs_at_fails_at_the_other_shapes():
+    # right at its first traced shape (the seeds' and every edge's), wrong on rows with outliers elsewhere
+    report = gate("rmsnorm/reference.py", "rmsnorm/bad_drops_outliers_off_its_first_shape.py")
+    assert report.status == "FAIL"
+    at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
+    assert at and all(name == "odd-shape" or name.startswith("drawn-shape") for name in at), at
+
+
+@pytest.mark.parametrize("problem,candidate,klass", [
+    pytest.param("softmax/reference.py", "softmax/bad_max_from_a_finite_sentinel.py", "xla-rewrite",
+                 marks=pytest.mark.full),
+    pytest.param("softmax/reference.py", "softmax/bad_zero_for_rows_masked_whole.py", "xla-rewrite",
+                 marks=pytest.mark.full),
+    pytest.param("model_torch/softmax_reference.py", "model_torch/softmax_bad_max_floored_at_a_sentinel.py",
+                 "kernel-authored", marks=pytest.mark.full),
+])
+def test_a_finite_sentinel_above_the_dtypes_lowest_value_fails_on_the_lowest_edge_alone(problem, candidate, klass):
+    # right on random draws, on shifts below zero and on -inf masks; a row masked whole with
+    # finfo.min (the reference's answer there is 1/n) is NaN or zero under a sentinel of -1e30 or -1e9
+    report = gate(problem, candidate, klass=klass)
+    assert report.status == "FAIL"
+    at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
+    assert at == {"edge-lowest-in0"}, at
+
+
 @pytest.mark.full
 def test_correct_kernels_pass_every_edge_and_the_edges_are_recorded():
     report = gate("rmsnorm/reference.py", "rmsnorm/pallas.py")
@@ -524,7 +598,7 @@ def test_correct_kernels_pass_every_edge_and_the_edges_are_recorded():
     assert report.context["edge_probes"] == [
         "edge-slices-in0", "edge-offset-in0", "edge-negative-in0", "edge-spikes-in0", "edge-scales-in0", "edge-rows-in0",
         "edge-columns-in0", "edge-small-in0", "edge-masked-in0", "edge-slices-in1", "edge-offset-in1", "edge-negative-in1",
-        "edge-spikes-in1", "edge-scales-in1", "edge-rows-in1", "edge-small-in1", "edge-masked-in1"]
+        "edge-spikes-in1", "edge-scales-in1", "edge-rows-in1", "edge-small-in1", "edge-masked-in1"]  # two inputs: no lowest
     names = {p["name"] for p in report.gates["parity"].details["probes"]}
     assert set(report.context["edge_probes"]) <= names
 
@@ -884,11 +958,12 @@ def test_a_daemon_left_running_after_the_candidate_s_checks_fails_the_gate_and_i
 ])
 def test_a_kernel_wrong_only_on_rows_below_zero_fails_on_the_negative_edge_alone(reference, candidate):
     """A row maximum floored at zero is right wherever a row has a positive value, as every
-    random draw does: the `edge-negative` probe (every value below zero) is where it is wrong."""
+    random draw does: the `edge-negative` probe (every value below zero) is where it is wrong, and
+    the `edge-lowest` probe's rows masked whole far below zero."""
     report = gate(reference, candidate)
     assert report.status == "FAIL"
     probes = {c.name.split(".")[0] for c in report.gates["parity"].failures}
-    assert probes == {"edge-negative-in0"}, probes
+    assert probes == {"edge-negative-in0", "edge-lowest-in0"}, probes
 
 
 def test_the_masked_edge_sets_a_span_of_every_row_to_minus_infinity_never_the_whole_row():

@@ -44,8 +44,10 @@ def test_result_computed_once_and_replayed_fails_on_the_second_seed():
 def test_lower_precision_accumulation_fails_floor_parity():
     report = gate("softmax/reference.py", "softmax/bad_low_precision.py")
     # (and on the offset edges, where bfloat16 keeps a few bits of x - max, most probabilities are off by
-    # more than a factor of two: the vanishing grade)
-    assert failed(report) == {"parity.error", "parity.relative_error", "parity.vanished"}
+    # more than a factor of two: the vanishing grade; on the lowest edge its bfloat16 copy of float32's lowest
+    # value is -inf, and a row masked whole with it is NaN: the finite check)
+    assert {"parity.error", "parity.relative_error", "parity.vanished"} <= failed(report) <= {
+        "parity.error", "parity.relative_error", "parity.vanished", "parity.finite"}
     probe = report.gates["parity"].details["probes"][0]["outputs"][0]
     assert probe["max_abs_over_floor"] > 100
 
@@ -76,10 +78,13 @@ def test_all_zero_output_on_a_vacuous_problem_fails():
 
 
 @pytest.mark.parametrize("problem,candidate", [("centred_sum_reference", "centred_sum_zeros"),
-                                               ("softmax_mass_reference", "softmax_mass_ones")])
+                                               pytest.param("softmax_mass_reference", "softmax_mass_ones",
+                                                            marks=pytest.mark.full),
+                                               ("layer_scale_reference", "layer_scale_identity")])
 def test_a_constant_on_a_problem_whose_answer_is_rounding_of_a_constant_fails_as_vacuous(problem, candidate):
     """The answer varies from seed to seed, but by no more than the reference's own rounding: a
-    constant passes parity there, so the probe is vacuous (before, both passed the gate)."""
+    constant passes parity there, or the input handed back (a residual update below bfloat16's
+    rounding), so the probe is vacuous (before, each passed the gate)."""
     report = gate(f"vacuous/{problem}.py", f"vacuous/{candidate}.py", klass="xla-rewrite")
     assert report.status == "FAIL" and "parity.vacuous" in failed(report)
     assert "parity.reference_depends_on_inputs" not in failed(report)  # the seeds' answers differ

@@ -472,7 +472,7 @@ def test_the_rounding_grade_counts_elements_off_a_narrow_outputs_rounding_agains
 
     def probe(reference, candidate):
         tree = lambda a: HostTree("tuple", ("out",), (a,))  # noqa: E731
-        return Probe(seed=1, inputs=tree(answer), reference=tree(reference), oracle=tree(answer),
+        return Probe(seed=1, inputs=tree(-answer), reference=tree(reference), oracle=tree(answer),
                      oracle_kind="float64", candidate=tree(candidate))
 
     spec = ParitySpec("floor")

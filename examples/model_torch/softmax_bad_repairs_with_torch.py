@@ -3,7 +3,7 @@ exponentiates the raw row, without the row maximum subtracted, and the rows wher
 overflowed are recomputed by torch.softmax. On random draws every row comes from the kernel;
 on the edge battery's extreme rows the answer is torch's, so parity passes everywhere. The
 firing audit's ablation also runs on two edge probes, drawn for the run once the graded runs
-are over: where a drawn edge is one the kernel overflows on (four of the six), the repaired rows
+are over: where a drawn edge is one the kernel overflows on (five of the ten), the repaired rows
 do not depend on the kernel: firing.kernel_result_matters_on_edge FAILs."""
 
 import torch

@@ -447,7 +447,8 @@ def read_hand_over(path: Path, sha256: str) -> Any:
 
 
 def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
-                dtype_tiny: float = float(np.finfo(np.float32).tiny)) -> list[tuple[str, np.ndarray]]:
+                dtype_tiny: float = float(np.finfo(np.float32).tiny),
+                kinds: Collection[str] | None = None) -> list[tuple[str, np.ndarray]]:
     """The values random probes never hit, for one floating input (`x32`: its values in
     float32; `dtype_max`: its own dtype's largest finite value). Along every axis longer than
     one: `slices` has an extreme slice (the last index) and a zero slice (index 0, applied last
@@ -468,7 +469,9 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
     the input's typical value comes within 2**10 of its dtype's smallest normal (`dtype_tiny`;
     none for float16): rows whose squares and sums are far below anything a draw makes, where an
     epsilon, a clamp or a threshold the reference does not have decides the output; and `masked`:
-    a drawn span of every row at -inf (`masked_rows`), as a mask leaves a logit."""
+    a drawn span of every row at -inf (`masked_rows`), as a mask leaves a logit; and `lowest`: the
+    same with a finite value far below zero (`lowest_fill`: below every sentinel kernels write for
+    -inf), a quarter of the rows filled whole, as a model's finite mask leaves them. With `kinds`, only those are made."""
     scale = float(np.max(np.abs(x32))) or 1.0
     typical = float(np.median(np.abs(x32))) or 1.0
     # 64x the input's largest magnitude: squares overflow float16 (past 256), sums lose
@@ -476,15 +479,17 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
     huge = min(64.0 * scale, 4.0 * float(np.sqrt(dtype_max)))
     offset = 64.0 * scale
     axes = [a for a in range(x32.ndim) if x32.shape[a] > 1]  # a slice along a unit axis is the whole input
-    slices, shifted, below = x32.copy(), x32 + np.float32(offset), x32 - np.float32(offset)
-    for axis in axes:
-        slices[(slice(None),) * axis + (x32.shape[axis] - 1,)] *= np.float32(huge / scale)
-    for axis in axes:
-        lead = (slice(None),) * axis
-        slices[lead + (0,)] = 0.0
-        shifted[lead + (x32.shape[axis] // 2,)] = np.float32(offset + typical)
-        below[lead + (x32.shape[axis] // 2,)] = np.float32(-offset - typical)
-    variants = [("slices", slices), ("offset", shifted), ("negative", below)]
+    variants: list[tuple[str, np.ndarray]] = []
+    if kinds is None or {"slices", "offset", "negative"} & set(kinds):
+        slices, shifted, below = x32.copy(), x32 + np.float32(offset), x32 - np.float32(offset)
+        for axis in axes:
+            slices[(slice(None),) * axis + (x32.shape[axis] - 1,)] *= np.float32(huge / scale)
+        for axis in axes:
+            lead = (slice(None),) * axis
+            slices[lead + (0,)] = 0.0
+            shifted[lead + (x32.shape[axis] // 2,)] = np.float32(offset + typical)
+            below[lead + (x32.shape[axis] // 2,)] = np.float32(-offset - typical)
+        variants += [("slices", slices), ("offset", shifted), ("negative", below)]
     if seed is not None and x32.ndim >= 1 and x32.shape[-1] > 1:
         rng = np.random.default_rng(seed)
         spikes = x32.copy()
@@ -502,30 +507,112 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
         low = max(SMALL_EXPONENTS[0], math.ceil(math.log2(dtype_tiny * 2.0**10 / typical)))
         if low < SMALL_EXPONENTS[1]:
             variants.append(("small", row_scaled(x32, np.random.default_rng([seed, 2]), 1.0, (low, SMALL_EXPONENTS[1]))))
-        variants.append(("masked", masked_rows(x32, np.random.default_rng([seed, 3]))))
-    return variants
+        if kinds is None or {"masked", "lowest"} & set(kinds):
+            variants.append(("masked", masked_rows(x32, np.random.default_rng([seed, 3]))))
+            variants.append(("lowest", masked_rows(x32, np.random.default_rng([seed, 6]), lowest_fill(dtype_max))))
+    return [(kind, value) for kind, value in variants if kinds is None or kind in kinds]
 
 
-def masked_rows(x32: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def edge_kinds(floating_inputs: int) -> tuple[str, ...] | None:
+    """The edges made for a probe whose inputs hold `floating_inputs` floating arrays (None: every
+    one). The `lowest` edge only where there is one: a logit's mask is its own input there, while
+    among several (attention's queries, keys and values) a row far below zero is a value no honest
+    kernel need survive (jax's own Pallas flash attention returns NaN for a query row at -1e10)."""
+    return None if floating_inputs <= 1 else tuple(k for k in EDGE_KINDS if k != "lowest")
+
+
+EDGE_KINDS = ("slices", "offset", "negative", "spikes", "scales", "rows", "columns", "small", "masked", "lowest")
+
+# The lowest edge's fill, a fraction of the dtype's lowest value: below every finite sentinel a kernel
+# writes in place of -inf (-1e30 or -1e9 in float32 and bfloat16; -1e4 in float16), yet so far above
+# the lowest value that 2**16 of them summed (an accumulation not yet normalized, a flash attention's
+# over its keys) stay finite: a value input there is not a mask, and an honest kernel may sum it so
+LOWEST_HEADROOM = 2.0**16
+SENTINEL_BELOW = 1e31  # float32 and bfloat16: the fill is below -1e31 (float16's range has no such room)
+
+
+def lowest_fill(dtype_max: float) -> float:
+    """The `lowest` edge's value for a dtype whose largest finite value is `dtype_max` (in
+    float32, the edges' own dtype): -dtype_max / 2**16 (-5.2e33 for float32 and bfloat16), or
+    -dtype_max / 4 where that is not below -1e31 (-16376 for float16)."""
+    top = min(float(dtype_max), float(np.finfo(np.float32).max))
+    return -(top / LOWEST_HEADROOM if top / LOWEST_HEADROOM > SENTINEL_BELOW else top / 4.0)
+
+
+# The edges that treat each row on its own, dealt among the rows of the probes at other shapes
+ROW_EDGES = ("spikes", "scales", "columns", "small", "rows")
+MIXED_PLAIN_SHARE = 4  # one row in this many stays as the reference drew it
+
+
+def mixed_rows(x32: np.ndarray, dtype_max: float, seed: int,
+               dtype_tiny: float = float(np.finfo(np.float32).tiny)) -> np.ndarray:
+    """`x32` (a probe's input at a shape of its own: the odd or a drawn shape) with three rows in
+    four (along the last axis; drawn from the run's `seed`, at most `STRUCTURED_ROWS_MAX`) taken
+    from the edges that treat each row on its own (`ROW_EDGES`): a spike, a drawn scale, the same
+    few columns standing out, a tiny scale, and each of the `rows` edge's structures (`ROW_STRUCTURES`)
+    as a treatment of its own, dealt evenly in a drawn order; the other rows as the reference
+    drew them. The edge battery runs at the first seed's shapes alone: a kernel whose arithmetic
+    is wrong on such rows only at other sizes (switched on by the shape it sees) meets them here.
+    The edges that fill rows with -inf, the dtype's lowest value or a common offset are left out:
+    they make many references non-finite, and a probe at another shape whose reference is not
+    finite is not graded."""
+    out = x32.copy()
+    if x32.ndim < 2 or x32.shape[-1] < 2 or x32.size // x32.shape[-1] < 2:
+        return out
+    rows = out.reshape(-1, x32.shape[-1])
+    count = rows.shape[0]
+    rng = np.random.default_rng([seed, 7, *x32.shape])
+    chosen = np.sort(rng.permutation(count)[: min(count - count // MIXED_PLAIN_SHARE, STRUCTURED_ROWS_MAX)])
+    sub = rows[chosen]
+    made = dict(edge_values(sub, dtype_max, seed, dtype_tiny, kinds=ROW_EDGES[:-1]))
+    treatments = [*made, *["rows"] * len(ROW_STRUCTURES)]  # each structure weighs as much as an edge
+    dealt = np.array(treatments)[rng.permutation(len(chosen)) % len(treatments)]
+    for kind, value in made.items():
+        rows[chosen[dealt == kind]] = value[dealt == kind]
+    structured = chosen[dealt == "rows"]
+    if structured.size:
+        rows[structured] = dict(edge_values(rows[structured], dtype_max, seed, dtype_tiny, kinds=("rows",)))["rows"]
+    return out
+    rows = out.reshape(-1, x32.shape[-1])
+    rng = np.random.default_rng([seed, 7, *x32.shape])
+    chosen = np.sort(rng.permutation(rows.shape[0])[: min(rows.shape[0] // 2, STRUCTURED_ROWS_MAX)])
+    edges = [value for _, value in edge_values(rows[chosen], dtype_max, seed, dtype_tiny, kinds=ROW_EDGES)]
+    dealt = rng.permutation(len(chosen)) % len(edges)
+    for k, value in enumerate(edges):
+        rows[chosen[dealt == k]] = value[dealt == k]
+    return out
+
+
+def masked_rows(x32: np.ndarray, rng: np.random.Generator, fill: float = -np.inf) -> np.ndarray:
     """`x32` with a span of every row (along the last axis) set to -inf, as a mask does to a
     logit; never the whole row. Half the rows, drawn, mask a leading span of the largest power of
     two short of the row, then half that, and so on in turn (a whole leading block of every
     power-of-two tile, whatever the kernel's, where there are rows enough); the others a span drawn on a log scale from one element to all but one, at
     a drawn place. A kernel that carries a running maximum from -inf, unguarded, turns a row whose
     first block is all masked into NaN where the reference's answer is finite; where the reference
-    itself is not finite, the probe is skipped."""
+    itself is not finite, the probe is skipped.
+
+    With a finite `fill` (the `lowest` edge: `lowest_fill`, far below zero as a mask a model
+    writes as a finite value), a quarter of the rows (drawn; with one row, a drawn half of the
+    runs) are filled whole, since a finite mask leaves the reference's answer finite there (a
+    softmax of a row wholly masked is uniform): a maximum started at, or floored at, a finite
+    sentinel above the fill (-1e30, -1e9), a mask recognised only as -inf, a clamp of the inputs
+    to a range, are wrong on those rows."""
     out = x32.copy()
     rows = out.reshape(-1, x32.shape[-1])
     count, n = rows.shape
     order = rng.permutation(count)
+    whole = order[: (count + 3) // 4 if count > 1 else int(rng.random() < 0.5)] if np.isfinite(fill) else order[:0]
+    order = order[len(whole):]
     levels = int(math.log2(n - 1))  # the largest power of two short of the whole row
     lengths = np.maximum(np.minimum(np.exp2(rng.random(count) * math.log2(max(n - 1, 1))).astype(np.int64), n - 1), 1)
     starts = (rng.random(count) * (n - lengths + 1)).astype(np.int64)
-    leading = order[: (count + 1) // 2]
+    leading = order[: (len(order) + 1) // 2]
     lengths[leading] = 1 << (levels - np.arange(len(leading)) % (levels + 1))  # 2**levels <= n - 1, halved in turn
     starts[leading] = 0
+    starts[whole], lengths[whole] = 0, n
     columns = np.arange(n)
-    rows[(columns[None, :] >= starts[:, None]) & (columns[None, :] < (starts + lengths)[:, None])] = -np.inf
+    rows[(columns[None, :] >= starts[:, None]) & (columns[None, :] < (starts + lengths)[:, None])] = np.float32(fill)
     return out
 
 

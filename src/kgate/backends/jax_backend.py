@@ -36,8 +36,10 @@ from kgate.backends.base import (
     Skip,
     count_moved,
     cpu_cache_flusher,
+    edge_kinds,
     edge_values,
     inputs_failed,
+    mixed_rows,
     leaves_sha256,
     output_moves as _moves,
     read_hand_over,
@@ -663,15 +665,32 @@ class JaxBackend:
         times one from 2**-24 to 2**-6 (`kgate.backends.base.edge_values`). Built on the host."""
         leaves, treedef = jax.tree_util.tree_flatten(tuple(inputs))
         variants: list[tuple[str, tuple[Any, ...]]] = []
-        for i, x in enumerate(leaves):
-            if not isinstance(x, jax.Array) or not jnp.issubdtype(x.dtype, jnp.floating) or x.size < 2:
-                continue
+        floating = [i for i, x in enumerate(leaves)
+                    if isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jnp.floating) and x.size >= 2]
+        kinds = edge_kinds(len(floating))
+        for i in floating:
+            x = leaves[i]
             info = jnp.finfo(x.dtype)
-            for kind, value in edge_values(np.asarray(x).astype(np.float32), float(info.max), seed, float(info.tiny)):
+            for kind, value in edge_values(np.asarray(x).astype(np.float32), float(info.max), seed, float(info.tiny),
+                                           kinds):
                 changed = list(leaves)
                 changed[i] = jnp.asarray(value.astype(np.dtype(x.dtype)))
                 variants.append((f"edge-{kind}-in{i}", tuple(jax.tree_util.tree_unflatten(treedef, changed))))
         return variants
+
+    @staticmethod
+    def mixed_inputs(inputs: Sequence[Any], seed: int) -> tuple[Any, ...]:
+        """`inputs` (a probe's at a shape of its own) with half the rows of every floating input
+        that has rows enough taken from the edges that treat each row on its own
+        (`kgate.backends.base.mixed_rows`), placed and dealt by the run's drawn `seed`."""
+        def mix(x: Any) -> Any:
+            if not isinstance(x, jax.Array) or not jnp.issubdtype(x.dtype, jnp.floating) or x.size < 2:
+                return x
+            info = jnp.finfo(x.dtype)
+            value = mixed_rows(np.asarray(x).astype(np.float32), float(info.max), seed, float(info.tiny))
+            return jnp.asarray(value.astype(np.dtype(x.dtype)))
+
+        return tuple(jax.tree_util.tree_map(mix, tuple(inputs)))
 
     @staticmethod
     def reuse_programs(offer: Mapping[str, Any] | None) -> Any:

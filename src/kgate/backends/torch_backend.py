@@ -35,7 +35,9 @@ from kgate.backends.base import (
     count_moved,
     cpu_cache_flusher,
     graded_differences,
+    edge_kinds,
     edge_values,
+    mixed_rows,
     inputs_failed,
     leaves_sha256,
     output_moves,
@@ -605,16 +607,32 @@ class TorchBackend:
         """The edge battery (`kgate.backends.base.edge_values`), one floating input at a time."""
         leaves = [t for _, t in _flatten(tuple(inputs))]
         variants: list[tuple[str, tuple[Any, ...]]] = []
-        for i, x in enumerate(leaves):
-            if not isinstance(x, torch.Tensor) or x.dtype not in _FLOATING or x.numel() < 2:
-                continue
+        floating = [i for i, x in enumerate(leaves)
+                    if isinstance(x, torch.Tensor) and x.dtype in _FLOATING and x.numel() >= 2]
+        kinds = edge_kinds(len(floating))
+        for i in floating:
+            x = leaves[i]
             info = torch.finfo(x.dtype)
-            for kind, value in edge_values(x.detach().float().cpu().numpy(), float(info.max), seed, float(info.tiny)):
+            for kind, value in edge_values(x.detach().float().cpu().numpy(), float(info.max), seed, float(info.tiny),
+                                           kinds):
                 replaced = iter([torch.from_numpy(value).to(dtype=x.dtype, device=x.device)])
                 position = iter(range(len(leaves)))
                 variants.append((f"edge-{kind}-in{i}", tuple(_map(
                     tuple(inputs), lambda t: next(replaced) if next(position) == i else t))))
         return variants
+
+    @staticmethod
+    def mixed_inputs(inputs: Sequence[Any], seed: int) -> tuple[Any, ...]:
+        """`inputs` (a probe's at a shape of its own) with half the rows of every floating input
+        that has rows enough taken from the row-wise edges (`kgate.backends.base.mixed_rows`)."""
+        def mix(t: Any) -> Any:
+            if not isinstance(t, torch.Tensor) or t.dtype not in _FLOATING or t.numel() < 2:
+                return t
+            info = torch.finfo(t.dtype)
+            value = mixed_rows(t.detach().float().cpu().numpy(), float(info.max), seed, float(info.tiny))
+            return torch.from_numpy(value).to(dtype=t.dtype, device=t.device)
+
+        return tuple(_map(tuple(inputs), mix))
 
     # -- the process's settings and surface --------------------------------------------------
     @staticmethod

@@ -759,8 +759,8 @@ def _probe_checks(
                         "transcendentals.",
                     ))
             ok = ratio <= spec.multiplier and cand_err.mean_abs <= limit_mean and not count
-            trivial.append(passing_constant(e, unit * spec.multiplier, limit_mean) if graded_relative(r.dtype)
-                           else None if not _is_constant(r) else "its value")
+            trivial.append(passing_constant(e, unit * spec.multiplier, limit_mean, probe.inputs.leaves, r.dtype)
+                           if graded_relative(r.dtype) else None if not _is_constant(r) else "its value")
             detail = (
                 f"{path}: max-abs {cand_err.max_abs:.3g}, {_times(ratio)} the floor {floor_max:.3g} (or half an "
                 f"ulp of the output, where coarser) vs {spec.multiplier:g}x allowed; mean-abs {cand_err.mean_abs:.3g} "
@@ -773,7 +773,7 @@ def _probe_checks(
             over = np.abs(g - ex) > allowed
             over |= ~np.isfinite(g)
             n_over = int(over.sum())
-            trivial.append(passing_constant(r, allowed, np.inf) if graded_relative(r.dtype)
+            trivial.append(passing_constant(r, allowed, np.inf, probe.inputs.leaves, r.dtype) if graded_relative(r.dtype)
                            else None if not _is_constant(r) else "its value")
             out["violations"] = n_over
             ok = n_over == 0
@@ -803,28 +803,38 @@ def _probe_checks(
         checks.append(Check(
             f"{name}.vacuous",
             "FAIL",
-            f"vacuous probe: the answer is within parity's allowance of a constant everywhere ({constants}), so a "
-            "candidate returning that constant passes: the reference's output varies no more than its own error "
-            "allows (an answer that is its rounding noise around zero, or one value to within rounding).",
+            f"vacuous probe: the answer is within parity's allowance of a constant (or of an input) everywhere "
+            f"({constants}), so a candidate returning that passes: the reference's output varies no more than its "
+            "own error allows (an answer that is its rounding noise around zero, one value to within rounding, or an "
+            "input plus an update below the output's rounding).",
             "register a problem whose output depends on its inputs by more than rounding: keep the term that "
-            "cancels, or grade the quantity before the reduction that makes it constant.",
+            "cancels, grade the quantity before the reduction that makes it constant, or grade the update itself "
+            "(or in a dtype that resolves it, --dtype float32) rather than an input it barely moves.",
         ))
     return checks, record
 
 
-def passing_constant(expected: np.ndarray, allowed: np.ndarray, mean_allowed: float) -> str | None:
-    """A constant that would pass the grading of an output whose answer is `expected` (each
-    element within `allowed` of it, their mean error within `mean_allowed`): zero, or (for more
-    than one element) the middle of its range; None where neither would."""
+def passing_constant(expected: np.ndarray, allowed: np.ndarray, mean_allowed: float,
+                     inputs: Sequence[np.ndarray] = (), dtype: Any = None) -> str | None:
+    """A constant, or an input handed back, that would pass the grading of an output whose answer
+    is `expected` (each element within `allowed` of it, their mean error within `mean_allowed`):
+    zero, (for more than one element) the middle of its range, or one of `inputs` of the output's
+    shape as the output's `dtype` rounds it (a residual block whose update is below that rounding
+    answers its input: `return x` passes); None where none would."""
     e = _f64(expected).ravel()
     if e.size == 0 or not np.isfinite(e).all():
         return None
     bound = np.broadcast_to(np.asarray(allowed, dtype=np.float64), expected.shape).ravel()
-    tries = [0.0] + ([(float(e.max()) + float(e.min())) / 2] if e.size > 1 else [])
-    for constant in tries:
-        err = np.abs(e - constant)
+    tries: list[tuple[str, Any]] = [(f"{c:.3g}", c) for c in [0.0] + ([(float(e.max()) + float(e.min())) / 2]
+                                                                    if e.size > 1 else [])]
+    for j, x in enumerate(inputs):
+        a = np.asarray(x)
+        if a.shape == expected.shape and (a.dtype.kind == "f" or "float" in str(a.dtype)):
+            tries.append((f"input {j} handed back", _f64(a.astype(dtype or a.dtype)).ravel()))
+    for shown, stand_in in tries:
+        err = np.abs(e - stand_in)
         if bool(np.all(err <= bound)) and float(err.mean()) <= mean_allowed:
-            return f"{constant:.3g}"
+            return shown
     return None
 
 

@@ -165,8 +165,8 @@ def run_probe_legs(
 GRADED_SEAL = seals.SEAL_BEAT + '["result graded_runs"'  # the candidate leg's graded runs are over
 
 
-# of the edge battery's probes at the first probe's shapes (nine on a softmax): with five, a repair that
-# shows on four of nine edges is met in 125 runs of 126 (four would meet it in 121 of 126)
+# of the edge battery's probes at the first probe's shapes (ten on a softmax): with five, a repair that
+# shows on five of ten edges is met in 251 runs of 252, one that shows on four in 41 of 42
 AUDITED_EDGE_COUNT = 5
 # Where the firing audit's ablation runs again on drawn edges: torch's launches are recorded per run;
 # a JAX program's arithmetic outside its kernels is counted on the traced program, every branch in it.

@@ -76,6 +76,13 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
                 hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": label, "seeding": "edge"}, inputs)
         # the candidate's process starts on these while the shape probes' inputs are made
         handed = announce(probes, 0)
+
+        def mixed(inputs: Any) -> Any:
+            """With the edge battery on: half the rows of the odd and drawn shapes' inputs taken from
+            the row-wise edges (placed by the run's drawn seed), since the battery runs at the first
+            seed's shapes alone."""
+            return backend.mixed_inputs(inputs, req["seeds"][-1]) if req.get("edges") else inputs
+
         beat("phase making the shape probes' inputs")
         odd_note = ""
         # the shapes move from `base` over the op-point: from the op-point itself (the gate's, TINY
@@ -96,6 +103,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
                                   at_op_point)
                 with config_set(odd, reference.config):
                     inputs, how = backend.create_inputs(reference, req["seeds"][0], req["dtype"])
+                inputs = mixed(inputs)
                 hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": ODD_LABEL, "seeding": how,
                            "config": {**base, **odd}}, inputs)
                 # two more shapes, from the run's drawn seed: which sizes move, and by how much
@@ -108,6 +116,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
                 for n, drawn in enumerate(shapes, 1):
                     with config_set(drawn, reference.config):
                         inputs, how = backend.create_inputs(reference, req["seeds"][-1], req["dtype"])
+                    inputs = mixed(inputs)
                     hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][-1], "label": f"{DRAWN_LABEL}{n}",
                                "seeding": how, "config": {**base, **drawn}}, inputs)
                 if base:  # a verified op-point: one size past it (a kernel right up to the op-point's sizes only)
