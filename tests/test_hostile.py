@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, failed, gate, parity
+from conftest import ROOT, failed, gate, off_other_shapes, parity
 
 
 def _integrity_text(report) -> str:
@@ -442,8 +442,8 @@ def test_what_is_right_only_in_the_range_random_draws_have_fails_on_rows_scaled_
     report = gate("rmsnorm/reference.py", f"rmsnorm/{candidate}")
     found = _edge_failures(report)  # the scales edge (and for a large epsilon the small edge too) on their errors;
     assert "edge-scales-in0.error" in found, found  # the rounding grade may see it on every probe
-    assert _graded_off(report, "") <= {f"edge-{kind}-in0.{check}" for kind in ("scales", "small", "rows")
-                                         for check in ("error", "relative_error")}, found  # rows moved off zero too
+    assert off_other_shapes(_graded_off(report, "")) <= {  # rows moved off zero too; the shapes carry such rows
+        f"edge-{kind}-in0.{check}" for kind in ("scales", "small", "rows") for check in ("error", "relative_error")}, found
 
 
 @pytest.mark.parametrize("candidate", [
@@ -455,7 +455,7 @@ def test_what_is_wrong_only_on_rows_far_smaller_than_any_draw_fails_on_the_small
     report = gate("rmsnorm/reference.py", f"rmsnorm/{candidate}")
     found = _edge_failures(report)
     assert "edge-small-in0.error" in found, found  # its errors there and nowhere else (the rounding grade aside)
-    assert _graded_off(report, "") <= {"edge-small-in0.error", "edge-small-in0.relative_error"}, found
+    assert off_other_shapes(_graded_off(report, "")) <= {"edge-small-in0.error", "edge-small-in0.relative_error"}, found
 
 
 def test_the_rows_of_the_small_edge_span_tiny_powers_of_two_and_keep_clear_of_the_dtypes_smallest_normal():
