@@ -573,14 +573,6 @@ def mixed_rows(x32: np.ndarray, dtype_max: float, seed: int,
     if structured.size:
         rows[structured] = dict(edge_values(rows[structured], dtype_max, seed, dtype_tiny, kinds=("rows",)))["rows"]
     return out
-    rows = out.reshape(-1, x32.shape[-1])
-    rng = np.random.default_rng([seed, 7, *x32.shape])
-    chosen = np.sort(rng.permutation(rows.shape[0])[: min(rows.shape[0] // 2, STRUCTURED_ROWS_MAX)])
-    edges = [value for _, value in edge_values(rows[chosen], dtype_max, seed, dtype_tiny, kinds=ROW_EDGES)]
-    dealt = rng.permutation(len(chosen)) % len(edges)
-    for k, value in enumerate(edges):
-        rows[chosen[dealt == k]] = value[dealt == k]
-    return out
 
 
 def masked_rows(x32: np.ndarray, rng: np.random.Generator, fill: float = -np.inf) -> np.ndarray:

@@ -680,7 +680,7 @@ class JaxBackend:
 
     @staticmethod
     def mixed_inputs(inputs: Sequence[Any], seed: int) -> tuple[Any, ...]:
-        """`inputs` (a probe's at a shape of its own) with half the rows of every floating input
+        """`inputs` (a probe's at a shape of its own) with three rows in four of every floating input
         that has rows enough taken from the edges that treat each row on its own
         (`kgate.backends.base.mixed_rows`), placed and dealt by the run's drawn `seed`."""
         def mix(x: Any) -> Any:

@@ -623,7 +623,7 @@ class TorchBackend:
 
     @staticmethod
     def mixed_inputs(inputs: Sequence[Any], seed: int) -> tuple[Any, ...]:
-        """`inputs` (a probe's at a shape of its own) with half the rows of every floating input
+        """`inputs` (a probe's at a shape of its own) with three rows in four of every floating input
         that has rows enough taken from the row-wise edges (`kgate.backends.base.mixed_rows`)."""
         def mix(t: Any) -> Any:
             if not isinstance(t, torch.Tensor) or t.dtype not in _FLOATING or t.numel() < 2:

@@ -78,7 +78,7 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
         handed = announce(probes, 0)
 
         def mixed(inputs: Any) -> Any:
-            """With the edge battery on: half the rows of the odd and drawn shapes' inputs taken from
+            """With the edge battery on: three rows in four of the odd and drawn shapes' inputs taken from
             the row-wise edges (placed by the run's drawn seed), since the battery runs at the first
             seed's shapes alone."""
             return backend.mixed_inputs(inputs, req["seeds"][-1]) if req.get("edges") else inputs
