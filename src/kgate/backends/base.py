@@ -480,7 +480,11 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
     offset = 64.0 * scale
     axes = [a for a in range(x32.ndim) if x32.shape[a] > 1]  # a slice along a unit axis is the whole input
     variants: list[tuple[str, np.ndarray]] = []
-    if kinds is None or {"slices", "offset", "negative"} & set(kinds):
+
+    def wanted(kind: str) -> bool:  # each edge draws from its own generator: leaving one out moves no other
+        return kinds is None or kind in kinds
+
+    if wanted("slices") or wanted("offset") or wanted("negative"):
         slices, shifted, below = x32.copy(), x32 + np.float32(offset), x32 - np.float32(offset)
         for axis in axes:
             slices[(slice(None),) * axis + (x32.shape[axis] - 1,)] *= np.float32(huge / scale)
@@ -489,28 +493,36 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
             slices[lead + (0,)] = 0.0
             shifted[lead + (x32.shape[axis] // 2,)] = np.float32(offset + typical)
             below[lead + (x32.shape[axis] // 2,)] = np.float32(-offset - typical)
-        variants += [("slices", slices), ("offset", shifted), ("negative", below)]
+        variants += [(kind, value) for kind, value in (("slices", slices), ("offset", shifted), ("negative", below))
+                     if wanted(kind)]
     if seed is not None and x32.ndim >= 1 and x32.shape[-1] > 1:
-        rng = np.random.default_rng(seed)
-        spikes = x32.copy()
-        rows = spikes.reshape(-1, x32.shape[-1])
-        where = rng.integers(0, x32.shape[-1], size=rows.shape[0])
-        signs = np.where(rng.random(rows.shape[0]) < 0.5, -1.0, 1.0).astype(np.float32)
-        rows[np.arange(rows.shape[0]), where] = signs * np.float32(huge)
-        variants.append(("spikes", spikes))
-        top = min(SCALE_EXPONENTS[1], max(SCALE_EXPONENTS[0] + 8.0, math.log2(max(huge / scale, 1.0))))
-        variants.append(("scales", row_scaled(x32, np.random.default_rng([seed, 1]), huge / scale,
-                                              (SCALE_EXPONENTS[0], top))))
-        variants.append(("rows", structured_rows(x32, np.random.default_rng([seed, 4]), huge)))
-        if x32.ndim >= 2 and x32.size // x32.shape[-1] > 1 and x32.shape[-1] >= 4:
+        if wanted("spikes"):
+            rng = np.random.default_rng(seed)
+            spikes = x32.copy()
+            rows = spikes.reshape(-1, x32.shape[-1])
+            where = rng.integers(0, x32.shape[-1], size=rows.shape[0])
+            signs = np.where(rng.random(rows.shape[0]) < 0.5, -1.0, 1.0).astype(np.float32)
+            rows[np.arange(rows.shape[0]), where] = signs * np.float32(huge)
+            variants.append(("spikes", spikes))
+        if wanted("scales"):
+            top = min(SCALE_EXPONENTS[1], max(SCALE_EXPONENTS[0] + 8.0, math.log2(max(huge / scale, 1.0))))
+            variants.append(("scales", row_scaled(x32, np.random.default_rng([seed, 1]), huge / scale,
+                                                  (SCALE_EXPONENTS[0], top))))
+        if wanted("rows"):
+            variants.append(("rows", structured_rows(x32, np.random.default_rng([seed, 4]), huge)))
+        if wanted("columns") and x32.ndim >= 2 and x32.size // x32.shape[-1] > 1 and x32.shape[-1] >= 4:
             variants.append(("columns", outstanding_columns(x32, np.random.default_rng([seed, 5]), huge)))
         low = max(SMALL_EXPONENTS[0], math.ceil(math.log2(dtype_tiny * 2.0**10 / typical)))
-        if low < SMALL_EXPONENTS[1]:
+        if wanted("small") and low < SMALL_EXPONENTS[1]:
             variants.append(("small", row_scaled(x32, np.random.default_rng([seed, 2]), 1.0, (low, SMALL_EXPONENTS[1]))))
-        if kinds is None or {"masked", "lowest"} & set(kinds):
+        if wanted("masked"):
             variants.append(("masked", masked_rows(x32, np.random.default_rng([seed, 3]))))
+        if wanted("lowest"):
             variants.append(("lowest", masked_rows(x32, np.random.default_rng([seed, 6]), lowest_fill(dtype_max))))
-    return [(kind, value) for kind, value in variants if kinds is None or kind in kinds]
+    return variants
+
+
+EDGE_KINDS = ("slices", "offset", "negative", "spikes", "scales", "rows", "columns", "small", "masked", "lowest")
 
 
 def edge_kinds(floating_inputs: int) -> tuple[str, ...] | None:
@@ -519,9 +531,6 @@ def edge_kinds(floating_inputs: int) -> tuple[str, ...] | None:
     among several (attention's queries, keys and values) a row far below zero is a value no honest
     kernel need survive (jax's own Pallas flash attention returns NaN for a query row at -1e10)."""
     return None if floating_inputs <= 1 else tuple(k for k in EDGE_KINDS if k != "lowest")
-
-
-EDGE_KINDS = ("slices", "offset", "negative", "spikes", "scales", "rows", "columns", "small", "masked", "lowest")
 
 # The lowest edge's fill, a fraction of the dtype's lowest value: below every finite sentinel a kernel
 # writes in place of -inf (-1e30 or -1e9 in float32 and bfloat16; -1e4 in float16), yet so far above

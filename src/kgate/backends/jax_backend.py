@@ -665,8 +665,7 @@ class JaxBackend:
         times one from 2**-24 to 2**-6 (`kgate.backends.base.edge_values`). Built on the host."""
         leaves, treedef = jax.tree_util.tree_flatten(tuple(inputs))
         variants: list[tuple[str, tuple[Any, ...]]] = []
-        floating = [i for i, x in enumerate(leaves)
-                    if isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jnp.floating) and x.size >= 2]
+        floating = [i for i, x in enumerate(leaves) if _edged(x)]
         kinds = edge_kinds(len(floating))
         for i in floating:
             x = leaves[i]
@@ -684,7 +683,7 @@ class JaxBackend:
         that has rows enough taken from the edges that treat each row on its own
         (`kgate.backends.base.mixed_rows`), placed and dealt by the run's drawn `seed`."""
         def mix(x: Any) -> Any:
-            if not isinstance(x, jax.Array) or not jnp.issubdtype(x.dtype, jnp.floating) or x.size < 2:
+            if not _edged(x):
                 return x
             info = jnp.finfo(x.dtype)
             value = mixed_rows(np.asarray(x).astype(np.float32), float(info.max), seed, float(info.tiny))
@@ -1092,8 +1091,6 @@ def stock_namedtuple(cls: Any) -> bool:
     nothing more: a direct subclass of tuple, of the plain metaclass, whose constructor is the one
     `collections.namedtuple` generates for its fields (compared by code), with no `__init__` of its
     own. jax rebuilds it by calling it: that runs only the generated code."""
-    import collections
-
     fields = getattr(cls, "_fields", None)
     if type(cls) is not type or cls.__bases__ != (tuple,) or not isinstance(fields, tuple) \
             or not all(type(f) is str and f.isidentifier() for f in fields) or cls.__init__ is not tuple.__init__:
@@ -1147,6 +1144,11 @@ def refuse_foreign_nodes(tree: Any) -> None:
             f"the output is built by a pytree node of class {', '.join(sorted(set(foreign)))}: its unflatten is "
             "Python code that runs on every call of the compiled program, after the program computed its "
             "result; return the arrays in tuples, lists or dicts")
+
+
+def _edged(x: Any) -> bool:
+    """Whether the edges change an input leaf: a floating array of two elements or more."""
+    return isinstance(x, jax.Array) and bool(jnp.issubdtype(x.dtype, jnp.floating)) and x.size >= 2
 
 
 def _fresh(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -286,6 +286,11 @@ def _structure(tree: Any) -> str:
     return "*"
 
 
+def _edged(t: Any) -> bool:
+    """Whether the edges change an input leaf: a floating tensor of two elements or more."""
+    return isinstance(t, torch.Tensor) and t.dtype in _FLOATING and t.numel() >= 2
+
+
 def _map(tree: Any, fn: Callable[[Any], Any]) -> Any:
     if isinstance(tree, (list, tuple)):
         return type(tree)(_map(x, fn) for x in tree)
@@ -607,8 +612,7 @@ class TorchBackend:
         """The edge battery (`kgate.backends.base.edge_values`), one floating input at a time."""
         leaves = [t for _, t in _flatten(tuple(inputs))]
         variants: list[tuple[str, tuple[Any, ...]]] = []
-        floating = [i for i, x in enumerate(leaves)
-                    if isinstance(x, torch.Tensor) and x.dtype in _FLOATING and x.numel() >= 2]
+        floating = [i for i, x in enumerate(leaves) if _edged(x)]
         kinds = edge_kinds(len(floating))
         for i in floating:
             x = leaves[i]
@@ -626,7 +630,7 @@ class TorchBackend:
         """`inputs` (a probe's at a shape of its own) with three rows in four of every floating input
         that has rows enough taken from the row-wise edges (`kgate.backends.base.mixed_rows`)."""
         def mix(t: Any) -> Any:
-            if not isinstance(t, torch.Tensor) or t.dtype not in _FLOATING or t.numel() < 2:
+            if not _edged(t):
                 return t
             info = torch.finfo(t.dtype)
             value = mixed_rows(t.detach().float().cpu().numpy(), float(info.max), seed, float(info.tiny))

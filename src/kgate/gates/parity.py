@@ -759,7 +759,7 @@ def _probe_checks(
                         "transcendentals.",
                     ))
             ok = ratio <= spec.multiplier and cand_err.mean_abs <= limit_mean and not count
-            trivial.append(passing_constant(e, unit * spec.multiplier, limit_mean, probe.inputs.leaves, r.dtype)
+            trivial.append(passing_stand_in(e, unit * spec.multiplier, limit_mean, probe.inputs.leaves, r.dtype)
                            if graded_relative(r.dtype) else None if not _is_constant(r) else "its value")
             detail = (
                 f"{path}: max-abs {cand_err.max_abs:.3g}, {_times(ratio)} the floor {floor_max:.3g} (or half an "
@@ -773,7 +773,7 @@ def _probe_checks(
             over = np.abs(g - ex) > allowed
             over |= ~np.isfinite(g)
             n_over = int(over.sum())
-            trivial.append(passing_constant(r, allowed, np.inf, probe.inputs.leaves, r.dtype) if graded_relative(r.dtype)
+            trivial.append(passing_stand_in(r, allowed, np.inf, probe.inputs.leaves, r.dtype) if graded_relative(r.dtype)
                            else None if not _is_constant(r) else "its value")
             out["violations"] = n_over
             ok = n_over == 0
@@ -814,7 +814,7 @@ def _probe_checks(
     return checks, record
 
 
-def passing_constant(expected: np.ndarray, allowed: np.ndarray, mean_allowed: float,
+def passing_stand_in(expected: np.ndarray, allowed: np.ndarray, mean_allowed: float,
                      inputs: Sequence[np.ndarray] = (), dtype: Any = None) -> str | None:
     """A constant, or an input handed back, that would pass the grading of an output whose answer
     is `expected` (each element within `allowed` of it, their mean error within `mean_allowed`):
@@ -829,7 +829,7 @@ def passing_constant(expected: np.ndarray, allowed: np.ndarray, mean_allowed: fl
                                                                     if e.size > 1 else [])]
     for j, x in enumerate(inputs):
         a = np.asarray(x)
-        if a.shape == expected.shape and (a.dtype.kind == "f" or "float" in str(a.dtype)):
+        if a.shape == expected.shape and graded_relative(a.dtype):
             tries.append((f"input {j} handed back", _f64(a.astype(dtype or a.dtype)).ravel()))
     for shown, stand_in in tries:
         err = np.abs(e - stand_in)

@@ -123,10 +123,11 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def scheduling(pid: int) -> frozenset[tuple[str, int, int, int]]:
-    """How the OS schedules each thread of `pid` now, as the distinct (CPUs allowed, scheduling
-    policy, real-time priority, nice) among them: a thread inherits its starter's, so a process
-    whose code changes none shows the values it started with. Empty when it is gone."""
+def scheduling(pid: int | str) -> frozenset[tuple[str, int, int, int]]:
+    """How the OS schedules each thread of `pid` now (or "self": this process, whatever its
+    pid), as the distinct (CPUs allowed, scheduling policy, real-time priority, nice) among them: a
+    thread inherits its starter's, so a process whose code changes none shows the values it started
+    with. Empty when it is gone."""
     try:
         tasks = _listdir(f"/proc/{pid}/task")
     except OSError:

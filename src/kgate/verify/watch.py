@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kgate.problem.snapshot import ModuleSnapshot, loaded_modules, snapshot_module, snapshot_surface
+from kgate.verify import census
 from kgate.verify.seals import seal
 
 
@@ -54,7 +55,7 @@ def _os_state() -> dict[str, Any]:
     to one core, run at a lower priority or in real time, a thread is slower or faster than the one
     beside it in the timed loop."""
     state: dict[str, Any] = {f"the {name} handler the OS holds": handler for name, handler in _native_handlers()}
-    state["the threads' scheduling (affinity, policy, real-time priority, nice)"] = _scheduling()
+    state["the threads' scheduling (affinity, policy, real-time priority, nice)"] = census.scheduling("self")
     return state
 
 
@@ -86,28 +87,6 @@ def _native_handlers() -> list[tuple[str, int]]:
         if _LIBC.sigaction(sig, None, buffer) == 0:
             found.append((name, int.from_bytes(buffer.raw[:ctypes.sizeof(ctypes.c_void_p)], sys.byteorder)))
     return found
-
-
-def _scheduling() -> frozenset[tuple[Any, ...]]:
-    """The distinct (CPU affinity, scheduling policy, real-time priority, nice value) of the
-    process's threads: a thread
-    a framework starts later inherits its starter's, so the set stays the same unless code changes
-    one. Empty where the OS does not say."""
-    import os
-
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return frozenset()
-    seen = set()
-    for task in tasks:
-        tid = int(task)
-        try:
-            seen.add((tuple(sorted(os.sched_getaffinity(tid))), os.sched_getscheduler(tid),
-                      os.sched_getparam(tid).sched_priority, os.getpriority(os.PRIO_PROCESS, tid)))
-        except (OSError, AttributeError):  # a thread that ended while being read; or no such call here
-            continue
-    return frozenset(seen)
 
 
 def _signal_name(sig: int) -> str:
