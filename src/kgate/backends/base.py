@@ -653,8 +653,7 @@ def structured_rows(x32: np.ndarray, rng: np.random.Generator, most: float) -> n
     # structures, which ones a run meets is drawn too
     chosen = rng.permutation(count)[:STRUCTURED_ROWS_MAX]
     family[chosen] = rng.permutation(len(ROW_STRUCTURES))[np.arange(len(chosen)) % len(ROW_STRUCTURES)]
-    finite = np.where(np.isfinite(rows), rows.astype(np.float64), 0.0)  # a mask's -inf has no size
-    sizes = np.sqrt(np.mean(finite ** 2, axis=1))
+    sizes = _row_sizes(rows)
     fallback = float(np.median(sizes[sizes > 0])) if np.any(sizes > 0) else 1.0
     sizes = np.where(sizes > 0, sizes, fallback)
     signs = np.where(rng.random(count) < 0.5, -1.0, 1.0)
@@ -668,14 +667,26 @@ def structured_rows(x32: np.ndarray, rng: np.random.Generator, most: float) -> n
             row[rng.permutation(n)[:zeros]] = 0.0
         elif family[r] == 2 and n > 2:
             many = int(min(max(np.exp2(rng.random() * math.log2(max(n / 4, 2))), 2), n - 1))
-            factors = np.exp2(rng.uniform(math.log2(OUTLIER_FACTORS[0]), math.log2(OUTLIER_FACTORS[1]), size=many))
-            values = np.minimum(factors * sizes[r], most) * np.where(rng.random(many) < 0.5, -1.0, 1.0)
+            values = _outlier_values(rng, many, sizes[r], most)
             row[rng.permutation(n)[:many]] = values.astype(np.float32)
         elif family[r] == 3:
             row[:] = np.sort(row)[:: -1 if rng.random() < 0.5 else 1]
         elif family[r] == 4:
             row[:] = np.minimum(np.round(np.abs(row) / sizes[r] * LEVELS / 2), LEVELS)
     return out
+
+
+def _row_sizes(rows: np.ndarray) -> np.ndarray:
+    """Each row's root mean square, its non-finite values (a mask's -inf) counted as zero."""
+    finite = np.where(np.isfinite(rows), rows.astype(np.float64), 0.0)
+    return np.sqrt(np.mean(finite ** 2, axis=1))
+
+
+def _outlier_values(rng: np.random.Generator, many: int, size: float, most: float) -> np.ndarray:
+    """`many` values `OUTLIER_FACTORS` times `size` (drawn on a log scale), each with a drawn sign,
+    never past `most` in magnitude."""
+    factors = np.exp2(rng.uniform(math.log2(OUTLIER_FACTORS[0]), math.log2(OUTLIER_FACTORS[1]), size=many))
+    return np.minimum(factors * size, most) * np.where(rng.random(many) < 0.5, -1.0, 1.0)
 
 
 def outstanding_columns(x32: np.ndarray, rng: np.random.Generator, most: float) -> np.ndarray:
@@ -687,19 +698,16 @@ def outstanding_columns(x32: np.ndarray, rng: np.random.Generator, most: float) 
     out = x32.copy()
     n = x32.shape[-1]
     rows = out.reshape(-1, n)
-    finite = np.where(np.isfinite(rows), rows.astype(np.float64), 0.0)
-    size = float(np.median(np.sqrt(np.mean(finite ** 2, axis=1)))) or 1.0
+    size = float(np.median(_row_sizes(rows))) or 1.0
     many = int(min(rng.integers(COLUMN_COUNT[0], COLUMN_COUNT[1] + 1), max(n // 4, 1)))
     columns = rng.permutation(n)[:many]
-    factors = np.exp2(rng.uniform(math.log2(OUTLIER_FACTORS[0]), math.log2(OUTLIER_FACTORS[1]), size=many))
-    values = np.minimum(factors * size, most) * np.where(rng.random(many) < 0.5, -1.0, 1.0)
+    values = _outlier_values(rng, many, size, most)
     jitter = np.clip(1.0 + 0.125 * rng.standard_normal((rows.shape[0], many)), 0.75, 1.0)  # never past `most`
     rows[:, columns] = values.astype(np.float32)[None, :] * jitter
     return out
 
 
-def row_scaled(x32: np.ndarray, rng: np.random.Generator, most: float,
-               span: tuple[float, float] = (-4.0, 4.0)) -> np.ndarray:
+def row_scaled(x32: np.ndarray, rng: np.random.Generator, most: float, span: tuple[float, float]) -> np.ndarray:
     """`x32` with every row (along the last axis) times 2**e, the exponents stratified over
     `span` (one uniform draw in each of n equal bands for n rows, shuffled), and no factor past
     `most` (the extreme edge's: nothing overflows that the extreme slice would not)."""

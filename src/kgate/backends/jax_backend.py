@@ -656,13 +656,9 @@ class JaxBackend:
     @staticmethod
     def edge_inputs(inputs: Sequence[Any], seed: int | None = None) -> list[tuple[str, tuple[Any, ...]]]:
         """Variants of `inputs` with the values random probes never hit, one floating input at
-        a time (I: the leaf's position among the flattened inputs). Along every axis longer than
-        one: `edge-slices-inI` has an extreme slice (the last index) and a zero slice (index 0,
-        applied last so it stays all zero); `edge-offset-inI` is the whole input plus a large
-        common offset, with a constant slice (the middle index); with `seed` (the run's drawn
-        one), `edge-spikes-inI`: one extreme value per row at a drawn position, `edge-scales-inI`:
-        every row times its own drawn power of two from 1/16 to 16, and `edge-small-inI`: every row
-        times one from 2**-24 to 2**-6 (`kgate.backends.base.edge_values`). Built on the host."""
+        a time, `edge-KIND-inI` (I: the leaf's position among the flattened inputs; the kinds and
+        what each holds: `kgate.backends.base.edge_values`, placed by the run's drawn `seed`; the
+        `lowest` edge only where one input is floating, `edge_kinds`). Built on the host."""
         leaves, treedef = jax.tree_util.tree_flatten(tuple(inputs))
         variants: list[tuple[str, tuple[Any, ...]]] = []
         floating = [i for i, x in enumerate(leaves) if _edged(x)]

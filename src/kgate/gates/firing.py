@@ -188,9 +188,10 @@ def _assertions(spec: FiringSpec, facts: ProgramFacts) -> list[Check]:
 class Transplant:
     """The output with every kernel's results taken from the run on another probe, graded twice:
     against that probe's answer (`carries`) and against this probe's own (`stays`). `strict`: an
-    output that is neither FAILs (torch, whose elementwise work outside the kernels is not
-    counted); else it passes (JAX: an epilogue or a residual reads this probe's inputs, and
-    `kernel_does_the_arithmetic` bounds the work done beside the kernels)."""
+    output that is neither FAILs, or is an advisory where the kernels' share is declared (torch,
+    whose elementwise work outside the kernels is not counted); else it passes (JAX: an epilogue
+    or a residual reads this probe's inputs, and `kernel_does_the_arithmetic` bounds the work done
+    beside the kernels)."""
 
     carries: bool
     stays: bool

@@ -455,6 +455,11 @@ def clear_of_underflow(dtype: Any) -> float:
     return max(CLEAR_OF_UNDERFLOW * float(np.finfo(np.float32).tiny), 4.0 * own)
 
 
+def too_many_vanished(lost: int, resolved: int) -> bool:
+    """Whether losing `lost` of `resolved` elements FAILs the vanishing grade (here and in the receipt's re-check)."""
+    return resolved > 0 and lost > VANISHED_SHARE * resolved
+
+
 def vanished(c: np.ndarray, measured: np.ndarray, e: np.ndarray, dtype: Any) -> tuple[int, int, list[int]]:
     """How many elements the candidate `c` loses (returns as zero, with the other sign, or off by
     more than a factor of `LOST_FACTOR` either way) where the reference as its floor is measured
@@ -729,7 +734,7 @@ def _probe_checks(
             if graded_relative(r.dtype) and not count:
                 lost, resolved, where = vanished(c, measured, e, r.dtype)
                 out["vanished"] = {"lost": lost, "resolved": resolved, "allowed_share": VANISHED_SHARE}
-                if resolved and lost > VANISHED_SHARE * resolved:
+                if too_many_vanished(lost, resolved):
                     after.append(Check(
                         f"{name}.vanished",
                         "FAIL",

@@ -132,7 +132,9 @@ def scheduling(pid: int | str) -> frozenset[tuple[str, int, int, int]]:
         tasks = _listdir(f"/proc/{pid}/task")
     except OSError:
         return frozenset()
-    found = set()
+    found: set[tuple[str, int, int, int]] = set()
+    if _affinity is None:  # no way to read a thread's CPUs here
+        return frozenset()
     for tid in tasks:
         stat = _read(f"/proc/{pid}/task/{tid}/stat")
         fields = stat[stat.rindex(")") + 2 :].split() if stat and ")" in stat else []
@@ -140,7 +142,7 @@ def scheduling(pid: int | str) -> frozenset[tuple[str, int, int, int]]:
             continue  # the thread ended while we looked (or a /proc that does not say)
         try:
             cpus = ",".join(map(str, sorted(_affinity(int(tid)))))
-        except (OSError, AttributeError):
+        except OSError:  # the thread ended while we looked
             continue
         found.add((cpus, int(fields[38]), int(fields[37]), int(fields[16])))  # policy, rt_priority, nice
     return frozenset(found)

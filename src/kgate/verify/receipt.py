@@ -24,7 +24,7 @@ from kgate.errors import KgateError
 from kgate.gates import stats
 from kgate.gates.bar import evaluate_bar, ordering_status, parse_bar
 from kgate.gates.parity import (EDGE_PREFIX, SMALLEST_SHARE, VANISHED_SHARE, ParitySpec, at_another_shape,
-                                graded_relative, half_ulp, rounding_allowed, rounding_graded)
+                                graded_relative, half_ulp, rounding_allowed, rounding_graded, too_many_vanished)
 from kgate.jsonio import check_schema, clean, write_atomic
 
 SCHEMA = "kgate.receipt"
@@ -238,12 +238,11 @@ def _rounding_problems(where: str, name: str, out: Mapping[str, Any], checks: Ma
 
 def _vanished_failed(out: Mapping[str, Any]) -> bool:
     vanished = out.get("vanished") or {}
-    resolved, lost = int(vanished.get("resolved", 0)), int(vanished.get("lost", 0))
-    return resolved > 0 and lost > VANISHED_SHARE * resolved
+    return too_many_vanished(int(vanished.get("lost", 0)), int(vanished.get("resolved", 0)))
 
 
 def _vanished_problems(where: str, name: str, out: Mapping[str, Any], checks: Mapping[str, Any],
-                       required: bool, outputs: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+                       required: bool, outputs: Sequence[Mapping[str, Any]]) -> list[str]:
     """The vanishing grade from its record: the share allowed is `VANISHED_SHARE`; an output that
     lost more than that share of its resolved elements has the probe's check there, FAILed, and the
     check FAILs only where one of the probe's `outputs` did (unless a non-finite output failed
@@ -262,7 +261,7 @@ def _vanished_problems(where: str, name: str, out: Mapping[str, Any], checks: Ma
         return problems
     if _vanished_failed(out) and not failed_check:
         problems.append(f"{where}: the vanishing grade's check does not follow from its counts")
-    elif failed_check and not any(_vanished_failed(o) for o in (outputs or [out])):
+    elif failed_check and not any(_vanished_failed(o) for o in outputs):
         problems.append(f"{where}: the vanishing grade's check does not follow from its counts")
     return problems
 

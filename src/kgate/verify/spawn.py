@@ -60,6 +60,7 @@ class LegProcess:
     # process's own, which a leg starts with), and after (`census.scheduling`)
     scheduled_before: set[tuple[str, int, int, int]] = field(default_factory=set)
     scheduled_after: set[tuple[str, int, int, int]] = field(default_factory=set)
+    _imported: bool = False  # a beat or a tick has said the candidate is imported
     _readers: list[threading.Thread] = field(default_factory=list)
     _watching: threading.Event = field(default_factory=threading.Event)  # set: the process watch stops
     _watcher: threading.Thread | None = None
@@ -268,8 +269,10 @@ class LegProcess:
         if self.proc.poll() is None:  # at every look: a change inside the candidate's calls lasts only as long
             # before the candidate is imported: what the leg and its framework set; from then on, any new
             # setting is the candidate's (its untimed calls included: one made there would pass for a baseline)
-            imported = bool(self.ticks) or any(CANDIDATE_IMPORT in line for _, line in list(self.beats))
-            (self.scheduled_after if imported else self.scheduled_before).update(census.scheduling(self.proc.pid))
+            # (the beats only grow: once seen, the import stays seen)
+            self._imported = self._imported or bool(self.ticks) or any(
+                CANDIDATE_IMPORT in line for _, line in list(self.beats))
+            (self.scheduled_after if self._imported else self.scheduled_before).update(census.scheduling(self.proc.pid))
         for pid, sample in found.items():
             record = self.processes.setdefault(pid, {
                 "pid": pid, "name": sample.name, "first_ns": now - self.started_ns, "cpu_s": sample.cpu_s,
