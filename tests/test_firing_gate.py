@@ -35,6 +35,27 @@ def test_the_ablation_on_edges_drawn_after_grading_fails_where_an_edges_answer_c
     assert _on_edges(EdgeAudit("edge-small-in0", error="the draw was changed on its way"))[0] == ["FAIL"]
     assert _on_edges(EdgeAudit("edge-slices-in0", reason="the reference is not finite there"))[0] == ["SKIPPED"]
     assert _on_edges()[0] == []  # nothing drawn (a JAX program: its arithmetic is counted on the program)
+    saturated = EdgeAudit("edge-rows-in0", Ablation(True, "", 60, 60), left_out=4)
+    states, text = _on_edges(saturated)
+    assert states == ["PASS"] and "moves all 60 output elements" in text and "4 whose answer is zero" in text
+
+
+def test_the_edge_ablation_counts_only_the_elements_whose_answer_is_not_zero_to_the_outputs_resolution():
+    import numpy as np
+
+    from kgate.backends.base import HostTree
+    from kgate.gates.parity import ParitySpec, Probe
+    from kgate.verify.early import _measurable
+
+    def tree(a):
+        return HostTree("tuple", ("out",), (a,))
+
+    answer = np.array([[0.5, 0.0, 1e-40, 0.25]], np.float32)  # a probability driven to zero, and one underflowed
+    probe = Probe(seed=1, inputs=tree(answer + 1), reference=tree(answer), oracle=tree(answer.astype(np.float64)),
+                  oracle_kind="float64", candidate=tree(answer))
+    moves = [np.array([[1.0, 0.0, 0.0, 0.0]])]  # the kernel's perturbation moves only the first
+    measured, left_out = _measurable(ParitySpec("floor"), moves, probe, 1e-7)
+    assert left_out == 2 and [m.tolist() for m in measured] == [[1.0, 0.0]]  # the last one still counts: unmoved
 
 
 def test_live_kernel_passes_on_cpu_and_says_the_device_check_did_not_run():

@@ -296,6 +296,13 @@ def test_the_transplant_puts_another_runs_kernel_results_in_place_and_says_why_i
         closed = jax.make_jaxpr(jax.jit(lambda x: double(x) + x))(X)  # a kernel, and a residual beside it
         out, = transplant(closed, [X], [other])
         np.testing.assert_array_equal(np.asarray(out), np.asarray(other * 2 + X))  # the kernel's from the other run
+        # a kernel in a loop or a branch: both runs stepped through, launch by launch
         looped = jax.make_jaxpr(lambda x: jax.lax.scan(lambda c, _: (double(c), None), x, None, length=2)[0])(X)
-        with pytest.raises(NotTransplanted, match="inside a scan"):
-            transplant(looped, [X], [other])
+        out, = transplant(looped, [X], [other])
+        np.testing.assert_array_equal(np.asarray(out), np.asarray(other * 4))  # the other run's second launch
+        taken = jax.make_jaxpr(lambda x: jax.lax.cond(x[0, 0] == x[0, 0], double, lambda v: v, x) + x)(X)
+        out, = transplant(taken, [X], [other])
+        np.testing.assert_array_equal(np.asarray(out), np.asarray(other * 2 + X))
+        counted = jax.make_jaxpr(lambda x: jax.lax.while_loop(lambda c: c[0, 1] < 50.0, double, x))(X)
+        with pytest.raises(NotTransplanted, match="do not line up|different numbers"):  # each run its own steps
+            transplant(counted, [X], [other])

@@ -905,8 +905,8 @@ class JaxBackend:
     def transplant(self, fn: Callable[..., Any], inputs: Sequence[Any], other: Sequence[Any]) -> HostTree | Skip:
         """`fn`'s outputs on `inputs` with every kernel's results taken from its run on `other`
         (`jaxpr_flow.transplant`), graded by the parent against both probes' answers; a `Skip`
-        saying why where the kernels cannot be lined up between the runs (a kernel in a loop or a
-        branch, or a program the re-evaluation cannot rebuild): the check is then SKIPPED, said,
+        saying why where the kernels cannot be lined up between the runs (a loop or a branch taken
+        otherwise on each, or a program the re-evaluation cannot rebuild): the check is then SKIPPED, said,
         and the ablation, the stand-ins and the arithmetic count stand alone."""
         _, other = bind_static(fn, other)
         fn, inputs = bind_static(fn, inputs)

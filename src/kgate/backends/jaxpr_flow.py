@@ -333,8 +333,12 @@ def _stand_ins() -> dict[str, Replacement]:
     return {"zeros": zeros, "passthrough": passthrough}
 
 
-def evaluate_with_kernels(closed: Any, args: Sequence[Any], perturb: Replacement | None) -> list[Any]:
-    """Evaluate the program, passing every kernel result through `perturb` (None: unchanged)."""
+def evaluate_with_kernels(closed: Any, args: Sequence[Any], perturb: Replacement | None,
+                          stepped: bool = False) -> list[Any]:
+    """Evaluate the program, passing every kernel result through `perturb` (None: unchanged). A
+    loop or a branch that holds a kernel is bound again with kernel-perturbing copies of its bodies;
+    `stepped` (on concrete arrays, outside any trace): run here instead, step by step
+    (`_stepped`), so that `perturb` sees every launch as it happens, in order."""
     body, consts = _open(closed)
     env: dict[Any, Any] = {}
 
@@ -353,11 +357,13 @@ def evaluate_with_kernels(closed: Any, args: Sequence[Any], perturb: Replacement
             outs = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(eqn.params))
             outs = [perturb(o, ins) if perturb else o for o in outs]
         elif sub is not None and contains_kernel(sub):
-            outs = evaluate_with_kernels(sub, ins, perturb)
+            outs = evaluate_with_kernels(sub, ins, perturb, stepped)
         elif any(contains_kernel(s) for s in jcore.jaxprs_in_params(eqn.params)):
-            # A loop or branch: bind it again with kernel-perturbing copies of its bodies.
-            result = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(_rewritten_params(eqn, perturb)))
-            outs = result if eqn.primitive.multiple_results else [result]
+            if stepped:
+                outs = _stepped(eqn, ins, perturb)
+            else:  # a loop or branch: bind it again with kernel-perturbing copies of its bodies
+                result = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(_rewritten_params(eqn, perturb)))
+                outs = result if eqn.primitive.multiple_results else [result]
         else:
             result = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(eqn.params))
             outs = result if eqn.primitive.multiple_results else [result]
@@ -406,8 +412,45 @@ def kernel_experiments(closed: Any, args: Sequence[Any]) -> tuple[list[Any], lis
 
 
 class NotTransplanted(Exception):
-    """The kernels' results of one run cannot be put in another's place: a kernel runs in a loop or a
-    branch (once per iteration, or not at all), whose per-run values kgate does not line up."""
+    """The kernels' results of one run cannot be put in another's place: the two runs launch
+    different kernels (a loop or a branch taken otherwise on each), or a kernel sits in a construct
+    kgate does not step through."""
+
+
+STEPS_MAX = 1 << 14  # a while loop's steps the transplant runs before it gives up (said, SKIPPED)
+
+
+def _stepped(eqn: Any, ins: Sequence[Any], perturb: Replacement | None) -> list[Any]:
+    """A scan, a while loop or a cond that holds a kernel, run on concrete arrays step by step (a
+    scan's steps in its order, a while loop's until its condition fails, the branch a cond takes),
+    each body through `evaluate_with_kernels`: every launch reaches `perturb` in the order it runs."""
+    p, name = eqn.params, eqn.primitive.name
+
+    def run(body: Any, args: Sequence[Any]) -> list[Any]:
+        return evaluate_with_kernels(body, args, perturb, stepped=True)
+
+    if name == "cond":
+        branches = p["branches"]
+        return run(branches[min(max(int(np.asarray(ins[0])), 0), len(branches) - 1)], ins[1:])
+    if name == "while":
+        nc, nb = p["cond_nconsts"], p["body_nconsts"]
+        carry = list(ins[nc + nb:])
+        for _ in range(STEPS_MAX):
+            if not bool(np.asarray(run(p["cond_jaxpr"], [*ins[:nc], *carry])[0])):
+                return carry
+            carry = run(p["body_jaxpr"], [*ins[nc:nc + nb], *carry])
+        raise NotTransplanted(f"a while loop that holds a kernel ran past {STEPS_MAX} steps")
+    if name == "scan":
+        nc, ncarry = p["num_consts"], p["num_carry"]
+        carry, xs, ys = list(ins[nc:nc + ncarry]), ins[nc + ncarry:], []
+        for i in (reversed(range(p["length"])) if p["reverse"] else range(p["length"])):
+            outs = run(p["jaxpr"], [*ins[:nc], *carry, *(x[i] for x in xs)])
+            carry = outs[:ncarry]
+            ys.append(outs[ncarry:])
+        ys = ys[::-1] if p["reverse"] else ys
+        return [*carry, *(jnp.stack([y[k] for y in ys]) if ys else jnp.zeros(v.aval.shape, v.aval.dtype)
+                          for k, v in enumerate(eqn.outvars[ncarry:]))]
+    raise NotTransplanted(f"a kernel runs inside a {name}, which kgate does not step through")
 
 
 def _kernel_in_a_loop(closed: Any) -> str:
@@ -431,10 +474,10 @@ def transplant(closed: Any, args: Sequence[Any], other: Sequence[Any]) -> list[A
     """The program's outputs on `args` with every kernel's results replaced, in the order the
     kernels run, by what the same kernel returned on `other` (inputs of the same shapes): where
     the kernels carry the answer, that is `other`'s answer; an output computed beside them from
-    the inputs stays `args`'s. One jitted program."""
-    where = _kernel_in_a_loop(closed)
-    if where:
-        raise NotTransplanted(f"a kernel runs inside a {where}, once per iteration or branch taken")
+    the inputs stays `args`'s. One jitted program; where a kernel sits in a loop or a branch, the
+    two runs are evaluated here on concrete arrays, stepping through it (`_stepped`), and line up
+    launch by launch, unless they take other steps or branches (then `NotTransplanted`)."""
+    stepped = bool(_kernel_in_a_loop(closed))
 
     def both(a: Sequence[Any], b: Sequence[Any]) -> list[Any]:
         given: list[Any] = []
@@ -443,22 +486,23 @@ def transplant(closed: Any, args: Sequence[Any], other: Sequence[Any]) -> list[A
             given.append(o)
             return o
 
-        evaluate_with_kernels(closed, b, keep)
+        evaluate_with_kernels(closed, b, keep, stepped)
         donated = iter(given)
 
         def put(o: Any, _operands: Sequence[Any]) -> Any:
             value = next(donated, None)
             if value is None or value.shape != o.shape or value.dtype != o.dtype:
-                raise NotTransplanted("the two runs' kernels do not line up (another count, shape or dtype)")
+                raise NotTransplanted("the two runs' kernels do not line up (another count, shape or dtype: a loop "
+                                      "or a branch taken otherwise on each)")
             return value
 
-        outs = evaluate_with_kernels(closed, a, put)
+        outs = evaluate_with_kernels(closed, a, put, stepped)
         if next(donated, None) is not None:
             raise NotTransplanted("the two runs launched different numbers of kernels")
         return outs
 
     try:
-        return jax.jit(both)(list(args), list(other))
+        return both(list(args), list(other)) if stepped else jax.jit(both)(list(args), list(other))
     except NotTransplanted:
         raise
     except Exception as exc:  # a kernel in a sub-program kgate inlines but whose values leak its trace

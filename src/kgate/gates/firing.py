@@ -196,7 +196,7 @@ class Transplant:
     carries: bool
     stays: bool
     strict: bool = True
-    skipped: str = ""  # not made, and why (kernels two runs do not line up: in a loop or a branch)
+    skipped: str = ""  # not made, and why (kernels two runs do not line up: other steps or branches taken)
 
 
 def _transplant_check(transplant: Transplant | str | None, spec: FiringSpec) -> list[Check]:
@@ -378,13 +378,16 @@ class EdgeAudit:
     """The firing audit's ablation run again on one edge probe, drawn once the graded runs were
     over (torch): `ablation` counted with that probe's parity allowance, or why it could not be
     (`reason`: not evaluated, SKIPPED; `error`: the experiment raised, a FAIL); `differs`: the
-    audit's unperturbed run there gave other outputs than the graded run on the same inputs."""
+    audit's unperturbed run there gave other outputs than the graded run on the same inputs;
+    `left_out`: output elements not counted, whose answer there is zero to the output's resolution
+    (nothing a kernel returns moves them)."""
 
     label: str
     ablation: Ablation | None = None
     reason: str = ""
     error: str = ""
     differs: bool = False
+    left_out: int = 0
 
 
 def _edge_check(edges: Sequence[EdgeAudit], spec: FiringSpec) -> list[Check]:
@@ -402,14 +405,17 @@ def _edge_check(edges: Sequence[EdgeAudit], spec: FiringSpec) -> list[Check]:
                           "the candidate computes differently when audited")
         elif ab is None:
             skipped.append(f"{edge.label} not evaluated: {edge.reason}")
-        elif ab.changed_elements == ab.total_elements:
-            passed.append(f"on {edge.label} perturbing the kernel results moves all {ab.total_elements} output elements "
-                          f"(by more than its parity allowance {ab.moved_above:.3g})")
         else:
+            left = (f"; {edge.left_out} whose answer is zero to the output's resolution there left out"
+                    if edge.left_out else "")
+            if ab.changed_elements == ab.total_elements:
+                passed.append(f"on {edge.label} perturbing the kernel results moves all {ab.total_elements} output "
+                              f"elements (by more than its parity allowance {ab.moved_above:.3g}{left})")
+                continue
             share = ab.changed_elements / ab.total_elements if ab.total_elements else 0.0
             uncovered = ab.total_elements - ab.changed_elements
             text = (f"on {edge.label} {uncovered} of {ab.total_elements} output elements ({uncovered / max(ab.total_elements, 1):.1%}) "
-                    f"do not depend on any kernel result beyond its parity allowance ({ab.moved_above:.3g})")
+                    f"do not depend on any kernel result beyond its parity allowance ({ab.moved_above:.3g}{left})")
             if spec.kernel_share is not None and share >= spec.kernel_share:
                 passed.append(text + f" (declared: at least {spec.kernel_share:.1%})")
             else:

@@ -581,27 +581,33 @@ def _edge_audit(spec: ParitySpec, probes: Sequence[Probe], arrays: Mapping[str, 
         else:
             shared = parity.shared_floors(spec, probes).get(probe.name, ())
             allowed = parity.allowance(spec, probe, shared)
-            found.append(firing.EdgeAudit(label, count_moved(_material(moves.leaves, probe, allowed), allowed)))
+            measured, left_out = _measurable(spec, moves.leaves, probe, allowed)
+            if any(m.size for m in measured):
+                found.append(firing.EdgeAudit(label, count_moved(measured, allowed), left_out=left_out))
+            else:
+                found.append(firing.EdgeAudit(label, reason=f"the answer is zero to the output's resolution at every "
+                                              f"output element there ({left_out}): nothing a kernel returns moves it"))
     return found
 
 
-def _material(moves: Sequence[Any], probe: Probe, allowed: float) -> list[Any]:
-    """The ablation's moves with every element whose answer is zero to the output's resolution (under
-    the vanishing grade's bound, `parity.clear_of_underflow`, and parity's allowance) counted as
-    moved: an output the edge saturates there (a probability driven to zero by a row's outlier)
-    cannot move whatever the kernel returns, and an answer there from elsewhere is zero too."""
-    expected = probe.oracle if probe.oracle is not None else probe.reference
-    out = []
+def _measurable(spec: ParitySpec, moves: Sequence[Any], probe: Probe, allowed: float) -> tuple[list[Any], int]:
+    """The ablation's moves of the elements it can measure, and how many it cannot: those whose
+    answer (what parity grades against) is zero to the output's resolution (under the vanishing
+    grade's bound, `parity.clear_of_underflow`, and parity's allowance). An output the edge
+    saturates there (a probability an outlier drives to zero) moves with nothing the kernel
+    returns, and an answer there from elsewhere is zero too: neither shows, so neither counts."""
+    expected = probe.oracle if spec.kind == "floor" and probe.oracle is not None else probe.reference
+    out, left_out = [], 0
     for k, moved in enumerate(moves):
         moved = np.asarray(moved)
         answer = np.asarray(expected.leaves[k]) if k < len(expected.leaves) else None
         if answer is not None and answer.shape == moved.shape and parity.graded_relative(answer.dtype):
-            # not merely small (parity grades a small element by its own size): zero to the output's
-            # resolution, where nothing the kernel returns can move it
-            floor = parity.clear_of_underflow(answer.dtype)
-            moved = np.where(np.abs(answer.astype(np.float64)) <= min(allowed, floor), np.inf, moved)
+            # not merely small (parity grades a small element by its own size): zero to the output's resolution
+            zero = np.abs(answer.astype(np.float64)) <= min(allowed, parity.clear_of_underflow(answer.dtype))
+            left_out += int(zero.sum())
+            moved = moved[~zero]
         out.append(moved)
-    return out
+    return out, left_out
 
 
 def _bypass(spec: ParitySpec, probe: Probe, shared: Sequence[SharedFloor | None], arrays: Mapping[str, Any],
@@ -620,8 +626,8 @@ def _transplant(spec: ParitySpec, probes: Sequence[Probe], arrays: Mapping[str, 
                 cand: Mapping[str, Any], seeds: Mapping[str, int], strict: bool) -> firing.Transplant | str | None:
     """Whether the output with every kernel's results taken from another probe's run passes
     parity against that probe's answer, and whether it still passes against the first probe's
-    own; why it could not be evaluated; a skipped one, and why (a JAX program whose kernels sit
-    in a loop or a branch); None where none was run (no second probe at the first's shapes)."""
+    own; why it could not be evaluated; a skipped one, and why (a JAX program whose two runs
+    take other steps or branches); None where none was run (no second probe at the first's shapes)."""
     if cand.get("transplant_error"):
         return str(cand["transplant_error"])
     if cand.get("transplant_skipped"):
