@@ -201,7 +201,7 @@ def test_a_kernel_right_only_at_the_shapes_it_was_shown_fails_at_the_odd_shape(p
     report = gate(f"{problem}/reference.py", f"{problem}/{candidate}")
     assert report.status == "FAIL"
     at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
-    assert "odd-shape" in at and at <= {"odd-shape", "drawn-shape1", "drawn-shape2"}  # every probe at TINY passed
+    assert "odd-shape" in at and at <= {"odd-shape", "drawn-shape1", "drawn-shape2", "rows-at-a-shape"}  # TINY passed
     assert report.context["odd_op_point"] and report.gates["firing"].status == "PASS"
 
 
@@ -217,7 +217,7 @@ def test_a_kernel_right_at_the_fixed_odd_shape_and_wrong_elsewhere_fails_at_a_dr
     report = gate(f"{problem}/reference.py", f"{problem}/{candidate}")
     assert report.status == "FAIL" and report.context["random_seed"] == 7
     at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
-    assert at and at <= {"drawn-shape1", "drawn-shape2"}  # TINY, its edges and the fixed odd shape all passed
+    assert at and at <= {"drawn-shape1", "drawn-shape2", "rows-at-a-shape"}  # TINY, its edges and the odd shape passed
     assert len(report.context["drawn_op_points"]) == 2 and report.gates["firing"].status == "PASS"
 
 
@@ -234,7 +234,7 @@ def test_a_kernel_right_at_the_op_point_it_is_checked_at_fails_at_the_shapes_mov
     report = parity(f"{problem}/reference.py", f"{problem}/{candidate}", overrides=op_point)
     assert report.status == "FAIL"
     at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
-    assert at and at <= {"odd-shape", "drawn-shape1", "drawn-shape2", "past-op-point"}, at  # every seed and edge passed
+    assert at and at <= {"odd-shape", "drawn-shape1", "drawn-shape2", "past-op-point", "rows-at-a-shape"}, at  # seeds, edges passed
     values = report.context["op_point"]["values"]
     assert all(values[k] == v for k, v in op_point.items())
     tiny = {"softmax": {"rows": 16, "cols": 256}, "rmsnorm": {"batch": 1, "seq_len": 16, "emb_dim": 256}}[problem]
@@ -259,7 +259,7 @@ def test_a_tail_wrong_only_past_several_tiles_fails_at_a_shape_drawn_at_the_op_p
     assert report.status == status, report.failed_checks
     if status == "FAIL":
         at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
-        assert at and at <= {"drawn-shape1", "drawn-shape2", "past-op-point"}, at  # every seed, edge, the odd shape passed
+        assert at and at <= {"drawn-shape1", "drawn-shape2", "past-op-point", "rows-at-a-shape"}, at  # seeds, edges, odd passed
     wide = [s for s in report.context["drawn_op_points"] if max(s.values()) > max(op_point.values()) // 2]
     assert wide and all(max(s.values()) % 256 for s in wide), report.context["drawn_op_points"]
 
@@ -412,10 +412,14 @@ def test_small_answers_flushed_to_zero_fail_the_vanishing_grade_on_every_seed(ca
     assert lost["lost"] > 0.01 * lost["resolved"], lost
 
 
-def test_a_kernel_whose_result_is_the_same_for_every_input_fails_the_transplant():
+@pytest.mark.parametrize("candidate", [
+    "bad_kernel_returns_ones.py",
+    pytest.param("bad_kernel_returns_ones_in_a_loop.py", marks=pytest.mark.full),  # in a fori_loop and a cond: stepped
+])
+def test_a_kernel_whose_result_is_the_same_for_every_input_fails_the_transplant(candidate):
     # the ablation, the stand-ins and the arithmetic count pass it: with the kernel's results from
     # another probe's run the output is still this probe's answer
-    report = gate("cumsum/reference.py", "cumsum/bad_kernel_returns_ones.py")
+    report = gate("cumsum/reference.py", f"cumsum/{candidate}")
     assert report.status == "FAIL"
     assert failed(report) == {"firing.kernel_carries_the_answer"}, failed(report)
     statuses = {c.name: c.status for c in report.gates["firing"].checks}

@@ -279,7 +279,7 @@ def test_a_grid_that_drops_the_last_block_at_the_op_point_alone_fails_static_cov
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_floor_grid_at_op_point.py")
     # the seeds at TINY pass (one block, the whole array); only the runs at other shapes and the static check see it
     at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
-    assert "odd-shape" in at and at <= {"odd-shape", "drawn-shape1", "drawn-shape2"}
+    assert "odd-shape" in at and at <= {"odd-shape", "drawn-shape1", "drawn-shape2", "rows-at-a-shape"}
     assert "lowering.op-point.output_covered" in failed(report)
     assert _lowering_checks(report)["TINY.output_covered"].status == "PASS"
     detail = _lowering_checks(report)["op-point.output_covered"].detail

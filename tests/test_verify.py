@@ -584,7 +584,7 @@ def test_screen_verify_fails_a_kernel_right_only_at_the_op_point_it_verifies_and
     report = json.loads(proc.stdout)
     assert proc.returncode == 2 and report["status"] == "FAIL", proc.stderr[-2000:]
     failed = {c["name"] for c in report["gates"]["parity"]["checks"] if c["status"] == "FAIL"}
-    assert failed and all(name.startswith(("odd-shape.", "drawn-shape", "past-op-point.")) for name in failed), failed
+    assert failed and all(name.startswith(("odd-shape.", "drawn-shape", "past-op-point.", "rows-at-a-shape.")) for name in failed), failed
     assert report["gates"]["firing"]["status"] == "PASS"  # a real rewrite at the op-point, right there
     shapes = [report["odd_op_point"], *report["drawn_op_points"]]
     assert len(shapes) == 3 and all(s["rows"] <= 64 and s["cols"] <= 1024 for s in shapes), shapes  # from TINY

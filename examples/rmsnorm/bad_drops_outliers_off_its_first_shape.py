@@ -2,9 +2,10 @@
 outlier-dropping mean square of `bad_drops_outliers.py` (two or more values above six times a
 row's root mean square are left out of it), switched on only at shapes other than the first one
 it is traced at. kgate's first probes are the seeds', and the edge battery is made from the first
-seed's inputs at that shape, so every seed and edge passes; the probes at other shapes (the odd
-shape and the two drawn for the run) carry the edges' rows too, three in four of their rows (the
-same few columns standing out in a row, several outliers, among them): FAIL there."""
+seed's inputs at that shape, so every seed and edge passes, and so do the odd and drawn shapes,
+whose draws hold no such rows; `rows-at-a-shape` gives three in four of the rows of one of those
+shapes the edges' values (the same few columns standing out in a row, several outliers, among
+them): FAIL there."""
 
 import functools
 

@@ -212,11 +212,13 @@ EDGE_PREFIX = "edge-"  # an edge probe's label: edge-KIND-inI
 ODD_LABEL = "odd-shape"  # the gate's probe with every size made tile-unfriendly
 DRAWN_LABEL = "drawn-shape"  # and its probes at shapes drawn per run: drawn-shape1, drawn-shape2
 PAST_LABEL = "past-op-point"  # at a verified op-point: one size drawn past the op-point's, the others at it
+ROWS_LABEL = "rows-at-a-shape"  # the row-wise edges' rows at one of the odd and drawn shapes (drawn)
 
 
 def at_another_shape(label: str) -> bool:
-    """Whether a probe's label names one at sizes of its own (the odd, drawn and past shapes)."""
-    return label in (ODD_LABEL, PAST_LABEL) or label.startswith(DRAWN_LABEL)
+    """Whether a probe's label names one at sizes of its own (the odd, drawn and past shapes, and
+    the edges' rows at one of them)."""
+    return label in (ODD_LABEL, PAST_LABEL, ROWS_LABEL) or label.startswith(DRAWN_LABEL)
 
 
 @dataclass(frozen=True)

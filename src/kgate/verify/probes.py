@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from kgate.backends import get_backend, import_frameworks, wire
-from kgate.backends.base import Skip, refuse_if_too_big, write_new
+from kgate.backends.base import EDGE_KINDS, Skip, refuse_if_too_big, write_new
 from kgate.errors import KgateError, describe
 from kgate.gates import parity
-from kgate.gates.parity import DRAWN_LABEL, ODD_LABEL, PAST_LABEL
+from kgate.gates.parity import DRAWN_LABEL, ODD_LABEL, PAST_LABEL, ROWS_LABEL
 from kgate.problem import config_set, load_reference, load_requested_pair
 from kgate.verify.seals import TREE, keep, seal
 from kgate.verify.spawn import beat
@@ -64,9 +64,10 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
         # and the memory free now, before any input exists; once chosen, each shape counts at its own
         available = backend.available_memory()
         base = tiny_base(reference, op_point.values) if req.get("odd") == "tiny" else {}
-        # the shape probes at TINY, or (moved from TINY) the one past the op-point, at most twice its size
-        held = len(req["seeds"]) + (5 if req.get("edges") else 0) + (3 if req.get("odd") and not base else 0) \
-            + (2 if req.get("odd") and base else 0)
+        # the shape probes at TINY, or (moved from TINY) the one past the op-point, at most twice its size;
+        # the edge battery of one floating input, each probe counted whole, and the edges' rows at a shape
+        edges = len(EDGE_KINDS) + 1 if req.get("edges") else 0
+        held = len(req["seeds"]) + edges + (3 if req.get("odd") and not base else 0) + (2 if req.get("odd") and base else 0)
         sized = backend.ensure_fits(reference, req["dtype"], held, op_point.values)
         for seed in req["seeds"]:
             inputs, how = backend.create_inputs(reference, seed, req["dtype"])
@@ -77,11 +78,19 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
         # the candidate's process starts on these while the shape probes' inputs are made
         handed = announce(probes, 0)
 
-        def mixed(inputs: Any) -> Any:
-            """With the edge battery on: three rows in four of the odd and drawn shapes' inputs taken from
-            the row-wise edges (placed by the run's drawn seed), since the battery runs at the first
-            seed's shapes alone."""
-            return backend.mixed_inputs(inputs, req["seeds"][-1]) if req.get("edges") else inputs
+        shaped: list[tuple[dict[str, Any], Any]] = []  # the odd and drawn shapes' probes, with their inputs
+
+        def edged_rows_at_a_shape() -> None:
+            """With the edge battery on: one more probe at one of the odd and drawn shapes (drawn from
+            the run's seed), three rows in four of its inputs taken from the row-wise edges
+            (`backend.mixed_inputs`), since the battery runs at the first seed's shapes alone; a probe
+            of its own, so a reference those rows make non-finite loses it alone, not the shape."""
+            if not req.get("edges") or not shaped:
+                return
+            probe, inputs = shaped[req["seeds"][-1] % len(shaped)]
+            hand_over({"key": f"p{len(probes)}", "seed": probe["seed"], "label": ROWS_LABEL,
+                       "seeding": probe["seeding"], "config": probe["config"]},
+                      backend.mixed_inputs(inputs, req["seeds"][-1]))
 
         beat("phase making the shape probes' inputs")
         odd_note = ""
@@ -103,9 +112,9 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
                                   at_op_point)
                 with config_set(odd, reference.config):
                     inputs, how = backend.create_inputs(reference, req["seeds"][0], req["dtype"])
-                inputs = mixed(inputs)
                 hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][0], "label": ODD_LABEL, "seeding": how,
                            "config": {**base, **odd}}, inputs)
+                shaped.append((probes[-1], inputs))
                 # two more shapes, from the run's drawn seed: which sizes move, and by how much
                 shapes = drawn_op_points(backend, reference, req["dtype"], values, req["seeds"][-1], odd, room,
                                          ceiling=op_point.values if base else None, at_op_point=at_op_point)
@@ -116,9 +125,10 @@ def reference_leg(req: dict[str, Any], wait_for_go: Callable[[], bool]) -> dict[
                 for n, drawn in enumerate(shapes, 1):
                     with config_set(drawn, reference.config):
                         inputs, how = backend.create_inputs(reference, req["seeds"][-1], req["dtype"])
-                    inputs = mixed(inputs)
                     hand_over({"key": f"p{len(probes)}", "seed": req["seeds"][-1], "label": f"{DRAWN_LABEL}{n}",
                                "seeding": how, "config": {**base, **drawn}}, inputs)
+                    shaped.append((probes[-1], inputs))
+                edged_rows_at_a_shape()
                 if base:  # a verified op-point: one size past it (a kernel right up to the op-point's sizes only)
                     room = shape_room(backend, reference, req["dtype"], available, len(made), op_point.values,
                                       [], at_op_point)
@@ -587,7 +597,7 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
                 if hasattr(backend, "transplant") and donor is not None:
                     other = backend.load_inputs(folder / f"inputs-{donor['key']}.pkl", donor["file_sha256"])
                     moved = backend.transplant(pair.candidate.entry, first, other)
-                    if isinstance(moved, Skip):  # kernels two runs do not line up (JAX: in a loop or a branch)
+                    if isinstance(moved, Skip):  # kernels two runs do not line up (JAX: other steps or branches)
                         keep(result, "transplant_skipped", moved.reason)
                     elif isinstance(moved, str):
                         keep(result, "transplant_error", moved)
