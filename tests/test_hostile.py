@@ -34,6 +34,7 @@ def test_patching_jnp_exp_on_the_first_call_fails_parity_and_is_an_anomaly():
     assert "parity.error" in failed(report)
 
 
+@pytest.mark.full  # class 7 in the quick tier: a lax op patched, kgate's timed call wrapped
 def test_rebinding_kgate_gates_at_import_changes_no_verdict():
     report = gate("rmsnorm/reference.py", "rmsnorm/bad_rebinds_kgate_parity.py")
     assert report.status == "ANOMALY"
