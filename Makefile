@@ -6,12 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-full venv bytecode clean
 
-# --no-compile: pip would compile every module of every package to bytecode (26 s of 55 here, most of it
-# torch's and ray's); Python writes the bytecode of what is imported the first time it is.
 $(STAMP): pyproject.toml constraints.txt
 	@echo "== make: creating or refreshing $(VENV) (jax, numpy, scipy, typer, rich; torch (CPU), triton; ray; pytest, pytest-xdist, jsonschema), versions from constraints.txt"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt -e '.[test,torch,ray]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,torch,ray]'
 	touch $(STAMP)
 
 venv: $(STAMP)
