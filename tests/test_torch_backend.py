@@ -464,9 +464,9 @@ def test_each_timed_call_sees_values_and_memory_no_earlier_call_saw():
 
     x = torch.randn(8, 16)
     timed = TorchTimedCall(fn, (x, 3), clock.perf_counter_ns, None, keep_outputs=True)
-    draws = []
+    draws, taken = [], []
     for _ in range(5):
-        timed()
+        timed(lambda read: taken.append(read()))
         draws.append(timed.last_draw)
     assert len(set(draws)) == 5 and "own drawn factor" in timed.varied
     values = [v for _, v, _ in seen]
@@ -475,7 +475,7 @@ def test_each_timed_call_sees_values_and_memory_no_earlier_call_saw():
     assert all(r.std() > 1e-3 for r in ratios)  # a factor per element: no one number relates two calls' inputs
     assert all(not torch.equal(a, b) for i, a in enumerate(values) for b in values[i + 1:])
     assert x.data_ptr() not in {p for p, _, _ in seen} and all(n == 3 for _, _, n in seen)
-    last = timed.last_output()
+    last = taken[-1]
     np.testing.assert_array_equal(last.leaves[0], (values[-1] * 2).numpy())
     np.testing.assert_array_equal(timed.output(draws[-1]).leaves[0], last.leaves[0])  # the same inputs remade
     np.testing.assert_array_equal(timed.output().leaves[0], (x * 2).numpy())  # untimed: the inputs as given
@@ -488,9 +488,9 @@ def test_each_timed_call_sees_values_and_memory_no_earlier_call_saw():
         return (torch.randint(0, 100, (6,), generator=torch.Generator().manual_seed(seed)),)
 
     timed = TorchTimedCall(lambda i: i + 1, (ids,), clock.perf_counter_ns, None, keep_outputs=True, remake=remake)
-    timed(), timed()
+    timed(), timed(lambda read: taken.append(read()))
     assert "create_inputs" in timed.varied and made[-1] == timed.last_draw
-    np.testing.assert_array_equal(timed.output(timed.last_draw).leaves[0], timed.last_output().leaves[0])
+    np.testing.assert_array_equal(timed.output(timed.last_draw).leaves[0], taken[-1].leaves[0])
     same = TorchTimedCall(lambda i: i + 1, (ids,), clock.perf_counter_ns, None, keep_outputs=True,
                           remake=lambda seed: (ids.clone(),))  # a create_inputs that ignores the seed
     assert same.varied == ""
@@ -503,6 +503,9 @@ SHORT = ("--sessions", "2", "--per-round", "8", "--min-rounds", "3", "--max-roun
 
 @pytest.mark.parametrize("candidate,check,short", [
     ("model_torch/softmax_bad_garbage_when_timed_by_caller.py", "timed_outputs_agree", SHORT),
+    ("model_torch/softmax_bad_finished_when_an_older_output_is_dropped.py", "timed_outputs_agree", SHORT),
+    pytest.param("model_torch/softmax_bad_finished_when_its_input_is_freed.py", "timed_outputs_agree", SHORT,
+                 marks=pytest.mark.full),
     pytest.param("model_torch/softmax_bad_stale_when_called_in_a_burst.py", "timed_outputs_agree", (),
                  marks=pytest.mark.full),
     pytest.param("rmsnorm/bad_other_program_in_later_sessions.py", "candidate_program_unchanged", (),
@@ -510,9 +513,10 @@ SHORT = ("--sessions", "2", "--per-round", "8", "--min-rounds", "3", "--max-roun
 ])
 def test_a_candidate_that_answers_otherwise_when_it_is_timed_is_an_anomaly(candidate, check, short):
     """Each passes the gate (checked, it computes the answer). Timed, it tells a timed call from
-    its caller, its call count or its trace count, and returns garbage, a stale answer or another
-    program's: the outputs of timed calls drawn at random are graded, and every session's program
-    held to the first's."""
+    its caller, its call count or its trace count, and returns garbage, a stale answer, another
+    program's, or an output that kgate's own bookkeeping after the window (letting go of an older
+    output, of the call's inputs) fills in: the outputs of timed calls drawn at random are graded,
+    read the moment their window closes, and every session's program held to the first's."""
     reference = "rmsnorm/reference.py" if candidate.startswith("rmsnorm") else SOFTMAX
     done = _cli("measure", "-r", f"examples/{reference}", "-c", f"examples/{candidate}", "--budget", "2", *short, "--json")
     report = json.loads(done.stdout)

@@ -6,6 +6,7 @@ after measuring, `tampered()` names every `time` clock that was replaced since.
 
 from __future__ import annotations
 
+import gc
 import random
 import time
 
@@ -13,6 +14,25 @@ _WATCHED = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "tim
 BOUND = {name: getattr(time, name) for name in _WATCHED}
 perf_counter_ns = BOUND["perf_counter_ns"]
 _SYSTEM_RANDOM = random.SystemRandom()  # the OS's entropy, bound before any candidate code exists
+
+
+_COLLECTOR = (gc.isenabled, gc.disable, gc.enable)  # bound now, like the clocks
+
+
+def hold_collector() -> bool:
+    """Stop the cyclic garbage collector (its pass runs whatever finalizers the candidate hung on
+    its garbage); returns whether it was running, for `release_collector`. A timed call holds it
+    from the moment its window closes until what it returned is read: nothing the candidate left
+    behind can run in between and finish an answer the clock did not see."""
+    was = _COLLECTOR[0]()
+    _COLLECTOR[1]()
+    return was
+
+
+def release_collector(was: bool) -> None:
+    """Let the collector run again, if it ran before `hold_collector`."""
+    if was:
+        _COLLECTOR[2]()
 
 
 def draw_seed(taken: tuple[int, ...] | list[int] = ()) -> int:

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from kgate import clock as kclock
+
 
 def leaves_sha256(leaves: Any) -> str:
     """sha256 over every leaf's dtype, shape and bytes: the one recipe for input and output hashes."""
@@ -770,6 +772,23 @@ def cpu_flush_bytes() -> int:
     if sizes[last] <= 64 * 2**20:
         return 2 * sizes[last]
     return 4 * sizes.get(2, 4 * 2**20)
+
+
+def timed_take(take: Callable[[Callable[[], HostTree]], None] | None, out: Any,
+               to_host: Callable[[Any], HostTree]) -> None:
+    """Hand a timed call's output to `take` (a reader of it on the host: it reads it, or not) the
+    moment the call's window closed, with the garbage collector held: before the call lets go of
+    anything (an older output, its inputs), whose release runs what the candidate hung on it (a
+    weakref callback, a finalizer), and before a collection can run its garbage's finalizers, any of
+    which could finish an answer the clock never saw. Called with what the call already holds:
+    nothing is allocated between the window's end and the hold."""
+    if take is None:
+        return
+    held = kclock.hold_collector()
+    try:
+        take(lambda: to_host(out))
+    finally:
+        kclock.release_collector(held)
 
 
 def cpu_cache_flusher() -> tuple[Any, str]:

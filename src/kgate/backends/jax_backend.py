@@ -36,6 +36,7 @@ from kgate.backends.base import (
     Skip,
     count_moved,
     cpu_cache_flusher,
+    timed_take,
     edge_kinds,
     edge_values,
     inputs_failed,
@@ -1203,9 +1204,10 @@ class TimedCall:
         self.program_sha256: str | None = None  # the lowered program's digest (compile_timed sets it)
         self.compiled_sha256: str | None = None  # the compiled program's (`compiled_sha256`)
 
-    def __call__(self) -> int:
+    def __call__(self, take: Callable[[Callable[[], HostTree]], None] | None = None) -> int:
         """Flush the caches (untimed), run once, return the elapsed wall-clock nanoseconds
-        from dispatch to completion."""
+        from dispatch to completion. `take`, where given, is handed a reader of this call's output
+        (on the host) the moment the window closes, before anything is let go (`timed_take`)."""
         if self._flush is not None:
             self._flush()
         clock = self._clock
@@ -1213,6 +1215,7 @@ class TimedCall:
         out = self._compiled(*self._inputs)
         _SYNC(out)
         t1 = clock()
+        timed_take(take, out, JaxBackend.to_host)
         if self._keep:
             self._alive = [out, *self._alive[:1]]
         else:
@@ -1225,10 +1228,6 @@ class TimedCall:
         out = self._compiled(*self._inputs)
         jax.block_until_ready(out)
         return JaxBackend.to_host(out)
-
-    def last_output(self) -> HostTree | None:
-        """What the last timed call returned, on the host (a leg that keeps its outputs); None before any."""
-        return JaxBackend.to_host(self._alive[0]) if self._alive else None
 
 
 

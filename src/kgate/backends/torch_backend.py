@@ -34,6 +34,7 @@ from kgate.backends.base import (
     ProgramPrint,
     count_moved,
     cpu_cache_flusher,
+    timed_take,
     graded_differences,
     edge_kinds,
     edge_values,
@@ -1244,7 +1245,9 @@ class TorchTimedCall:
             return t.detach()
         return tuple(_map(a, fresh) for a in self._inputs)
 
-    def __call__(self) -> int:
+    def __call__(self, take: Callable[[Callable[[], HostTree]], None] | None = None) -> int:
+        """One timed call on fresh inputs; `take`, where given, is handed a reader of its output (on
+        the host) the moment the window closes, before anything is let go (`timed_take`)."""
         self.last_draw = draw = kclock.draw_seed()
         args = self._fresh(draw)
         if self._flush is not None:  # after the inputs are made: the call starts on cold caches, as before
@@ -1262,6 +1265,7 @@ class TorchTimedCall:
                 t1 = clock()
                 _SYNC()
                 t2 = clock()
+            timed_take(take, out, TorchBackend.to_host)
             self.escaped_ns.append(t2 - t1)
             elapsed = int(_EVENT_ELAPSED(start, end) * 1e6)
             if self._keep:
@@ -1272,6 +1276,7 @@ class TorchTimedCall:
             out = self._fn(*args)
             _SYNC()
             t1 = clock()
+        timed_take(take, out, TorchBackend.to_host)
         if self._keep:
             self._alive = [out, *self._alive[:1]]
         return t1 - t0
@@ -1283,9 +1288,3 @@ class TorchTimedCall:
             out = self._fn(*args)
             _SYNC()
         return TorchBackend.to_host(out)
-
-    def last_output(self) -> HostTree | None:
-        """What the last timed call returned, on the host (a leg that keeps its outputs); None before
-        any. Read after the call's window closed: an output that is not a plain, materialized tensor on
-        the inputs' device (a lazy one, computed when read) raises here, as it does when graded."""
-        return TorchBackend.to_host(self._alive[0]) if self._alive else None

@@ -912,9 +912,11 @@ SAMPLED_CALLS = 6  # per session: timed candidate calls whose own outputs are gr
 class TimedSample:
     """A session's candidate leg, each call timed as it is, then (its window closed) kept in a
     uniform draw of `SAMPLED_CALLS` of the session's calls (a reservoir, from the OS's entropy: no
-    call can tell whether it will be graded): the output the call returned, read on the host.
-    What is graded is what was timed, not an untimed call beside it; a call that tells it is timed
-    (its caller, its call pattern) and returns another answer, or a lazy one, is seen."""
+    call can tell whether it will be graded): the output the call returned, read on the host the
+    moment its window closed, before the timed call lets go of anything (`timed_take`). What is
+    graded is what was timed, not an untimed call beside it; a call that tells it is timed (its
+    caller, its call pattern) and returns another answer, a lazy one, or one that something run
+    later (a finalizer, a callback) fills in, is seen."""
 
     def __init__(self, timed: Any) -> None:
         self.timed, self.calls = timed, 0
@@ -923,16 +925,18 @@ class TimedSample:
         self.outputs: list[tuple[int | None, HostTree | str]] = []
 
     def __call__(self) -> int:
-        elapsed = self.timed()
         self.calls += 1
+        return self.timed(self._take)
+
+    def _take(self, read: Callable[[], HostTree]) -> None:
+        """Keep this call's output or not, drawn after its window closed."""
         slot = len(self.outputs) if len(self.outputs) < SAMPLED_CALLS else kclock.pick(self.calls)
         if slot < SAMPLED_CALLS:
             try:
-                out: HostTree | str = self.timed.last_output()
+                out: HostTree | str = read()
             except Exception as exc:  # an output that cannot be read as a materialized array
                 out = f"timed call {self.calls}'s output could not be read: {describe(exc)}"
             self.outputs[slot:slot + 1] = [(getattr(self.timed, "last_draw", None), out)]
-        return elapsed
 
 
 def _agreement(legs: dict[str, Any], seed: int, sampled: TimedSample | None = None) -> dict[str, Any]:
