@@ -394,6 +394,22 @@ def test_verify_holds_the_timed_answer_against_the_checked_one(tmp_path):
     assert checks[""]["gates"]["parity"]["status"] == "PASS"  # and right while checked
 
 
+@pytest.mark.parametrize("candidate", [
+    "bad_other_program_where_measure_is_loaded.py",
+    pytest.param("bad_other_program_in_the_timing_process.py", marks=pytest.mark.full),
+])
+def test_verify_holds_the_timed_program_to_the_checked_one(tmp_path, candidate):
+    # Each tells the timing process from a checking one (what is loaded, its command line) and traces
+    # another program there: the reference's own (the same answers everywhere), or one in bfloat16.
+    checks = _verify_anomaly(tmp_path, candidate, "--class", "xla-rewrite", "--set", "batch=1", "--set", "seq_len=16")
+    assert checks["measure.program_as_checked"]["status"] == "FAIL", checks["measure.program_as_checked"]
+    assert "told the processes apart" in checks["measure.program_as_checked"]["detail"]
+    assert checks[""]["gates"]["parity"]["status"] == "PASS"  # right while checked
+    if "measure_is_loaded" in candidate:  # the reference's program: only the program tells
+        assert checks["measure.same_answer_as_checked"]["status"] == "PASS"
+        assert checks["measure.timed_outputs_agree"]["status"] == "PASS"
+
+
 # -- edge values random probes never hit -------------------------------------------------------
 
 

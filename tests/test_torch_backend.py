@@ -305,8 +305,23 @@ def test_a_torch_rewrite_is_verified_and_its_receipt_checks(tmp_path):
     assert report["gates"]["integrity"]["status"] == "PASS"
     program = next(c for c in report["gates"]["integrity"]["checks"] if c["name"] == "measure.reference_program_unchanged")
     assert program["status"] == "PASS"  # the reference's torch calls, recorded before the candidate was imported
+    timed = next(c for c in report["gates"]["integrity"]["checks"] if c["name"] == "measure.program_as_checked")
+    assert timed["status"] == "PASS"  # the candidate's torch calls in the timing process, as the checks recorded them
     checked = _cli("verify-receipt", str(receipt), "--json")
     assert checked.returncode == 0, checked.stdout[-2000:]
+
+
+def test_a_rewrite_that_calls_the_library_only_in_the_timing_process_is_an_anomaly():
+    """It reads its process's command line: the written-out softmax where checked, torch.softmax where
+    timed. Its answers agree everywhere; the torch calls the timing process recorded do not."""
+    done = _cli("verify", "-r", f"examples/{SOFTMAX}", "-c",
+                "examples/model_torch/softmax_bad_library_call_in_the_timing_process.py", "--class", "rewrite",
+                "--set", "batch_size=64", "--set", "dim=256", "--budget", "1", "--sessions", "2", "--json")
+    report = json.loads(done.stdout)
+    assert done.returncode == 2 and report["status"] == "ANOMALY", done.stdout[-2000:]
+    checks = {c["name"]: c for c in report["gates"]["integrity"]["checks"]}
+    assert checks["measure.program_as_checked"]["status"] == "FAIL", checks["measure.program_as_checked"]
+    assert checks["measure.same_answer_as_checked"]["status"] == "PASS"
 
 
 @pytest.mark.full

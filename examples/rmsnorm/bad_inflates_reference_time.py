@@ -11,8 +11,8 @@ _backend = sys.modules.get("kgate.backends.jax_backend")
 if _backend is not None:
     _real_call = _backend.TimedCall.__call__
 
-    def _inflated(self):
-        elapsed = _real_call(self)
+    def _inflated(self, *args):
+        elapsed = _real_call(self, *args)
         return elapsed + (20_000_000 if not getattr(self, "_keep", True) else 0)
 
     _backend.TimedCall.__call__ = _inflated

@@ -581,6 +581,14 @@ class JaxBackend:
         timed.program_sha256, timed.compiled_sha256 = program, made
         return timed
 
+    def timed_program(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str | None:
+        """The digest `compile_timed` gives the program it lowers for `fn` on inputs of these shapes
+        (nothing compiled, nothing run). The checks take it too, so the timed process is held to the
+        program they graded."""
+        bound, arrays = bind_static(fn, inputs)
+        with self._mode():
+            return _program_sha256(jax.jit(_fresh(bound)).lower(*arrays))
+
     def program_fingerprint(self, problem: ProblemModule, dtype: str | None) -> ProgramPrint:
         """The program jit lowers for the problem's entry at its op-point and what XLA compiles it
         to, from shapes alone (nothing allocated). Taken before any candidate code exists, they are

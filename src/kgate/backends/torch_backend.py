@@ -757,10 +757,16 @@ class TorchBackend:
         compiles nothing ahead, so there is no `precompiled` program to take. `remake`: inputs
         from a seed (the reference's create_inputs), for timed calls on inputs with nothing
         floating to vary (`TorchTimedCall._fresh`)."""
-        text = self._graph_text(fn, inputs)
         timed = TorchTimedCall(fn, inputs, clock, flush, keep_outputs, remake)
-        timed.program_sha256 = hashlib.sha256(text.encode()).hexdigest() if text else None
+        timed.program_sha256 = self.timed_program(fn, inputs)
         return timed
+
+    def timed_program(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str | None:
+        """The digest `compile_timed` gives what it times for `fn` on these inputs: the sha256 of
+        the torch functions one call goes through, in order (`_graph_text`); None where the call
+        fails. The checks take it too, so the timed process is held to the program they graded."""
+        text = self._graph_text(fn, inputs)
+        return hashlib.sha256(text.encode()).hexdigest() if text else None
 
     def program_fingerprint(self, problem: ProblemModule, dtype: str | None) -> ProgramPrint:
         """The torch functions the reference calls at its op-point, in order, with their shapes

@@ -30,8 +30,8 @@ from kgate.verify import spawn
 # the timed answer was not the checked one, a time fell below the physical floor, or a process
 # it started worked beside the timed rounds.
 PATCH_CHECKS = frozenset({"process_untouched", "reference_untouched", "timer_untouched", "parent_clock",
-                          "same_answer_as_checked", "physically_possible", "processes_quiet", "parent_processes", "parent_scheduling",
-                          "changes_reported"})
+                          "same_answer_as_checked", "program_as_checked", "physically_possible", "processes_quiet",
+                          "parent_processes", "parent_scheduling", "changes_reported"})
 
 ReceiptStatus = Literal["OK", "TAMPERED", "MISMATCH", "INCOMPLETE", "ANOMALY", "UNVERIFIABLE"]
 

@@ -376,6 +376,8 @@ def _run(request: CheckRequest, command: str, *, use_tiny: bool, with_firing: bo
         "seeding": seeding,
         "input_sha256": {str(p["seed"]): p["input_sha256"] for p in seed_probes},
         "output_sha256": {str(p["seed"]): runs.get(p["key"], {}).get("output_sha256") for p in seed_probes},
+        # the candidate's program on the first probe's inputs (verify's measure leg times those)
+        "timed_program": runs.get(ref["probes"][0]["key"], {}).get("timed_program") if ref["probes"] else None,
         "edge_probes": [p["label"] for p in ref["probes"] if p.get("label") and not p.get("config")],
         "odd_op_point": next((p["config"] for p in ref["probes"] if p.get("label") == ODD_LABEL), None),
         "drawn_op_points": [p["config"] for p in ref["probes"] if str(p.get("label", "")).startswith(DRAWN_LABEL)],

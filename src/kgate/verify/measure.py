@@ -617,7 +617,8 @@ def _measure(
         if roofline_numbers is not None:
             timing = replace(timing, details={**timing.details, "roofline": roofline_numbers})
         # each session's candidate-vs-reference error: verify holds the first against what the checks graded
-        timing = replace(timing, details={**timing.details, "agreement": agreement})
+        timing = replace(timing, details={**timing.details, "agreement": agreement,
+                                          "candidate_program": getattr(cand, "program_sha256", None)})
         if ordered is not None:  # the ordering check's numbers, for verify-receipt to re-derive
             timing = replace(timing, details={**timing.details, "ordering": ordered})
         gates = {"integrity": GateResult("integrity", tuple(integrity)), "timing": timing}

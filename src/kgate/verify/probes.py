@@ -505,6 +505,16 @@ SEALED_KEYS = ("reference_changes", "config_mismatches", "config_labels", "inter
                "lowering_skipped", "lowering", "lowering_error", "graded_runs")  # edge_audit: each entry
 
 
+def _timed_program(backend: Any, pair: Any, probe: Mapping[str, Any], inputs: Any) -> str:
+    """The candidate's program on the first probe's inputs, as a timed process digests it
+    (`backend.timed_program`), or why there is none (which no digest equals)."""
+    try:
+        with config_set(probe.get("config", {}), pair.reference.config, pair.candidate.config):
+            return backend.timed_program(pair.candidate.entry, inputs) or "no program: the call failed when traced"
+    except Exception as exc:
+        return f"no program: {describe(exc)}"
+
+
 def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> dict[str, Any]:
     beat("phase importing the candidate")
     backend = get_backend(req.get("backend", "jax"))
@@ -546,6 +556,9 @@ def candidate_leg(req: dict[str, Any], wait_for_inputs: Callable[[], bool]) -> d
                 if getattr(exc, "unsupported", False):  # the interpreter's limitation, not the kernel's fault
                     run["unsupported"] = True
             watch.check(f"after the candidate ran on probe {key}")
+            if first is inputs and "error" not in run:  # the inputs verify's measure leg times: held to this program
+                run["timed_program"] = _timed_program(backend, pair, probe, inputs)
+                watch.check(f"after the candidate's program was digested on probe {key}")
             try:
                 run["after_sha256"] = backend.digest(inputs)
             except Exception:

@@ -367,6 +367,7 @@ def _finish(
             integrity.append(scheduling_check(leg_name, leg))
             integrity.append(sealed_changes_check(leg_name, leg))
             integrity.append(same_answer_check(leg_name, checks_leg, leg))
+            integrity.append(program_as_checked_check(leg_name, checks_leg, leg))
     if request.mode == "full":
         integrity += _full_checks(request, measure_leg, dict(legs)["reversed"])
         gates["capture"] = _capture_gate(extra["capture"])
@@ -449,6 +450,29 @@ def same_answer_check(leg_name: str, checks_leg: Mapping[str, Any], leg: Mapping
                      "timing is never a speedup.")
     return Check(name, "PASS", f"on seed {seeds[0]}'s inputs the timed candidate is {got:.3g} from the reference, "
                  f"within {allowance:.3g} of what the checks graded")
+
+
+def program_as_checked_check(leg_name: str, checks_leg: Mapping[str, Any], leg: Mapping[str, Any]) -> Check:
+    """The candidate's program the timing process timed (session 0, on the first probe's inputs,
+    handed over) must be the one the checks' process digested on those inputs (`timed_program`:
+    JAX's lowered program; torch's functions in call order). A candidate that tells the timing
+    process from a checking one (its command line, its environment, what else is imported) and
+    runs something else there is timed on a program no check graded."""
+    name = f"{leg_name}.program_as_checked"
+    checked = checks_leg.get("timed_program")
+    timed = leg.get("gates", {}).get("timing", {}).get("candidate_program")
+    if not checked or not timed or checked.startswith("no program"):
+        return Check(name, "FAIL", f"the timed program could not be held to the checked one (the checks: "
+                     f"{checked or 'nothing recorded'}; the timing process: {'a digest' if timed else 'no digest'})",
+                     "a candidate must run under what kgate digests its program with (jax's lowering; a torch "
+                     "function mode); if it does, report a kgate bug.")
+    if timed != checked:
+        return Check(name, "FAIL", f"the timing process ran the candidate as another program (sha256 {timed[:12]}) "
+                     f"than the checks graded on the same inputs ({checked[:12]}): it told the processes apart",
+                     "run one program whatever process calls it: a kernel that tells checking from timing is "
+                     "never a speedup.")
+    return Check(name, "PASS", f"the timing process ran the program the checks graded on the same inputs "
+                 f"(sha256 {timed[:12]})")
 
 
 def parent_clock_check(leg_name: str, leg: Mapping[str, Any]) -> Check:
