@@ -207,11 +207,38 @@ KNOWN_BAD_TORCH = [
     (SOFTMAX, "softmax_bad_idles_threads_after_its_call.py", "ANOMALY", {"integrity.process_untouched"}),
     # the GEMM left to torch, the kernel only its epilogue: torch's heavy operators are counted
     (LINEAR, "linear_relu_bad_kernel_only_epilogue.py", "FAIL", {"firing.kernel_does_the_arithmetic"}),
+    # ... and every other operator, one operation per element as a JAX program's: torch computes the
+    # answer (a softmax, a GEMM spelled as a broadcast and a sum) and the kernel negates, rounds or applies
+    # the ReLU
+    (SOFTMAX, "softmax_bad_kernel_negates_torchs_answer.py", "FAIL", {"firing.kernel_does_the_arithmetic"}),
+    (SOFTMAX, "softmax_bad_kernel_casts_a_float64_answer.py", "FAIL", {"firing.kernel_does_the_arithmetic"}),
+    (LINEAR, "linear_relu_bad_gemm_by_broadcast.py", "FAIL", {"firing.kernel_does_the_arithmetic"}),
 ]
 # `make test` gates one candidate of each class only the torch side shows (input mutation, a subclass
 # for an output, an output never written); the others are `full`.
 QUICK_TORCH = {"softmax_bad_mutates_input.py", "softmax_bad_returns_subclass.py", "softmax_bad_skips_last_column.py",
-               "softmax_bad_forges_graded_record.py", "softmax_bad_pins_threads_after_its_call.py"}
+               "softmax_bad_forges_graded_record.py", "softmax_bad_pins_threads_after_its_call.py",
+               "linear_relu_bad_gemm_by_broadcast.py"}
+
+
+def test_torch_work_outside_kernels_is_counted_as_a_jax_program_s_is():
+    """A fused softmax counts its five steps per element, an elementwise operator one per element it
+    writes, a reduction one per element it reads; views, copies, casts and allocations none; a GEMM
+    by torch's flop formula."""
+    import torch
+
+    from kgate.backends.torch_backend import TorchBackend
+
+    backend, x, w = TorchBackend(), torch.randn(8, 16), torch.randn(4, 16)
+    assert backend.arithmetic(lambda t: torch.softmax(t, dim=1), (x,)).outside == 5 * 128
+    assert backend.arithmetic(lambda t: -t, (x,)).outside == 128
+    assert backend.arithmetic(lambda t: t.sum(dim=1), (x,)).outside == 128
+    moved = lambda t: t.t().contiguous().to(torch.float64).reshape(-1).clone()  # noqa: E731
+    assert backend.arithmetic(moved, (x,)).outside == 0
+    assert backend.arithmetic(lambda t: torch.empty_like(t).fill_(1.0), (x,)).outside == 0
+    assert backend.arithmetic(lambda t: t @ w.T, (x,)).outside == 2 * 8 * 4 * 16
+    # the same product spelled as a broadcast multiply and a sum: as much work, counted alike
+    assert backend.arithmetic(lambda t: (t[:, None, :] * w[None]).sum(-1), (x,)).outside == 2 * 8 * 4 * 16
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="builds its native half with a C compiler (cc)")
@@ -339,6 +366,30 @@ def test_a_patch_left_for_one_reference_call_and_taken_back_inside_it_is_an_anom
     assert done.returncode == 2 and report["status"] == "ANOMALY", done.stdout[-2000:]
     check = next(c for c in report["gates"]["integrity"]["checks"] if c["name"] == "process_untouched")
     assert check["status"] == "FAIL" and says in check["detail"], check
+
+
+@pytest.mark.parametrize("candidate", [
+    "softmax_bad_maps_every_allocation.py",
+    pytest.param("softmax_bad_trims_the_heap_after_each_call.py", marks=pytest.mark.full),
+])
+def test_an_allocator_set_to_slow_the_reference_s_allocations_is_an_anomaly(candidate):
+    """Set through ctypes (at import; on its first call, with a trim after each): every allocation
+    by a fresh mmap. The candidate allocates nothing; the reference's calls pay page faults. Nothing
+    Python sees changes; the reference's calls take page faults they did not take before the import."""
+    done = _cli("measure", "-r", f"examples/{SOFTMAX}", "-c", f"examples/model_torch/{candidate}", "--budget", "2",
+                *SHORT, "--json")
+    report = json.loads(done.stdout)
+    assert done.returncode == 2 and report["status"] == "ANOMALY", done.stdout[-2000:]
+    check = next(c for c in report["gates"]["integrity"]["checks"] if c["name"] == "reference_undisturbed")
+    assert check["status"] == "FAIL" and "before the candidate's import" in check["detail"], check
+
+
+def test_an_honest_rewrite_leaves_the_reference_undisturbed():
+    done = _cli("measure", "-r", f"examples/{SOFTMAX}", "-c", "examples/model_torch/softmax_rewrite.py", "--budget", "2",
+                *SHORT, "--json")
+    report = json.loads(done.stdout)
+    check = next(c for c in report["gates"]["integrity"]["checks"] if c["name"] == "reference_undisturbed")
+    assert check["status"] == "PASS", check
 
 
 @pytest.mark.full

@@ -21,6 +21,7 @@ from jax._src.interpreters import pxla
 from jax._src.lib import hlo as _hlo, xla_client
 from jax.experimental.pallas import tpu as pltpu
 
+from kgate import clock as kclock
 from kgate.backends import jaxpr_flow, pallas_grid, reorder, stablehlo_flow, widen
 from kgate.backends.base import (
     Ablation,
@@ -61,6 +62,7 @@ _CONTEXT_STATES = ("abstract_mesh_context_manager", "compute_on_context_manager"
 # What a timed call goes through, bound when kgate is imported (before any candidate code):
 # a candidate that rebinds jax.block_until_ready later changes nothing kgate times.
 _SYNC = jax.block_until_ready
+_FAULTS = kclock.page_faults  # bound before any candidate code exists, as the clocks are
 _LEAVES = jax.tree_util.tree_leaves
 # What kgate reads a compiled program through, bound here for the same reason: a candidate that
 # rebinds a method of the executable or of its HLO module (they are settable) changes nothing
@@ -1209,6 +1211,7 @@ class TimedCall:
         self._flush = flush
         self._keep = keep_outputs
         self._alive: list[Any] = []
+        self.faults: list[int] = []  # per timed call: the page faults across its window (never rebound)
         self.program_sha256: str | None = None  # the lowered program's digest (compile_timed sets it)
         self.compiled_sha256: str | None = None  # the compiled program's (`compiled_sha256`)
 
@@ -1219,10 +1222,12 @@ class TimedCall:
         if self._flush is not None:
             self._flush()
         clock = self._clock
+        faults = _FAULTS()
         t0 = clock()
         out = self._compiled(*self._inputs)
         _SYNC(out)
         t1 = clock()
+        self.faults.append(_FAULTS() - faults)
         timed_take(take, out, JaxBackend.to_host)
         if self._keep:
             self._alive = [out, *self._alive[:1]]

@@ -58,6 +58,7 @@ from kgate.problem.oppoint import refuse_ineffective
 _CUDA = torch.cuda.is_available()
 # What a timed call goes through, bound when kgate is imported (before any candidate code).
 _SYNC = torch.cuda.synchronize if _CUDA else (lambda: None)
+_FAULTS = kclock.page_faults  # bound before any candidate code exists, as the clocks are
 _INFERENCE = torch.inference_mode
 _NO_GRAD = torch.no_grad
 OUTPUT_DEVICES = ("cpu", "cuda")  # where a graded output may live: materialized memory (ROCm is "cuda" too)
@@ -113,6 +114,7 @@ class _Recorder:
         self.launches: list[Launch] = []
         self.act = act
         self.keep_values = keep_values
+        self.launching = 0  # inside a launch: the recorder's own torch calls (copies, comparisons) run
 
 
 _RECORDING: list[_Recorder] = []
@@ -161,25 +163,30 @@ def _wrap_launcher() -> bool:
         if recorder is None or warmup or not authored(self.fn):
             with kept():
                 return original(self, *args, grid=grid, warmup=warmup, **kwargs)
-        tensors = tensors_of(args, kwargs)
-        with no_grad():
-            before = [t.detach().clone() for t in tensors]
-        h = sha256()
-        for t in before:
-            h.update(t.cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
-        with kept():
-            result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
-        launch = Launch(str(getattr(self.fn, "__qualname__", getattr(self.fn, "__name__", "kernel"))), h.hexdigest())
-        with no_grad():
-            for i, (old, t) in enumerate(zip(before, tensors)):
-                mask = changed(old, t.detach())
-                if bool(mask.any()):
-                    launch.written[i] = mask
-                    if recorder.keep_values:
-                        launch.values[i] = t.detach().clone()
-            recorder.launches.append(launch)
-            if recorder.act is not None:
-                recorder.act(launch, tensors, len(recorder.launches) - 1)
+        recorder.launching += 1
+        try:
+            tensors = tensors_of(args, kwargs)
+            with no_grad():
+                before = [t.detach().clone() for t in tensors]
+            h = sha256()
+            for t in before:
+                h.update(t.cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+            with kept():
+                result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            launch = Launch(str(getattr(self.fn, "__qualname__", getattr(self.fn, "__name__", "kernel"))),
+                            h.hexdigest())
+            with no_grad():
+                for i, (old, t) in enumerate(zip(before, tensors)):
+                    mask = changed(old, t.detach())
+                    if bool(mask.any()):
+                        launch.written[i] = mask
+                        if recorder.keep_values:
+                            launch.values[i] = t.detach().clone()
+                recorder.launches.append(launch)
+                if recorder.act is not None:
+                    recorder.act(launch, tensors, len(recorder.launches) - 1)
+        finally:
+            recorder.launching -= 1
         return result
 
     Launcher.run = run  # type: ignore[method-assign]
@@ -1064,22 +1071,31 @@ class TorchBackend:
         return "\n".join(ops)
 
     def arithmetic(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> Arithmetic:
-        """The floating-point work one call of `fn` does in torch's own operators, outside any
-        Triton kernel: the operators torch's flop counter has a formula for (matmuls,
-        convolutions, attention), each composite taken as the operators it runs. Elementwise
-        work is not counted (`outside` 0 for a softmax): what this weighs is a GEMM left to
-        torch around a kernel that only applies its epilogue. `kernel_calls`: authored launches."""
+        """The work one call of `fn` does in torch's own operators, outside any Triton kernel, as a
+        JAX program's is counted (`jaxpr_flow`): the operators torch's flop counter has a formula
+        for (matmuls, convolutions, attention) by it; a reduction (`sum`, `amax`, `_softmax`) one
+        operation per element it reads; any other operator one per element it writes; operators
+        that only move, view, convert or allocate data (`TORCH_DATA_MOVEMENT`), none. Each
+        composite is taken as the operators it runs. What this weighs is the answer computed by
+        torch around a kernel that only negates, casts or applies an epilogue to it.
+        `kernel_calls`: authored launches."""
         from torch.utils.flop_counter import flop_registry
 
         total = [0.0]
+        recorder = _Recorder()
 
         def count(func: Any, args: Any, kwargs: Any, out: Any) -> None:
-            formula = flop_registry.get(getattr(func, "overloadpacket", None))
+            if recorder.launching:  # a kernel's launch: the recorder's own copies and comparisons
+                return
+            packet = getattr(func, "overloadpacket", None)
+            formula = flop_registry.get(packet)
             if formula is not None:
                 total[0] += float(formula(*args, **kwargs, out_val=out))
+                return
+            total[0] += _elementwise_ops(str(getattr(packet, "__name__", func)), args, out)
 
         try:
-            with _recording(_Recorder()) as recorder:
+            with _recording(recorder):
                 _aten_operators(fn, inputs, count)
         except Exception as exc:  # noqa: BLE001 - a program that cannot be counted says why
             return Arithmetic(0.0, 0, error=f"not counted ({describe(exc, 160)})")
@@ -1117,6 +1133,48 @@ def _aten_operators(fn: Callable[..., Any], inputs: Sequence[Any],
     with torch.inference_mode(), _filled_buffers("nan"), Operators():
         fn(*inputs)
         _SYNC()
+
+
+# ATen operators that move, view, relabel, convert or allocate data and do no arithmetic: no work
+# (as `jaxpr_flow.DATA_MOVEMENT` for a JAX program). Their in-place forms (`copy_`) too. A gather or an
+# index is not among them: a table read per element is work, as on JAX.
+TORCH_DATA_MOVEMENT = frozenset({
+    "view", "_unsafe_view", "reshape", "_reshape_alias", "alias", "as_strided", "expand", "expand_as", "view_as",
+    "permute", "transpose", "t", "squeeze", "unsqueeze", "slice", "select", "narrow", "split", "split_with_sizes",
+    "unbind", "chunk", "unfold", "diagonal", "movedim", "flatten", "unflatten", "clone", "copy", "_to_copy", "to",
+    "contiguous", "detach", "lift_fresh", "lift_fresh_copy", "cat", "stack", "constant_pad_nd", "pad", "flip", "roll", "repeat", "tile", "arange", "linspace", "scalar_tensor", "_local_scalar_dense",
+    "item", "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "ones",
+    "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "fill", "zero", "resize", "set",
+    "rand", "randn", "randint", "rand_like", "randn_like", "bernoulli", "normal", "uniform", "view_as_real",
+    "view_as_complex", "real", "imag", "conj", "resolve_conj", "resolve_neg", "_conj", "_neg_view", "clamp_min_grad",
+    "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_nonzero", "_assert_async", "record_stream",
+})
+# ATen operators whose work is one operation per element they read (reductions, scans).
+TORCH_PER_INPUT_ELEMENT = frozenset({
+    "sum", "mean", "amax", "amin", "max", "min", "prod", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin",
+    "logcumsumexp", "all", "any", "count_nonzero", "nansum", "aminmax", "topk", "sort", "kthvalue", "median", "mode",
+})
+# Fused ATen operators, and the operations per element they read, as the steps a JAX program of
+# them counts: a softmax is a max, a subtraction, an exp, a sum and a division.
+TORCH_FUSED = {
+    "_softmax": 5, "_log_softmax": 5, "softmax": 5, "log_softmax": 5, "logsumexp": 4, "var": 3, "std": 3,
+    "var_mean": 3, "std_mean": 3, "norm": 2, "linalg_vector_norm": 2, "native_layer_norm": 8,
+    "native_group_norm": 8, "native_batch_norm": 8, "_native_batch_norm_legit": 8,
+    "_native_batch_norm_legit_no_training": 8,
+}
+
+
+def _elementwise_ops(name: str, args: Any, out: Any) -> float:
+    """One ATen operator's work, where torch's flop counter has no formula for it: none for data
+    movement; one per element read for a reduction (the steps of a fused one, `TORCH_FUSED`, for
+    each); one per element written otherwise."""
+    base = name[:-1] if name.endswith("_") and not name.endswith("__") else name  # an in-place form: `neg_`
+    if base in TORCH_DATA_MOVEMENT:
+        return 0.0
+    if base in TORCH_PER_INPUT_ELEMENT or base in TORCH_FUSED:
+        first = next((t for _, t in _flatten(args) if isinstance(t, torch.Tensor)), None)
+        return float(first.numel()) * TORCH_FUSED.get(base, 1) if first is not None else 0.0
+    return float(sum(t.numel() for _, t in _flatten(out) if isinstance(t, torch.Tensor)))
 
 
 def _value_free(op: str) -> bool:
@@ -1226,6 +1284,7 @@ class TorchTimedCall:
                        "seed" if self._remake is not None else "")
         self.last_draw: int | None = None  # the draw that made the last timed call's inputs
         self.escaped_ns: list[int] = []  # per timed call on a GPU (the list itself is never rebound)
+        self.faults: list[int] = []  # per timed call: the page faults across its window (never rebound)
         self.program_sha256: str | None = None
         self.compiled_sha256: str | None = None  # torch compiles nothing ahead: the program is its calls
 
@@ -1263,6 +1322,7 @@ class TorchTimedCall:
         if _CUDA:
             start, end = _EVENT(enable_timing=True), _EVENT(enable_timing=True)
             with _INFERENCE():
+                faults = _FAULTS()
                 t0 = clock()
                 _EVENT_RECORD(start)
                 out = self._fn(*args)
@@ -1271,6 +1331,7 @@ class TorchTimedCall:
                 t1 = clock()
                 _SYNC()
                 t2 = clock()
+                self.faults.append(_FAULTS() - faults)
             timed_take(take, out, TorchBackend.to_host)
             self.escaped_ns.append(t2 - t1)
             elapsed = int(_EVENT_ELAPSED(start, end) * 1e6)
@@ -1278,10 +1339,12 @@ class TorchTimedCall:
                 self._alive = [out, *self._alive[:1]]
             return min(elapsed, t1 - t0)  # the device's time can only be shorter than the host's around it
         with _INFERENCE():
+            faults = _FAULTS()
             t0 = clock()
             out = self._fn(*args)
             _SYNC()
             t1 = clock()
+            self.faults.append(_FAULTS() - faults)
         timed_take(take, out, TorchBackend.to_host)
         if self._keep:
             self._alive = [out, *self._alive[:1]]

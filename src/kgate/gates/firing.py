@@ -302,7 +302,7 @@ def _work_check(candidate: Arithmetic | None, reference: Arithmetic | None, spec
                      + (f", the declared share {spec.kernel_share:.1%} allowing for the rest)" if declared else ")")
                      + ": the kernels do a small step and the answer is computed around them.",
                      "compute the answer inside the kernels; a kernel that copies, negates, scales or casts "
-                     "while jnp does the arithmetic proves nothing (declare --kernel-share when part of the "
+                     "while jnp or torch does the arithmetic proves nothing (declare --kernel-share when part of the "
                      "output is computed elsewhere on purpose).")
     own = candidate.outside + (candidate.inside or 0.0)
     if candidate.inside is not None and own > 0 and candidate.outside / own >= limit:
@@ -313,7 +313,7 @@ def _work_check(candidate: Arithmetic | None, reference: Arithmetic | None, spec
                      f"them (FAIL from {limit:.0%}): the kernels do a small step and the answer is computed around "
                      "them.",
                      "compute the answer inside the kernels; a kernel that copies, negates, scales or casts while "
-                     "jnp does the arithmetic proves nothing (declare --kernel-share when part of the output is "
+                     "jnp or torch does the arithmetic proves nothing (declare --kernel-share when part of the output is "
                      "computed elsewhere on purpose).")
     if candidate.unknown_loops:  # a loop counted once may run many times: the count bounds nothing
         return Check(name, "FAIL", text + ": the work of a loop run an unknown number of times outside the "

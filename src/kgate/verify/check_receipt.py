@@ -31,7 +31,7 @@ from kgate.verify import spawn
 # it started worked beside the timed rounds.
 PATCH_CHECKS = frozenset({"process_untouched", "reference_untouched", "timer_untouched", "parent_clock",
                           "same_answer_as_checked", "program_as_checked", "physically_possible", "processes_quiet",
-                          "parent_processes", "parent_scheduling", "changes_reported"})
+                          "parent_processes", "parent_scheduling", "changes_reported", "reference_undisturbed"})
 
 ReceiptStatus = Literal["OK", "TAMPERED", "MISMATCH", "INCOMPLETE", "ANOMALY", "UNVERIFIABLE"]
 

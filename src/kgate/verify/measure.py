@@ -426,9 +426,15 @@ def _measure(
     processes_before_import = _ProcessBaseline.take()
     expected: dict[str, ProgramPrint] = {}  # the reference's program, compiled before the candidate exists
 
+    flush, flush_text = backend.cache_flusher()
+    baseline: list[int] = []  # the page faults of the reference's timed calls before the candidate existed
+    reference_faults: list[int] = []  # and of each in the rounds
+
     def fingerprint(reference: Any) -> None:
         beat("phase compiling the reference before the candidate is imported")
         expected["print"] = backend.program_fingerprint(reference, request.dtype)
+        beat("phase timing the reference before the candidate is imported")
+        baseline.extend(_reference_baseline(backend, reference, request, clock, flush, expected["print"]))
         beat("phase importing the candidate")  # from here the parent holds the threads' scheduling to what it was
 
     with load_pair(
@@ -456,7 +462,6 @@ def _measure(
         spec = backend.output_spec(pair.reference.entry, inputs)
         backend.poison(spec)
         threads = python_before_import
-        flush, flush_text = backend.cache_flusher()
 
         def remake(seed: int) -> Any:  # a timed call's inputs where none is floating (torch): made afresh
             return backend.create_inputs(pair.reference, seed, request.dtype)[0]
@@ -513,7 +518,9 @@ def _measure(
         def guarded(timed: Any) -> Callable[[], int]:
             def call() -> int:  # the look is outside the reference's timed window
                 look()
-                return timed()
+                elapsed = timed()
+                reference_faults.append(timed.faults[-1])
+                return elapsed
             return call
 
         sampled: list[TimedSample] = []  # each session's candidate leg, its timed calls' outputs sampled
@@ -602,6 +609,7 @@ def _measure(
             rounds.processes_check(),
             *_stream_checks(cand, escaped, samples),
             _ordering_check(ordered, request.bar),
+            _reference_undisturbed_check(baseline, reference_faults),
         ]
         k = request.bar.sigma_k if request.bar and request.bar.sigma_k else 3.0
         timing, numbers = timing_gate(
@@ -905,6 +913,65 @@ class _RoundWatch:
                 "alive; they used no CPU during the timed rounds",
             )
         return Check("os_threads_quiet", "PASS", "no OS thread besides the framework's pools appeared after the baseline")
+
+
+BASELINE_CALLS = 12  # the reference's timed calls before the candidate's import (`_reference_baseline`)
+# The reference's calls in the rounds may take this many times the page faults they took before the
+# candidate's import (medians), and `FAULTS_FLOOR` more, before the run is an anomaly.
+FAULTS_FACTOR = 2.0
+FAULTS_FLOOR = 64  # 256 KiB of 4 KiB pages
+
+
+def _reference_load_inputs(backend: Any, reference: Any, request: MeasureRequest) -> Any:
+    """Session 0's inputs, as `_measure` makes them: the handed-over file, or create_inputs."""
+    if request.inputs_file is not None:
+        return backend.load_inputs(request.inputs_file, request.inputs_file_sha256 or "")
+    backend.ensure_fits(reference, request.dtype, 2, dict(reference.config or {}))
+    return backend.create_inputs(reference, request.seed, request.dtype)[0]
+
+
+def _reference_baseline(backend: Any, reference: Any, request: MeasureRequest, clock: Callable[[], int],
+                        flush: Callable[[], None] | None, compiled: ProgramPrint) -> list[int]:
+    """The reference on its own, before any candidate code exists in this process: its program as
+    compiled for the fingerprint, a call untimed, then `BASELINE_CALLS` calls as the rounds make
+    them (cache flush, the bound clock); the page faults each window took (`faults`). What the
+    reference's calls cost the process's memory where nobody changed it; [] where it cannot be
+    taken (said by the check)."""
+    try:
+        inputs = _reference_load_inputs(backend, reference, request)
+        timed = backend.compile_timed(reference.entry, inputs, clock, flush, keep_outputs=False,
+                                      eager=reference.eager, precompiled=compiled)
+        timed.output()
+        for _ in range(BASELINE_CALLS):
+            timed()
+        return list(timed.faults)
+    except Exception:  # noqa: BLE001 - the same step fails again, and is reported, after the import
+        return []
+
+
+def _reference_undisturbed_check(baseline: list[int], during: list[int]) -> Check:
+    """The page faults the reference's calls take in the rounds (medians) against before the
+    candidate's import. A change the candidate made to the process's memory (the allocator set to
+    map every allocation afresh and hand it back on free, the heap trimmed after its calls) makes
+    every call of the reference's fault on memory it would have reused, while its own calls, on
+    buffers it keeps, do not: a speedup made of the reference's page faults. A busier machine
+    changes how long a fault takes, not how many there are."""
+    name = "reference_undisturbed"
+    if not during:
+        return Check(name, "SKIPPED", "no timed rounds")
+    if not baseline:
+        return Check(name, "FAIL", "the reference could not be run before the candidate's import: nothing to "
+                     "hold its calls in the rounds to", "run again; if it persists, report a kgate bug.")
+    before, now = float(np.median(baseline)), float(np.median(during))
+    limit = max(FAULTS_FACTOR * before, before + FAULTS_FLOOR)
+    text = (f"the reference's calls took {now:.0f} page faults each (median of {len(during)}) in the rounds, "
+            f"{before:.0f} before the candidate's import (median of {len(baseline)})")
+    if now > limit:
+        return Check(name, "FAIL", text + f" (FAIL above {limit:.0f}): something the candidate did to this process's "
+                     "memory (the allocator's settings, a trim of the heap, pages handed back) makes the reference "
+                     "it is compared with fault on memory it would have reused",
+                     "change nothing in the process beyond your own kernel's work.")
+    return Check(name, "PASS", text)
 
 
 SAMPLED_CALLS = 6  # per session: timed candidate calls whose own outputs are graded, drawn uniformly over its calls
