@@ -288,10 +288,33 @@ def test_answers_precomputed_for_the_fixed_seeds_fail_on_the_seed_drawn_for_the_
     pytest.param("softmax_bad_rewrite_adds_zero.py", marks=pytest.mark.full),
     "softmax_bad_rewrite_method_alias.py",  # another entry point to the same operator
     pytest.param("softmax_bad_rewrite_dressed_alias.py", marks=pytest.mark.full),  # a composite, views, copies
+    "softmax_bad_rewrite_out_form.py",  # its out= overload, a multiply thrown away beside it
+    pytest.param("softmax_bad_rewrite_dead_code.py", marks=pytest.mark.full),  # a written-out softmax never returned
 ])
 def test_a_rewrite_that_runs_the_references_operators_under_other_names_or_dressing_is_a_no_op(candidate):
     report = gate(SOFTMAX, f"model_torch/{candidate}", klass="xla-rewrite")
     assert failed(report) == {"firing.program_differs"}
+
+
+def test_a_rewrite_written_with_out_and_in_place_operators_is_a_rewrite(write_module):
+    """Operators that write into a buffer they were handed (out=, in place) compute: they are
+    recorded by what they read, and followed from the output through what they write."""
+    written = write_module("written_out.py", """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        m = torch.empty((x.shape[0], 1), dtype=x.dtype)
+        torch.amax(x, dim=1, keepdim=True, out=m)
+        torch.sub(x, m, out=out)
+        out.exp_()
+        return out.div_(out.sum(dim=1, keepdim=True))
+""")
+    report = gate(SOFTMAX, str(written), klass="xla-rewrite")
+    assert report.status == "PASS", failed(report)
 
 
 @pytest.mark.full

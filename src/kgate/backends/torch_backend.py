@@ -1045,27 +1045,46 @@ class TorchBackend:
         below torch's Python entry points (a `TorchDispatchMode`), so `x.softmax(1)`,
         `torch.softmax(x, 1)`, `F.softmax(x, 1)` and `torch.special.softmax(x, 1)` are the one
         operator they run (a composite operator is recorded as those it runs); named by the
-        operator, not its overload (`.out` and `.default` are one computation). Left out: a view,
-        a call that hands back one of its inputs' values unchanged (x + 0, a copy) and one that
-        makes a tensor from no tensor (empty, zeros, full, arange): none computes anything from
-        the inputs. Raises when they cannot be recorded (never an empty program that "differs")."""
-        ops: list[str] = []
+        operator, not its overload, and by the tensors it reads, not one it only writes
+        (`_softmax(x, out=o)` is `_softmax(x)`). Left out, as computing nothing from the inputs: a
+        view; a call that makes a tensor from no tensor (empty, zeros, full, arange); a call that
+        hands back one of its inputs' values unchanged (x + 0, a copy); a call that reads nothing
+        derived from the inputs (arithmetic on constants); a call whose result never reaches the
+        output (dead code), followed back through the storages each call reads and writes. Raises
+        when nothing can be recorded (never an empty program that "differs")."""
+        calls: list[_Call] = []
+        derived: set[int] = {p for p in (_storage(t) for _, t in _flatten(tuple(inputs)) if isinstance(t, torch.Tensor))
+                             if p}
 
         def record(func: Any, args: Any, kwargs: Any, out: Any) -> None:
             given = [t for _, t in _flatten((args, kwargs)) if isinstance(t, torch.Tensor)]
             name = getattr(getattr(func, "overloadpacket", func), "__name__", str(func))
             if not given or getattr(func, "is_view", False) or _value_free(name):
                 return  # made from sizes (and at most a tensor's shape), or a view: no computation
+            only_written = _only_written(func, args, kwargs)
+            read = [t for t in given if not any(t is w for w in only_written)]
+            reads = {p for p in map(_storage, read) if p}
+            if not reads & derived:
+                return  # nothing it reads comes from the inputs: arithmetic on constants
             results = [t for _, t in _flatten(out) if isinstance(t, torch.Tensor)]
-            if results and all(any(t.shape == r.shape and t.dtype == r.dtype and torch.equal(t, r) for t in given)
-                               for r in results):
-                return
-            ops.append(f"{name}({', '.join(f'{t.dtype}{list(t.shape)}' for t in given)})")
+            writes = {p for p in map(_storage, [*results, *only_written]) if p}
+            derived.update(writes)
+            unchanged = [t for t in read if not _written_in_place(func, args, t)]
+            shown = not (results and all(any(t.shape == r.shape and t.dtype == r.dtype and torch.equal(t, r)
+                                             for t in unchanged) for r in results))
+            calls.append(_Call(f"{name}({', '.join(f'{t.dtype}{list(t.shape)}' for t in read)})", reads, writes, shown))
 
         try:
-            _aten_operators(fn, inputs, record)
+            result = _aten_operators(fn, inputs, record)
         except Exception:
-            ops.clear()
+            calls.clear()
+            result = None
+        live = {p for p in (_storage(t) for _, t in _flatten(result) if isinstance(t, torch.Tensor)) if p}
+        for call in reversed(calls):  # back from the output: a call is live when it writes a storage read later
+            if call.writes & live:
+                call.live = True
+                live = (live - call.writes) | call.reads
+        ops = [call.text for call in calls if call.live and call.shown]
         if not ops:
             raise RuntimeError("the reference's torch operators could not be recorded")
         return "\n".join(ops)
@@ -1106,12 +1125,57 @@ class TorchBackend:
         return None
 
 
+@dataclass
+class _Call:
+    """One ATen call as `compiled_text` follows it: its text, the storages it reads and writes."""
+
+    text: str
+    reads: set[int]
+    writes: set[int]
+    shown: bool
+    live: bool = False
+
+
+def _storage(t: torch.Tensor) -> int:
+    """The address of a tensor's storage (a view shares its base's); 0 for one without memory."""
+    try:
+        return int(t.untyped_storage().data_ptr())
+    except Exception:  # noqa: BLE001 - a tensor without storage (meta, sparse) is followed by nothing
+        return 0
+
+
+def _written_arguments(func: Any, args: Any, kwargs: Any) -> list[tuple[str, Any]]:
+    """The arguments an ATen operator writes (its schema marks them), with their names."""
+    written = []
+    for i, arg in enumerate(getattr(getattr(func, "_schema", None), "arguments", ())):
+        if arg.alias_info is None or not arg.alias_info.is_write:
+            continue
+        value = args[i] if i < len(args) else kwargs.get(arg.name)
+        for _, t in _flatten(value):
+            if isinstance(t, torch.Tensor):
+                written.append((arg.name, t))
+    return written
+
+
+def _only_written(func: Any, args: Any, kwargs: Any) -> list[torch.Tensor]:
+    """What an operator writes without reading it: its `out=` arguments (an in-place operator's
+    `self` is read too)."""
+    return [t for name, t in _written_arguments(func, args, kwargs) if name.startswith("out")]
+
+
+def _written_in_place(func: Any, args: Any, t: torch.Tensor) -> bool:
+    """Whether `t` is an argument the operator reads and writes (an in-place operator's `self`):
+    after the call it no longer holds the value it was given."""
+    return any(w is t for _, w in _written_arguments(func, args, {}))
+
+
 def _aten_operators(fn: Callable[..., Any], inputs: Sequence[Any],
-                    visit: Callable[[Any, Any, Any, Any], None]) -> None:
+                    visit: Callable[[Any, Any, Any, Any], None]) -> Any:
     """Call `fn` once (inference mode, fresh buffers NaN-filled, synchronized) and hand `visit`
     each ATen operator it runs, below torch's Python entry points (a `TorchDispatchMode`):
-    (operator, args, kwargs, result). A composite operator (special_softmax, linear, matmul) is
-    taken as the operators it runs, so two spellings of one computation read alike."""
+    (operator, args, kwargs, result); returns what `fn` returned. A composite operator
+    (special_softmax, linear, matmul) is taken as the operators it runs, so two spellings of one
+    computation read alike."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Operators(TorchDispatchMode):
@@ -1131,8 +1195,9 @@ def _aten_operators(fn: Callable[..., Any], inputs: Sequence[Any],
             return out
 
     with torch.inference_mode(), _filled_buffers("nan"), Operators():
-        fn(*inputs)
+        out = fn(*inputs)
         _SYNC()
+    return out
 
 
 # ATen operators that move, view, relabel, convert or allocate data and do no arithmetic: no work
