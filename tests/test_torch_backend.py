@@ -361,6 +361,7 @@ def test_a_torch_rewrite_is_verified_and_its_receipt_checks(tmp_path):
     assert checked.returncode == 0, checked.stdout[-2000:]
 
 
+@pytest.mark.full
 def test_a_rewrite_that_calls_the_library_only_in_the_timing_process_is_an_anomaly():
     """It reads its process's command line: the written-out softmax where checked, torch.softmax where
     timed. Its answers agree everywhere; the torch calls the timing process recorded do not."""
@@ -407,6 +408,7 @@ def test_an_allocator_set_to_slow_the_reference_s_allocations_is_an_anomaly(cand
     assert check["status"] == "FAIL" and "before the candidate's import" in check["detail"], check
 
 
+@pytest.mark.full
 def test_an_honest_rewrite_leaves_the_reference_undisturbed():
     done = _cli("measure", "-r", f"examples/{SOFTMAX}", "-c", "examples/model_torch/softmax_rewrite.py", "--budget", "2",
                 *SHORT, "--json")
