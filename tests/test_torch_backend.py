@@ -239,6 +239,8 @@ def test_torch_work_outside_kernels_is_counted_as_a_jax_program_s_is():
     assert backend.arithmetic(lambda t: t @ w.T, (x,)).outside == 2 * 8 * 4 * 16
     # the same product spelled as a broadcast multiply and a sum: as much work, counted alike
     assert backend.arithmetic(lambda t: (t[:, None, :] * w[None]).sum(-1), (x,)).outside == 2 * 8 * 4 * 16
+    # masks and indices are bookkeeping: only the floating select counts
+    assert backend.arithmetic(lambda t: torch.where(~(t > 0), 0.0, t), (x,)).outside == 128
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="builds its native half with a C compiler (cc)")
@@ -290,6 +292,7 @@ def test_answers_precomputed_for_the_fixed_seeds_fail_on_the_seed_drawn_for_the_
     pytest.param("softmax_bad_rewrite_dressed_alias.py", marks=pytest.mark.full),  # a composite, views, copies
     "softmax_bad_rewrite_out_form.py",  # its out= overload, a multiply thrown away beside it
     pytest.param("softmax_bad_rewrite_dead_code.py", marks=pytest.mark.full),  # a written-out softmax never returned
+    pytest.param("softmax_bad_rewrite_in_place_identity.py", marks=pytest.mark.full),  # clamp_ at zero, in place
 ])
 def test_a_rewrite_that_runs_the_references_operators_under_other_names_or_dressing_is_a_no_op(candidate):
     report = gate(SOFTMAX, f"model_torch/{candidate}", klass="xla-rewrite")
@@ -359,6 +362,16 @@ def test_a_torch_rewrite_is_verified_and_its_receipt_checks(tmp_path):
     assert timed["status"] == "PASS"  # the candidate's torch calls in the timing process, as the checks recorded them
     checked = _cli("verify-receipt", str(receipt), "--json")
     assert checked.returncode == 0, checked.stdout[-2000:]
+
+
+@pytest.mark.full
+def test_a_kernel_that_allocates_a_workspace_on_its_first_call_is_one_program():
+    done = _cli("verify", "-r", f"examples/{SOFTMAX}", "-c", "examples/model_torch/softmax_triton_workspace.py",
+                "--time-interpreted", "--set", "batch_size=64", "--set", "dim=256", "--budget", "2", "--sessions", "2",
+                "--json")
+    report = json.loads(done.stdout)
+    checks = {c["name"]: c["status"] for c in report["gates"]["integrity"]["checks"]}
+    assert checks["measure.program_as_checked"] == "PASS" and checks["measure.candidate_program_unchanged"] == "PASS"
 
 
 @pytest.mark.full

@@ -770,8 +770,16 @@ class TorchBackend:
 
     def timed_program(self, fn: Callable[..., Any], inputs: Sequence[Any]) -> str | None:
         """The digest `compile_timed` gives what it times for `fn` on these inputs: the sha256 of
-        the torch functions one call goes through, in order (`_graph_text`); None where the call
-        fails. The checks take it too, so the timed process is held to the program they graded."""
+        the torch functions a call goes through, in order (`_graph_text`), after one call untimed
+        (what a first call alone does, a workspace allocated once, an autotuner's trials, is not
+        the program timed); None where the call fails. The checks take it too, so the timed process
+        is held to the program they graded, both after a first call."""
+        try:
+            with _INFERENCE():
+                fn(*inputs)
+                _SYNC()
+        except Exception:
+            return None
         text = self._graph_text(fn, inputs)
         return hashlib.sha256(text.encode()).hexdigest() if text else None
 
@@ -1056,7 +1064,7 @@ class TorchBackend:
         derived: set[int] = {p for p in (_storage(t) for _, t in _flatten(tuple(inputs)) if isinstance(t, torch.Tensor))
                              if p}
 
-        def record(func: Any, args: Any, kwargs: Any, out: Any) -> None:
+        def record(func: Any, args: Any, kwargs: Any, out: Any, before: list[torch.Tensor]) -> None:
             given = [t for _, t in _flatten((args, kwargs)) if isinstance(t, torch.Tensor)]
             name = getattr(getattr(func, "overloadpacket", func), "__name__", str(func))
             if not given or getattr(func, "is_view", False) or _value_free(name):
@@ -1067,15 +1075,19 @@ class TorchBackend:
             if not reads & derived:
                 return  # nothing it reads comes from the inputs: arithmetic on constants
             results = [t for _, t in _flatten(out) if isinstance(t, torch.Tensor)]
-            writes = {p for p in map(_storage, [*results, *only_written]) if p}
+            written = [*results, *only_written]
+            writes = {p for p in map(_storage, written) if p}
             derived.update(writes)
-            unchanged = [t for t in read if not _written_in_place(func, args, t)]
+            # what the call was handed, as it was handed: an in-place operand by its copy from before
+            unchanged = [t for t in read if not _written_in_place(func, args, t)] + before
             shown = not (results and all(any(t.shape == r.shape and t.dtype == r.dtype and torch.equal(t, r)
                                              for t in unchanged) for r in results))
-            calls.append(_Call(f"{name}({', '.join(f'{t.dtype}{list(t.shape)}' for t in read)})", reads, writes, shown))
+            whole = {_storage(t) for t in written if _covers_its_storage(t)} - {0}
+            calls.append(_Call(f"{name}({', '.join(f'{t.dtype}{list(t.shape)}' for t in read)})", reads, writes,
+                               shown, whole))
 
         try:
-            result = _aten_operators(fn, inputs, record)
+            result = _aten_operators(fn, inputs, record, before_writes=True)
         except Exception:
             calls.clear()
             result = None
@@ -1083,7 +1095,7 @@ class TorchBackend:
         for call in reversed(calls):  # back from the output: a call is live when it writes a storage read later
             if call.writes & live:
                 call.live = True
-                live = (live - call.writes) | call.reads
+                live = (live - call.whole) | call.reads  # a storage written in part is still read from before
         ops = [call.text for call in calls if call.live and call.shown]
         if not ops:
             raise RuntimeError("the reference's torch operators could not be recorded")
@@ -1103,15 +1115,21 @@ class TorchBackend:
         total = [0.0]
         recorder = _Recorder()
 
+        launches_seen = [0]
+
         def count(func: Any, args: Any, kwargs: Any, out: Any) -> None:
             if recorder.launching:  # a kernel's launch: the recorder's own copies and comparisons
                 return
+            launched, launches_seen[0] = len(recorder.launches) > launches_seen[0], len(recorder.launches)
+            namespace = str(getattr(func, "namespace", "aten"))
+            if namespace != "aten" and launched:
+                return  # a custom operator an authored kernel ran inside (`torch.library.custom_op`): the kernel's work
             packet = getattr(func, "overloadpacket", None)
             formula = flop_registry.get(packet)
             if formula is not None:
                 total[0] += float(formula(*args, **kwargs, out_val=out))
                 return
-            total[0] += _elementwise_ops(str(getattr(packet, "__name__", func)), args, out)
+            total[0] += _elementwise_ops(str(getattr(packet, "__name__", func)), args, out, namespace)
 
         try:
             with _recording(recorder):
@@ -1133,7 +1151,17 @@ class _Call:
     reads: set[int]
     writes: set[int]
     shown: bool
+    whole: set[int]  # the storages it writes in full (what they held before is not read after)
     live: bool = False
+
+
+def _covers_its_storage(t: torch.Tensor) -> bool:
+    """Whether a tensor spans its whole storage, contiguously (a write to it replaces all of it)."""
+    try:
+        spans = t.numel() * t.element_size() == t.untyped_storage().nbytes()
+        return t.is_contiguous() and t.storage_offset() == 0 and spans
+    except Exception:  # noqa: BLE001 - a tensor without storage covers nothing
+        return False
 
 
 def _storage(t: torch.Tensor) -> int:
@@ -1169,11 +1197,12 @@ def _written_in_place(func: Any, args: Any, t: torch.Tensor) -> bool:
     return any(w is t for _, w in _written_arguments(func, args, {}))
 
 
-def _aten_operators(fn: Callable[..., Any], inputs: Sequence[Any],
-                    visit: Callable[[Any, Any, Any, Any], None]) -> Any:
+def _aten_operators(fn: Callable[..., Any], inputs: Sequence[Any], visit: Callable[..., None],
+                    before_writes: bool = False) -> Any:
     """Call `fn` once (inference mode, fresh buffers NaN-filled, synchronized) and hand `visit`
     each ATen operator it runs, below torch's Python entry points (a `TorchDispatchMode`):
-    (operator, args, kwargs, result); returns what `fn` returned. A composite operator
+    (operator, args, kwargs, result), and with `before_writes` a copy of each operand it writes in
+    place, taken before the call; returns what `fn` returned. A composite operator
     (special_softmax, linear, matmul) is taken as the operators it runs, so two spellings of one
     computation read alike."""
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -1190,8 +1219,13 @@ def _aten_operators(fn: Callable[..., Any], inputs: Sequence[Any],
                     done = func.decompose(*args, **kwargs)
                 if done is not NotImplemented:
                     return done
+            if not before_writes:
+                out = func(*args, **kwargs)
+                visit(func, args, kwargs, out)
+                return out
+            before = [w.clone() for name, w in _written_arguments(func, args, kwargs) if not name.startswith("out")]
             out = func(*args, **kwargs)
-            visit(func, args, kwargs, out)
+            visit(func, args, kwargs, out, before)
             return out
 
     with torch.inference_mode(), _filled_buffers("nan"), Operators():
@@ -1229,17 +1263,24 @@ TORCH_FUSED = {
 }
 
 
-def _elementwise_ops(name: str, args: Any, out: Any) -> float:
-    """One ATen operator's work, where torch's flop counter has no formula for it: none for data
-    movement; one per element read for a reduction (the steps of a fused one, `TORCH_FUSED`, for
-    each); one per element written otherwise."""
+def _elementwise_ops(name: str, args: Any, out: Any, namespace: str = "aten") -> float:
+    """One operator's work, where torch's flop counter has no formula for it: none for data
+    movement; one per floating element read for a reduction (the steps of a fused one,
+    `TORCH_FUSED`, for each); one per floating element written otherwise. Integer and boolean
+    results (masks, indices, lengths) are bookkeeping, not arithmetic. An operator outside ATen (a
+    custom one) is taken by its name in no table of torch's: one per floating element written."""
+    floating = [t for _, t in _flatten(out) if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    if namespace != "aten":
+        return float(sum(t.numel() for t in floating))
     base = name[:-1] if name.endswith("_") and not name.endswith("__") else name  # an in-place form: `neg_`
     if base in TORCH_DATA_MOVEMENT:
         return 0.0
     if base in TORCH_PER_INPUT_ELEMENT or base in TORCH_FUSED:
         first = next((t for _, t in _flatten(args) if isinstance(t, torch.Tensor)), None)
-        return float(first.numel()) * TORCH_FUSED.get(base, 1) if first is not None else 0.0
-    return float(sum(t.numel() for _, t in _flatten(out) if isinstance(t, torch.Tensor)))
+        if first is None or not first.is_floating_point():
+            return 0.0
+        return float(first.numel()) * TORCH_FUSED.get(base, 1)
+    return float(sum(t.numel() for t in floating))
 
 
 def _value_free(op: str) -> bool:

@@ -940,7 +940,8 @@ def _reference_baseline(backend: Any, reference: Any, request: MeasureRequest, c
     try:
         inputs = _reference_load_inputs(backend, reference, request)
         timed = backend.compile_timed(reference.entry, inputs, clock, flush, keep_outputs=False,
-                                      eager=reference.eager, precompiled=compiled)
+                                      eager=reference.eager, precompiled=compiled,
+                                      remake=lambda seed: backend.create_inputs(reference, seed, request.dtype)[0])
         timed.output()
         for _ in range(BASELINE_CALLS):
             timed()
