@@ -276,6 +276,7 @@ BREAKS = {
 }
 
 
+@pytest.mark.full
 def test_a_stray_receipt_removed_from_the_branch_is_no_longer_flagged(records, tmp_path):
     rec = copy_record(records("screened"), tmp_path / "code")
     stray = {"ops/kgate-receipt-cumsum.json": rec["receipt"].read_text()}

@@ -276,6 +276,7 @@ def test_a_thread_started_below_threading_is_counted_by_the_os():
     assert _check(report, "threads_quiet")["status"] == "PASS"
 
 
+@pytest.mark.full
 def test_wrapping_kgates_timed_call_is_seen_by_the_process_watch():
     report = _measure("bad_inflates_reference_time.py")
     assert report["status"] == "ANOMALY"
