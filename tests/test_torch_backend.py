@@ -122,6 +122,8 @@ def test_a_torch_problem_that_also_imports_jax_runs_on_torch_with_backend(tmp_pa
     (SOFTMAX, "model_torch/softmax_triton.py", "kernel-authored"),  # `make test` gates this one; the rest are `full`
     pytest.param(SOFTMAX, "model_torch/softmax_rewrite.py", "xla-rewrite", marks=pytest.mark.full),
     pytest.param(SOFTMAX, "model_torch/softmax_triton_epilogue.py", "kernel-authored", marks=pytest.mark.full),
+    # registered as a custom operator: torch._dynamo, loaded by the registration, wraps torch.manual_seed
+    pytest.param(SOFTMAX, "model_torch/softmax_triton_custom_op.py", "kernel-authored", marks=pytest.mark.full),
     pytest.param(LINEAR, "model_torch/linear_relu_triton.py", "kernel-authored", marks=pytest.mark.full),
     pytest.param(LINEAR, "model_torch/linear_relu_triton_matmul.py", "kernel-authored", marks=pytest.mark.full),
     pytest.param(LINEAR, "model_torch/linear_relu_rewrite.py", "xla-rewrite", marks=pytest.mark.full),
@@ -197,6 +199,8 @@ KNOWN_BAD_TORCH = [
     (SOFTMAX, "softmax_bad_escapes_launch_recording.py", "ANOMALY", {"integrity.process_untouched"}),
     (SOFTMAX, "softmax_bad_mutates_input.py", "ANOMALY", {"integrity.inputs_unchanged"}),
     (SOFTMAX, "softmax_bad_patches_hashlib.py", "ANOMALY", {"integrity.process_untouched"}),
+    # torch's own wrapper of torch.manual_seed is accepted; a function written into its cell is not
+    (SOFTMAX, "softmax_bad_swaps_the_wrapped_seed.py", "ANOMALY", {"integrity.process_untouched"}),
     (SOFTMAX, "softmax_bad_signal_slows_reference.py", "ANOMALY", {"integrity.process_untouched"}),
     (SOFTMAX, "softmax_bad_mangles_kgates_seal.py", "ANOMALY", {"integrity.process_untouched"}),
     # class 6, a lazy output: a view whose negation runs when it is read

@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import tempfile
+import types
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,7 @@ from kgate.errors import KgateError, describe
 from kgate.problem import model as model_protocol
 from kgate.problem.module import ProblemModule, config_set
 from kgate.problem.oppoint import refuse_ineffective
+from kgate.problem.snapshot import allow_rewrap
 
 _CUDA = torch.cuda.is_available()
 # What a timed call goes through, bound when kgate is imported (before any candidate code).
@@ -84,6 +86,39 @@ def _torch_seeded(seed: int) -> Iterator[None]:
 
 
 model_protocol.SEEDERS.append(_torch_seeded)
+
+
+# -- what torch rebinds of itself ---------------------------------------------------------------
+
+def _dynamo_disabled_code() -> Any:
+    """The code of the wrapper torch's `_disable_dynamo` makes (one code object for every function
+    it wraps), read when kgate loads; None where this torch has no such wrapper."""
+    try:
+        import torch._compile
+
+        return torch._compile._disable_dynamo(lambda: None).__code__
+    except Exception:  # noqa: BLE001 - no wrapper to accept: every rebinding stays a change
+        return None
+
+
+_DYNAMO_DISABLED = _dynamo_disabled_code()
+
+
+def _torch_wrapped_itself(new: Any) -> Any:
+    """What `new` calls, where it is torch's `_disable_dynamo` wrapper (as `torch._dynamo`
+    installs over `torch.manual_seed` when it loads; a custom operator's registration imports it):
+    a function of that very code, its `fn` cell read now; None for anything else. The wrapper calls
+    that function with torch's compiler off."""
+    if _DYNAMO_DISABLED is None or type(new) is not types.FunctionType or new.__code__ is not _DYNAMO_DISABLED:
+        return None
+    cells = dict(zip(new.__code__.co_freevars, new.__closure__ or ()))
+    try:
+        return cells["fn"].cell_contents if type(cells["recursive"].cell_contents) is bool else None
+    except (KeyError, ValueError):
+        return None
+
+
+allow_rewrap(_torch_wrapped_itself)
 
 
 # -- the Triton launches kgate records ----------------------------------------------------------

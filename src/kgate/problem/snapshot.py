@@ -15,7 +15,7 @@ import hashlib
 import itertools
 import sys
 import types
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -275,7 +275,9 @@ class ModuleSnapshot:
             for attr, ident in attrs.items():
                 if attr not in lib_vars:
                     changes.append(f"{lib_name}.{attr} (reached from {self.module_name}) was deleted")
-                elif id(lib_vars[attr]) != ident:
+                elif id(lib_vars[attr]) != ident and not any(
+                        id(inner) == ident for inner in _wrapped_by_framework(lib_vars[attr])):
+                    # (the original, held by the wrapper that replaced it, is alive: its id is its own)
                     changes.append(f"{lib_name}.{attr} (reached from {self.module_name}) was monkeypatched")
         return changes
 
@@ -361,6 +363,30 @@ def snapshot_module(module: types.ModuleType, *, extra_libraries: Iterable[types
 
 
 _MISSING = object()
+
+# Rebindings a framework makes of its own functions, on its own, when a part of it loads late (torch
+# wraps `torch.manual_seed` in its `_disable_dynamo` when `torch._dynamo` is imported, as a custom
+# operator's registration does): each a function that says what a value wraps, where it is such a
+# wrapper of the framework's own making (None otherwise), registered by a backend when kgate loads.
+# A tuple, rebound to add one: the binding is itself watched.
+_REWRAPS: tuple[Callable[[Any], Any], ...] = ()
+
+
+def allow_rewrap(unwrap: Callable[[Any], Any]) -> None:
+    """Accept a rebinding to a framework's own wrapper of the value it replaced: `unwrap(new)` is
+    what `new` calls, or None (a backend registers it at kgate's import)."""
+    global _REWRAPS
+    _REWRAPS = (*_REWRAPS, unwrap)
+
+
+def _wrapped_by_framework(new: Any) -> list[Any]:
+    """What `new` wraps, for each registered framework whose own wrapper it is (as it holds it now)."""
+    return [inner for unwrap in _REWRAPS if (inner := unwrap(new)) is not None]
+
+
+def _rewrapped(old: Any, new: Any) -> bool:
+    """Whether `new` is a framework's own wrapper of `old` (`allow_rewrap`), as it holds it now."""
+    return any(inner is old for inner in _wrapped_by_framework(new))
 # Defaults made only of these cannot change in place: while the tuple is the same object, so are they.
 _ATOMS = frozenset({type(None), bool, int, float, complex, str, bytes})
 
@@ -423,6 +449,8 @@ class SurfaceSnapshot:
         contents: dict[int, str | None] = {}  # id of a code object -> its content, read once per diff (kept alive: see _code_identity)
         for key, namespace, attr, value, fn, func, code, defaults, simple, reprs, held in self._watched[0]:
             now = namespace.get(attr, _MISSING)
+            if now is not value and _rewrapped(value, now):
+                continue  # the framework's own wrapper of it, calling it (checked at every diff)
             if now is not value:
                 walk = walk or isinstance(value, type)  # its members are now another class's: compared by name too
                 changes.append(f"{key} was {'deleted' if now is _MISSING else 'rebound'}")
@@ -481,7 +509,9 @@ class SurfaceSnapshot:
             if key not in now:
                 changes.append(f"{key} was deleted")
             elif now[key][0] != ident:
-                changes.append(f"{key} was rebound")
+                kept = self.originals.get(key)
+                if kept is None or not _rewrapped(kept[2], vars(kept[0]).get(kept[1], _MISSING)):
+                    changes.append(f"{key} was rebound")
             elif now[key][1] != code or now[key][2] != func:
                 changes.append(f"{key} had its code or defaults replaced")
             elif content and _content_once(contents, self.originals[key][4]) != self.digests[key]:
