@@ -1104,7 +1104,7 @@ class TorchBackend:
             name = getattr(getattr(func, "overloadpacket", func), "__name__", str(func))
             if not given or getattr(func, "is_view", False) or _value_free(name):
                 return  # made from sizes (and at most a tensor's shape), or a view: no computation
-            only_written = _only_written(func, args, kwargs)
+            only_written, in_place = _written_arguments(func, args, kwargs)
             read = [t for t in given if not any(t is w for w in only_written)]
             reads = {p for p in map(_storage, read) if p}
             if not reads & derived:
@@ -1114,7 +1114,7 @@ class TorchBackend:
             writes = {p for p in map(_storage, written) if p}
             derived.update(writes)
             # what the call was handed, as it was handed: an in-place operand by its copy from before
-            unchanged = [t for t in read if not _written_in_place(func, args, t)] + before
+            unchanged = [t for t in read if not any(t is w for w in in_place)] + before
             shown = not (results and all(any(t.shape == r.shape and t.dtype == r.dtype and torch.equal(t, r)
                                              for t in unchanged) for r in results))
             whole = {_storage(t) for t in written if _covers_its_storage(t)} - {0}
@@ -1152,7 +1152,7 @@ class TorchBackend:
 
         launches_seen = [0]
 
-        def count(func: Any, args: Any, kwargs: Any, out: Any) -> None:
+        def count(func: Any, args: Any, kwargs: Any, out: Any, _before: list[torch.Tensor]) -> None:
             if recorder.launching:  # a kernel's launch: the recorder's own copies and comparisons
                 return
             launched, launches_seen[0] = len(recorder.launches) > launches_seen[0], len(recorder.launches)
@@ -1207,37 +1207,27 @@ def _storage(t: torch.Tensor) -> int:
         return 0
 
 
-def _written_arguments(func: Any, args: Any, kwargs: Any) -> list[tuple[str, Any]]:
-    """The arguments an ATen operator writes (its schema marks them), with their names."""
-    written = []
+def _written_arguments(func: Any, args: Any, kwargs: Any) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """The tensors an ATen operator writes (its schema marks them): those it only writes (its
+    `out=` arguments), and those it reads and writes (an in-place operator's `self`, which after
+    the call no longer holds the value it was given)."""
+    only: list[torch.Tensor] = []
+    in_place: list[torch.Tensor] = []
     for i, arg in enumerate(getattr(getattr(func, "_schema", None), "arguments", ())):
         if arg.alias_info is None or not arg.alias_info.is_write:
             continue
         value = args[i] if i < len(args) else kwargs.get(arg.name)
-        for _, t in _flatten(value):
-            if isinstance(t, torch.Tensor):
-                written.append((arg.name, t))
-    return written
-
-
-def _only_written(func: Any, args: Any, kwargs: Any) -> list[torch.Tensor]:
-    """What an operator writes without reading it: its `out=` arguments (an in-place operator's
-    `self` is read too)."""
-    return [t for name, t in _written_arguments(func, args, kwargs) if name.startswith("out")]
-
-
-def _written_in_place(func: Any, args: Any, t: torch.Tensor) -> bool:
-    """Whether `t` is an argument the operator reads and writes (an in-place operator's `self`):
-    after the call it no longer holds the value it was given."""
-    return any(w is t for _, w in _written_arguments(func, args, {}))
+        kept = only if arg.name.startswith("out") else in_place
+        kept.extend(t for _, t in _flatten(value) if isinstance(t, torch.Tensor))
+    return only, in_place
 
 
 def _aten_operators(fn: Callable[..., Any], inputs: Sequence[Any], visit: Callable[..., None],
                     before_writes: bool = False) -> Any:
     """Call `fn` once (inference mode, fresh buffers NaN-filled, synchronized) and hand `visit`
     each ATen operator it runs, below torch's Python entry points (a `TorchDispatchMode`):
-    (operator, args, kwargs, result), and with `before_writes` a copy of each operand it writes in
-    place, taken before the call; returns what `fn` returned. A composite operator
+    (operator, args, kwargs, result, and with `before_writes` a copy of each operand it writes in
+    place, taken before the call, else []); returns what `fn` returned. A composite operator
     (special_softmax, linear, matmul) is taken as the operators it runs, so two spellings of one
     computation read alike."""
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -1254,11 +1244,7 @@ def _aten_operators(fn: Callable[..., Any], inputs: Sequence[Any], visit: Callab
                     done = func.decompose(*args, **kwargs)
                 if done is not NotImplemented:
                     return done
-            if not before_writes:
-                out = func(*args, **kwargs)
-                visit(func, args, kwargs, out)
-                return out
-            before = [w.clone() for name, w in _written_arguments(func, args, kwargs) if not name.startswith("out")]
+            before = [w.clone() for w in _written_arguments(func, args, kwargs)[1]] if before_writes else []
             out = func(*args, **kwargs)
             visit(func, args, kwargs, out, before)
             return out
@@ -1276,8 +1262,8 @@ TORCH_DATA_MOVEMENT = frozenset({
     "view", "_unsafe_view", "reshape", "_reshape_alias", "alias", "as_strided", "expand", "expand_as", "view_as",
     "permute", "transpose", "t", "squeeze", "unsqueeze", "slice", "select", "narrow", "split", "split_with_sizes",
     "unbind", "chunk", "unfold", "diagonal", "movedim", "flatten", "unflatten", "clone", "copy", "_to_copy", "to",
-    "contiguous", "detach", "lift_fresh", "lift_fresh_copy", "cat", "stack", "constant_pad_nd", "pad", "flip", "roll", "repeat", "tile", "arange", "linspace", "scalar_tensor", "_local_scalar_dense",
-    "item", "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "ones",
+    "contiguous", "detach", "lift_fresh", "lift_fresh_copy", "cat", "stack", "constant_pad_nd", "pad", "flip", "roll",
+    "repeat", "tile", "arange", "linspace", "scalar_tensor", "_local_scalar_dense", "item", "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "ones",
     "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "fill", "zero", "resize", "set",
     "rand", "randn", "randint", "rand_like", "randn_like", "bernoulli", "normal", "uniform", "view_as_real",
     "view_as_complex", "real", "imag", "conj", "resolve_conj", "resolve_neg", "_conj", "_neg_view", "clamp_min_grad",

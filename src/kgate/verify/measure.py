@@ -446,18 +446,14 @@ def _measure(
         watch.guard(pair.reference)  # a patch at the candidate's first call would slow the reference
         beat("phase making inputs")
         timer_changes_at_import = kclock.tampered()
-        if request.inputs_file is not None:
-            inputs = backend.load_inputs(request.inputs_file, request.inputs_file_sha256 or "")
-            if backend.digest(inputs) != request.inputs_sha256:
-                raise KgateError(
-                    "the inputs handed over from the checks leg do not hash as recorded.",
-                    "re-run kgate verify; if it persists, report a kgate bug.",
-                )
-        else:
-            # the reference's and the candidate's outputs, a kept first output, a session's fresh inputs: ~2 probes
+        if request.inputs_file is None:
             backend.refuse_ineffective(pair.reference, request.dtype, pair.op_point, dict(request.overrides))
-            backend.ensure_fits(pair.reference, request.dtype, 2, dict(pair.reference.config or {}))
-            inputs, _ = backend.create_inputs(pair.reference, request.seed, request.dtype)
+        inputs = _reference_load_inputs(backend, pair.reference, request)
+        if request.inputs_file is not None and backend.digest(inputs) != request.inputs_sha256:
+            raise KgateError(
+                "the inputs handed over from the checks leg do not hash as recorded.",
+                "re-run kgate verify; if it persists, report a kgate bug.",
+            )
         created = backend.digest(inputs)
         spec = backend.output_spec(pair.reference.entry, inputs)
         backend.poison(spec)
@@ -926,6 +922,7 @@ def _reference_load_inputs(backend: Any, reference: Any, request: MeasureRequest
     """Session 0's inputs, as `_measure` makes them: the handed-over file, or create_inputs."""
     if request.inputs_file is not None:
         return backend.load_inputs(request.inputs_file, request.inputs_file_sha256 or "")
+    # the reference's and the candidate's outputs, a kept first output, a session's fresh inputs: ~2 probes
     backend.ensure_fits(reference, request.dtype, 2, dict(reference.config or {}))
     return backend.create_inputs(reference, request.seed, request.dtype)[0]
 
