@@ -164,6 +164,61 @@ def test_a_method_set_on_a_library_class_over_an_inherited_one_is_a_patch(monkey
     assert Tensor().softmax() == "library" and snap.diff() == []
 
 
+def test_a_library_class_s_own_state_may_change_as_it_runs_its_methods_may_not(monkeypatch):
+    """A library class's data (torch's compiler resets its RNG tracker's states on every compile)
+    is its state, as a library module's is; its methods and descriptors are its behaviour."""
+    import sys
+
+    from kgate.problem.snapshot import snapshot_surface
+
+    lib = types.ModuleType("fake_compiler_lib")
+
+    class Tracker:
+        running_state = object()
+
+        def reset(self):
+            return None
+
+        @property
+        def seed(self):
+            return 0
+
+    Tracker.__module__ = "fake_compiler_lib"
+    lib.Tracker = Tracker
+    monkeypatch.setitem(sys.modules, "fake_compiler_lib", lib)
+    snap = snapshot_surface(["fake_compiler_lib"], owned_prefix="kgate")
+    Tracker.running_state = object()
+    assert snap.diff() == []
+    Tracker.reset = lambda self: "patched"
+    Tracker.seed = property(lambda self: 1)
+    assert snap.diff() == ["fake_compiler_lib.Tracker.reset was rebound", "fake_compiler_lib.Tracker.seed was rebound"]
+    snap.restore()
+    assert Tracker().reset() is None and Tracker().seed == 0
+
+
+def test_the_framework_names_a_module_reaches_are_read_from_its_source_and_its_neighbours(tmp_path):
+    """What `import_frameworks` imports before a leg's snapshot (every framework module named in
+    an import, in full) and what it hands the backend (attribute chains too, under full names),
+    from the module and from the modules beside it that it imports, never running either."""
+    from kgate.backends import source_names
+
+    (tmp_path / "helper.py").write_text("import torch._dynamo\nfrom torch.library import custom_op as op\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("import jax.experimental.pallas as pl\nraise SystemExit\n")
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text("import torch\nimport torch.nn as nn\nfrom . import pkg\nimport helper\n"
+                         "f = torch.compile(lambda x: x)\nclass M(nn.Module):\n    pass\n")
+    imported = source_names(candidate, chains=False)
+    assert {"torch", "torch.nn", "torch._dynamo", "torch.library", "torch.library.custom_op",
+            "jax.experimental.pallas"} <= imported
+    assert "torch.compile" not in imported
+    reached = source_names(candidate)
+    assert {"torch.compile", "torch.nn.Module"} <= reached and imported <= reached
+    (tmp_path / "helper.py").write_text("import candidate\n")  # a cycle is read once
+    assert "torch.compile" in source_names(candidate)
+    assert source_names(tmp_path / "missing.py") == set()
+
+
 # -- the gate's shapes beyond TINY: a fixed odd one, and two drawn per run ------------------
 
 

@@ -124,6 +124,9 @@ def test_a_torch_problem_that_also_imports_jax_runs_on_torch_with_backend(tmp_pa
     pytest.param(SOFTMAX, "model_torch/softmax_triton_epilogue.py", "kernel-authored", marks=pytest.mark.full),
     # registered as a custom operator: torch._dynamo, loaded by the registration, wraps torch.manual_seed
     pytest.param(SOFTMAX, "model_torch/softmax_triton_custom_op.py", "kernel-authored", marks=pytest.mark.full),
+    # torch's compiler, named in the source: loading it, and its first compiled call, patch torch itself
+    (SOFTMAX, "model_torch/softmax_rewrite_loads_the_compiler.py", "xla-rewrite"),
+    pytest.param(SOFTMAX, "model_torch/softmax_compiled.py", "xla-rewrite", marks=pytest.mark.full),
     pytest.param(LINEAR, "model_torch/linear_relu_triton.py", "kernel-authored", marks=pytest.mark.full),
     pytest.param(LINEAR, "model_torch/linear_relu_triton_matmul.py", "kernel-authored", marks=pytest.mark.full),
     pytest.param(LINEAR, "model_torch/linear_relu_rewrite.py", "xla-rewrite", marks=pytest.mark.full),
@@ -201,6 +204,10 @@ KNOWN_BAD_TORCH = [
     (SOFTMAX, "softmax_bad_patches_hashlib.py", "ANOMALY", {"integrity.process_untouched"}),
     # torch's own wrapper of torch.manual_seed is accepted; a function written into its cell is not
     (SOFTMAX, "softmax_bad_swaps_the_wrapped_seed.py", "ANOMALY", {"integrity.process_untouched"}),
+    # ... and what torch's compiler patches of torch is made before the snapshot: a patch of the same
+    # shape, or made with the compiler's own wrapper, by the candidate, is the candidate's
+    (SOFTMAX, "softmax_bad_compiled_patches_module_init.py", "ANOMALY", {"integrity.process_untouched"}),
+    (SOFTMAX, "softmax_bad_compiled_rewraps_jit_trace.py", "ANOMALY", {"integrity.process_untouched"}),
     (SOFTMAX, "softmax_bad_signal_slows_reference.py", "ANOMALY", {"integrity.process_untouched"}),
     (SOFTMAX, "softmax_bad_mangles_kgates_seal.py", "ANOMALY", {"integrity.process_untouched"}),
     # class 6, a lazy output: a view whose negation runs when it is read
@@ -222,7 +229,7 @@ KNOWN_BAD_TORCH = [
 # for an output, an output never written); the others are `full`.
 QUICK_TORCH = {"softmax_bad_mutates_input.py", "softmax_bad_returns_subclass.py", "softmax_bad_skips_last_column.py",
                "softmax_bad_forges_graded_record.py", "softmax_bad_pins_threads_after_its_call.py",
-               "linear_relu_bad_gemm_by_broadcast.py"}
+               "linear_relu_bad_gemm_by_broadcast.py", "softmax_bad_compiled_rewraps_jit_trace.py"}
 
 
 def test_torch_work_outside_kernels_is_counted_as_a_jax_program_s_is():

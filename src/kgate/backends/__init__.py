@@ -4,6 +4,8 @@ ask for a backend by name and get an object speaking plain numpy and strings."""
 from __future__ import annotations
 
 import ast
+import contextlib
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +15,7 @@ if TYPE_CHECKING:
     from kgate.backends.jax_backend import JaxBackend
 
 __all__ = ["Ablation", "BACKENDS", "DeviceInfo", "HostTree", "KernelSite", "ProgramFacts", "backend_for", "detect", "get_backend",
-           "import_frameworks"]
+           "import_frameworks", "source_names"]
 
 BACKENDS: tuple[str, ...] = ("jax", "torch")
 _INSTANCES: dict[str, object] = {}
@@ -64,20 +66,87 @@ def frameworks(path: str | Path) -> set[str]:
     return {_FRAMEWORKS[name] for name in source_imports(path) if name in _FRAMEWORKS}
 
 
+def source_names(path: str | Path, chains: bool = True, _seen: set[Path] | None = None) -> set[str]:
+    """The dotted names a module reaches in its source (read, never run), and those of the modules
+    beside it that it imports (a candidate split over files), each file read once: every module an
+    import names in full (`torch._dynamo`), each name a `from` import takes under its module
+    (`torch.library.custom_op`), and attribute chains on an imported name (`torch.compile`), under
+    the module's full name where the import gave it an alias (`import torch.nn as nn`; without
+    `chains`, none of those: only what the imports name)."""
+    path = Path(path)
+    seen = set() if _seen is None else _seen
+    try:
+        key = path.resolve()
+        if key in seen:
+            return set()
+        seen.add(key)
+        tree = ast.parse(path.read_text(), filename=str(path))
+    except Exception:  # noqa: BLE001 - unreadable, not Python, or too deep to parse (MemoryError, RecursionError)
+        return set()
+    found: set[str] = set()
+    aliases: dict[str, str] = {}  # a name bound by an import -> the dotted name it stands for
+    beside: set[str] = set()  # modules named that may be files next to this one
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                found.add(a.name)
+                beside.add(a.name.split(".")[0])
+                aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            if node.level:
+                beside.add(node.module.split(".")[0])
+                continue
+            found.add(node.module)
+            beside.add(node.module.split(".")[0])
+            for a in node.names:
+                found.add(f"{node.module}.{a.name}")
+                aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif isinstance(node, ast.ImportFrom):  # from . import helper
+            beside.update(a.name for a in node.names)
+    for node in ast.walk(tree) if chains else ():
+        if isinstance(node, ast.Attribute) and not isinstance(getattr(node, "ctx", None), ast.Del):
+            chain: list[str] = []
+            at: ast.AST = node
+            while isinstance(at, ast.Attribute):
+                chain.append(at.attr)
+                at = at.value
+            if isinstance(at, ast.Name) and at.id in aliases:
+                found.add(".".join([aliases[at.id], *reversed(chain)]))
+    for name in beside:
+        for near in (path.parent / f"{name}.py", path.parent / name / "__init__.py"):
+            if near.is_file():
+                found |= source_names(near, chains, seen)
+    return found
+
+
 def import_frameworks(*modules: str | Path | None) -> None:
     """Import, here and now, every framework the problem's modules name in their imports (jax,
-    torch, triton), before a leg's watch takes its snapshot: a framework's own import registers
-    hooks (jax adds a garbage-collector callback) that must not read as candidate code's doing
-    where the backend is another framework's. One that is not installed (or fails to import) is
-    left to the module's own import to report."""
+    torch, triton), and each of the framework's own modules they name (`torch._dynamo`), before a
+    leg's watch takes its snapshot: a framework's own import registers hooks (jax adds a
+    garbage-collector callback) and rebinds its own functions (`torch._dynamo` wraps
+    `torch.manual_seed`) that must not read as candidate code's doing. A framework feature whose
+    first use changes the framework's state (torch's compiler patches `nn.Module.__init__` on its
+    first compiled call) is used once, here, by the backend (`late_state`), where the modules name
+    it. Only the frameworks' own code runs. One that is not installed (or fails to import) is left
+    to the module's own import to report."""
     import importlib
 
-    named = {name for path in modules if path for name in source_imports(path) if name in _FRAMEWORKS}
-    for name in sorted(named):
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - absent or broken here: the module's own import reports it
-            pass
+    named = [(source_names(path, chains=False), source_names(path)) for path in modules if path]
+    imported = {name for names, _ in named for name in names if name.split(".")[0] in _FRAMEWORKS}
+    reached = {name for _, names in named for name in names if name.split(".")[0] in _FRAMEWORKS}
+    for name in sorted(imported):
+        parts = name.split(".")
+        for end in range(1, len(parts) + 1):  # each prefix that is a module, the shortest first
+            prefix = ".".join(parts[:end])
+            if end > 1 and prefix in sys.modules:
+                continue
+            try:
+                importlib.import_module(prefix)
+            except Exception:  # noqa: BLE001 - absent or broken here (or a name, not a module): reported by the module's own import
+                break
+    if "torch" in sys.modules and any(name.split(".")[0] == "torch" for name in reached):
+        with contextlib.suppress(ImportError):
+            importlib.import_module("kgate.backends.torch_backend").late_state(reached)
 
 
 def require_jax(reference: str | Path, what: str) -> None:

@@ -15,7 +15,7 @@ import shutil
 import sys
 import tempfile
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -119,6 +119,33 @@ def _torch_wrapped_itself(new: Any) -> Any:
 
 
 allow_rewrap(_torch_wrapped_itself)
+
+
+# Names of torch's compiler: its first compiled call patches torch itself (wraps `torch.jit.trace`
+# and `nn.Module.__init__`, registers safe globals), which must not read as the candidate's doing.
+COMPILER_NAMES = ("torch.compile", "torch._dynamo", "torch._inductor", "torch.compiler")
+
+
+def late_state(names: Iterable[str]) -> None:
+    """Make, before a leg's watch takes its snapshot, the state torch gives itself on the first
+    use of a feature the problem's modules name (`kgate.backends.import_frameworks`): for its
+    compiler, one compiled call of kgate's own (a trivial function, each of the compiler's two
+    stages, its graph capture alone and the default code generator), so that torch's patches of
+    itself are there before candidate code runs. Nothing of the candidate's runs here."""
+    if not any(name == prefix or name.startswith(prefix + ".") for name in names for prefix in COMPILER_NAMES):
+        return
+    try:
+        import torch._dynamo
+
+        for backend in ("eager", "inductor"):
+            torch.compile(_late_state_probe, backend=backend, dynamic=False)(torch.zeros(2))
+        torch._dynamo.reset()  # kgate's compiled probe is not kept
+    except Exception:  # noqa: BLE001 - no compiler here (or it fails): the candidate's own use reports it
+        pass
+
+
+def _late_state_probe(x: Any) -> Any:
+    return x + 1
 
 
 # -- the Triton launches kgate records ----------------------------------------------------------

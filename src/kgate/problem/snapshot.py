@@ -619,8 +619,8 @@ def _surface(
                 originals[f"{name}.{attr}"] = (module, attr, value, _code_state(value), code, func)
             if isinstance(value, type) and getattr(value, "__module__", None) == name:
                 for member, inner in list(vars(value).items()):
-                    if member in _VOLATILE_MEMBERS:
-                        continue
+                    if member in _VOLATILE_MEMBERS or not (_owned(name, owned_prefix) or _behaviour(inner)):
+                        continue  # a library class's own state (torch's RNG tracker's) changes as it runs
                     func = _func_of(inner)
                     inner_fn = func if func is not None else inner
                     code = _code_of(inner_fn)
@@ -629,6 +629,12 @@ def _surface(
                     if keep:
                         originals[f"{name}.{attr}.{member}"] = (value, member, inner, _code_state(inner_fn), code, func)
     return entries, originals
+
+
+def _behaviour(member: Any) -> bool:
+    """Whether a class member is behaviour (a function, a method, a descriptor: what an instance
+    does) rather than state the class keeps."""
+    return callable(member) or hasattr(type(member), "__get__")
 
 
 def snapshot_surface(module_names: Iterable[str], owned_prefix: str = "kgate") -> SurfaceSnapshot:
