@@ -397,6 +397,22 @@ def test_a_kernel_whose_arithmetic_follows_a_rows_statistics_fails_where_a_row_h
     assert report.gates["firing"].status == "PASS"  # the kernel does the work: it is wrong, not absent
 
 
+@pytest.mark.parametrize("problem,candidate,klass", [
+    ("rmsnorm/reference.py", "rmsnorm/bad_clamps_the_mean_square.py", "kernel-authored"),
+    pytest.param("rmsnorm/reference.py", "rmsnorm/bad_saturates_the_output.py", "kernel-authored", marks=pytest.mark.full),
+    pytest.param("softmax/reference.py", "softmax/bad_clamps_the_logits.py", "kernel-authored", marks=pytest.mark.full),
+    pytest.param("model_torch/softmax_reference.py", "model_torch/softmax_bad_clamps_the_logits.py", "xla-rewrite",
+                 marks=pytest.mark.full),
+])
+def test_a_guard_against_overflow_set_too_low_fails_on_the_large_edge_alone(problem, candidate, klass):
+    # a clamp of a sum, of the logits, or of the output, far above anything a draw or the other
+    # edges reach and far below where the dtype (and the reference) overflows
+    report = gate(problem, candidate, klass=klass)
+    assert report.status == "FAIL"
+    at = {c.name.split(".")[0] for c in report.gates["parity"].failures}
+    assert at and {edge.rsplit("-", 1)[0] for edge in at} == {"edge-large"}, at
+
+
 @pytest.mark.parametrize("candidate", [
     "softmax/bad_flushes_small_probabilities.py",
     pytest.param("softmax/bad_flushes_below_a_share_of_the_max.py", marks=pytest.mark.full),
