@@ -2,8 +2,7 @@
 "so that it never overflows". Random rows have a mean square near 1, and the scales edge's rows
 reach 64 times the input (a mean square near 2**12): nothing comes near the clamp. A row past
 2**20 in size, which float32 and bfloat16 hold with room to spare, comes out too large by its size
-over 2**20. The large edge has rows up to where a row's sum of squares stays 2**8 below the
-dtype's largest value: it FAILs there."""
+over 2**20. The large edge has rows from 2**6 to 2**24 times the input's size: it FAILs there."""
 
 import functools
 

@@ -471,10 +471,11 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
     the input's typical value comes within 2**10 of its dtype's smallest normal (`dtype_tiny`;
     none for float16): rows whose squares and sums are far below anything a draw makes, where an
     epsilon, a clamp or a threshold the reference does not have decides the output; `large`, its
-    mirror: every row times its own power of two from 2**6 (where `scales` stops) up to where a
-    row's sum of squares stays `LARGE_HEADROOM` below the dtype's largest value (none where that
-    leaves less than `LARGE_EXPONENTS[1]` octaves: float16), drawn the same way, where a guard
-    against overflow set too low (a clamp of a sum, an output saturated) decides the output; and `masked`:
+    mirror: every row times its own power of two from 2**6 (where `scales` stops) to 2**24, or up
+    to where a row's sum of squares stays `LARGE_HEADROOM` below the dtype's largest value where
+    that is less (none where that leaves less than `LARGE_OCTAVES`: float16), drawn the same way,
+    where a guard against overflow set too low (a clamp of a sum, an output saturated) decides the
+    output; and `masked`:
     a drawn span of every row at -inf (`masked_rows`), as a mask leaves a logit; and `lowest`: the
     same with a finite value far below zero (`lowest_fill`: below every sentinel kernels write for
     -inf), a quarter of the rows filled whole, as a model's finite mask leaves them. With `kinds`, only those are made."""
@@ -521,8 +522,8 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
         low = max(SMALL_EXPONENTS[0], math.ceil(math.log2(dtype_tiny * 2.0**10 / typical)))
         if wanted("small") and low < SMALL_EXPONENTS[1]:
             variants.append(("small", row_scaled(x32, np.random.default_rng([seed, 2]), 1.0, (low, SMALL_EXPONENTS[1]))))
-        top = math.floor(math.log2(math.sqrt(dtype_max / (x32.shape[-1] * LARGE_HEADROOM)) / scale))
-        if wanted("large") and top >= LARGE_EXPONENTS[0] + LARGE_EXPONENTS[1]:
+        top = min(LARGE_EXPONENTS[1], math.floor(math.log2(math.sqrt(dtype_max / (x32.shape[-1] * LARGE_HEADROOM)) / scale)))
+        if wanted("large") and top >= LARGE_EXPONENTS[0] + LARGE_OCTAVES:
             variants.append(("large", row_scaled(x32, np.random.default_rng([seed, 8]), 2.0**top,
                                                  (LARGE_EXPONENTS[0], top))))
         if wanted("masked"):
@@ -628,9 +629,12 @@ def masked_rows(x32: np.ndarray, rng: np.random.Generator, fill: float = -np.inf
 
 
 SMALL_EXPONENTS = (-24, -6)  # the `small` edge's rows: times 2**e, e in [-24, -6)
-# The `large` edge's rows: times 2**e, e from 6 up to the largest that keeps a row's sum of squares
-# LARGE_HEADROOM below the dtype's largest value; made only where that spans at least 8 octaves.
-LARGE_EXPONENTS = (6.0, 8.0)
+# The `large` edge's rows: times 2**e, e from 6 to 24, or up to the largest that keeps a row's sum of
+# squares LARGE_HEADROOM below the dtype's largest value where that is less; made only where that spans
+# at least LARGE_OCTAVES. Not past 2**24: jax's own Pallas flash attention returns NaN from a query row
+# 2**30 times the inputs' size (logits near 1e10), a size no honest kernel need survive.
+LARGE_EXPONENTS = (6.0, 24.0)
+LARGE_OCTAVES = 8.0
 LARGE_HEADROOM = 2.0**8
 SCALE_EXPONENTS = (-4.0, 6.0)  # the `scales` edge's rows: times 2**e, e in [-4, 6), never past the extreme edge's cap
 # The `rows` edge: a row moved off zero by 2**-3 to 2**3 times its own root mean square; between one

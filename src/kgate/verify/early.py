@@ -169,7 +169,7 @@ GRADED_SEAL = seals.SEAL_BEAT + '["result graded_runs"'  # the candidate leg's g
 # shows on five of ten edges is met in 251 runs of 252, one that shows on four in 41 of 42
 AUDITED_EDGE_COUNT = 5
 # Edges the audit does not draw: it counts an output element as moved against one allowance per probe,
-# and the `large` edge's rows span some fifty octaves, so a perturbation of its smaller rows' results
+# and the `large` edge's rows span eighteen octaves, so a perturbation of its smaller rows' results
 # is under the allowance its largest rows set (an honest kernel's read as not mattering there).
 UNAUDITED_EDGES = ("large",)
 # Where the firing audit's ablation runs again on drawn edges: torch's launches are recorded per run;
