@@ -1018,3 +1018,21 @@ def test_the_masked_edge_sets_a_span_of_every_row_to_minus_infinity_never_the_wh
     assert {64, 32, 16, 8} <= leading, leading
     assert not np.array_equal(m, masked_rows(x, np.random.default_rng(8)))  # drawn from the run's seed
     assert np.isneginf(masked_rows(np.zeros((1, 2), np.float32), np.random.default_rng(1))).sum() == 1
+
+
+@pytest.mark.full
+def test_a_candidate_leg_s_compiler_caches_are_its_own(tmp_path):
+    # what a leg that ran candidate code left in torch's or Triton's cache is never loaded by another
+    # leg: the candidate's own leg (and the measure leg) starts with empty caches of its own
+    candidate = tmp_path / "rewrite.py"
+    candidate.write_text(
+        "import os, tempfile\n"
+        "for name in ('TORCHINDUCTOR_CACHE_DIR', 'TRITON_CACHE_DIR'):\n"
+        "    folder = os.environ[name]\n"
+        "    assert os.path.basename(os.path.dirname(folder)).startswith('kgate-leg-caches-'), folder\n"
+        "    assert not os.path.exists(folder) or not os.listdir(folder), folder\n"
+        + (ROOT / "examples" / "softmax" / "xla_rewrite.py").read_text().replace("import reference", "")
+    )
+    shutil.copy(ROOT / "examples" / "softmax" / "reference.py", tmp_path / "reference.py")
+    report = gate(str(tmp_path / "reference.py"), str(candidate), klass="xla-rewrite")
+    assert report.status == "PASS", failed(report)

@@ -3,6 +3,7 @@ format, and the agreement of timed outputs. Plain values; no framework run."""
 
 import io
 import json
+import shutil
 import sys
 import types
 
@@ -301,6 +302,27 @@ def _clock(windows_ms):
         ticks.append([int(start * 1e6), i])
         beats.append([int(end * 1e6), f"e {i}"])
     return beats, ticks
+
+
+def test_each_leg_compiles_into_caches_of_its_own_that_start_empty(monkeypatch):
+    """torch's compiler and Triton load what their on-disk caches hold (pickled graphs, generated
+    modules, compiled kernels) as their own: a leg that ran candidate code could leave one for the
+    next leg to load before its snapshot. Every leg points both at a new, empty folder."""
+    import os
+
+    from kgate.verify.leg import private_caches
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/tmp/shared-cache")
+    first = private_caches()
+    seen = (os.environ["TORCHINDUCTOR_CACHE_DIR"], os.environ["TRITON_CACHE_DIR"])
+    second = private_caches()
+    try:
+        assert first != second and not any(first.iterdir())
+        assert seen == (str(first / "inductor"), str(first / "triton"))
+        assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(second / "inductor")
+    finally:
+        for folder in (first, second):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_rounds_must_fit_the_parents_clock():

@@ -175,6 +175,7 @@ def test_a_library_class_s_own_state_may_change_as_it_runs_its_methods_may_not(m
 
     class Tracker:
         running_state = object()
+        hook = None
 
         def reset(self):
             return None
@@ -188,18 +189,21 @@ def test_a_library_class_s_own_state_may_change_as_it_runs_its_methods_may_not(m
     monkeypatch.setitem(sys.modules, "fake_compiler_lib", lib)
     snap = snapshot_surface(["fake_compiler_lib"], owned_prefix="kgate")
     Tracker.running_state = object()
-    assert snap.diff() == []
+    assert snap.diff() == [] and snap._walked_diff(content=False) == []
     Tracker.reset = lambda self: "patched"
     Tracker.seed = property(lambda self: 1)
-    assert snap.diff() == ["fake_compiler_lib.Tracker.reset was rebound", "fake_compiler_lib.Tracker.seed was rebound"]
+    Tracker.hook = lambda self: "called"  # a hook that was None (torch's Module._compiled_call_impl) now code
+    assert snap.diff() == ["fake_compiler_lib.Tracker.hook was rebound", "fake_compiler_lib.Tracker.reset was rebound",
+                           "fake_compiler_lib.Tracker.seed was rebound"]
+    assert snap._walked_diff(content=False) == snap.diff()
     snap.restore()
-    assert Tracker().reset() is None and Tracker().seed == 0
+    assert Tracker().reset() is None and Tracker().seed == 0 and Tracker.hook is None
 
 
 def test_the_framework_names_a_module_reaches_are_read_from_its_source_and_its_neighbours(tmp_path):
-    """What `import_frameworks` imports before a leg's snapshot (every framework module named in
-    an import, in full) and what it hands the backend (attribute chains too, under full names),
-    from the module and from the modules beside it that it imports, never running either."""
+    """What `import_frameworks` hands the backend (`late_state`): every module an import names in
+    full, each name a `from` import takes, attribute chains on imported names under full names,
+    from the module and from the modules beside it that it imports, never running any of them."""
     from kgate.backends import source_names
 
     (tmp_path / "helper.py").write_text("import torch._dynamo\nfrom torch.library import custom_op as op\n")
@@ -207,16 +211,30 @@ def test_the_framework_names_a_module_reaches_are_read_from_its_source_and_its_n
     (tmp_path / "pkg" / "__init__.py").write_text("import jax.experimental.pallas as pl\nraise SystemExit\n")
     candidate = tmp_path / "candidate.py"
     candidate.write_text("import torch\nimport torch.nn as nn\nfrom . import pkg\nimport helper\n"
-                         "f = torch.compile(lambda x: x)\nclass M(nn.Module):\n    pass\n")
-    imported = source_names(candidate, chains=False)
+                         "f = torch.compile(lambda x: x)\nclass M(nn.Module):\n    pass\n"
+                         f"if False:\n    import {'a' * 300}\n    import __main__\n")
+    names = source_names(candidate)
     assert {"torch", "torch.nn", "torch._dynamo", "torch.library", "torch.library.custom_op",
-            "jax.experimental.pallas"} <= imported
-    assert "torch.compile" not in imported
-    reached = source_names(candidate)
-    assert {"torch.compile", "torch.nn.Module"} <= reached and imported <= reached
+            "jax.experimental.pallas", "torch.compile", "torch.nn.Module"} <= names
     (tmp_path / "helper.py").write_text("import candidate\n")  # a cycle is read once
     assert "torch.compile" in source_names(candidate)
     assert source_names(tmp_path / "missing.py") == set()
+
+
+def test_only_the_frameworks_and_their_compiler_are_loaded_before_the_snapshot(tmp_path):
+    """A module a candidate names (even in code that never runs) is not imported for it ahead of
+    the snapshot: only the frameworks themselves, and torch's compiler where it is named."""
+    import subprocess
+    import sys
+
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text("import torch\nif False:\n    import torch.utils.model_dump.__main__\n"
+                         "    import torch.testing._internal.common_utils\n")
+    code = ("import sys; from kgate.backends import import_frameworks; import_frameworks(sys.argv[1]); "
+            "print(sorted(m for m in sys.modules if m.startswith(('torch.utils.model_dump', "
+            "'torch.testing._internal.common_utils', 'torch._dynamo'))))")
+    done = subprocess.run([sys.executable, "-c", code, str(candidate)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
 
 
 # -- the gate's shapes beyond TINY: a fixed odd one, and two drawn per run ------------------

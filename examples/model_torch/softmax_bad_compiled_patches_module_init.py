@@ -1,7 +1,7 @@
 """KNOWN-BAD (harness patching, HACKS 7): names `torch.compile`, whose first compiled call wraps
 `nn.Module.__init__` (a patch of torch's own that kgate makes before the candidate is imported),
-then wraps `nn.Module.__init__` again with code of its own, shaped as torch's (a closure over
-`init`), that slows every reference model made after it. What torch does is in place before
+then wraps `nn.Module.__init__` again with code of its own, shaped as torch's (calling the
+`init` it kept), that slows every reference model made after it. What torch does is in place before
 kgate's snapshot; this is after it (integrity.process_untouched FAILs)."""
 
 import time

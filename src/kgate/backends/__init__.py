@@ -66,13 +66,12 @@ def frameworks(path: str | Path) -> set[str]:
     return {_FRAMEWORKS[name] for name in source_imports(path) if name in _FRAMEWORKS}
 
 
-def source_names(path: str | Path, chains: bool = True, _seen: set[Path] | None = None) -> set[str]:
+def source_names(path: str | Path, _seen: set[Path] | None = None) -> set[str]:
     """The dotted names a module reaches in its source (read, never run), and those of the modules
     beside it that it imports (a candidate split over files), each file read once: every module an
     import names in full (`torch._dynamo`), each name a `from` import takes under its module
     (`torch.library.custom_op`), and attribute chains on an imported name (`torch.compile`), under
-    the module's full name where the import gave it an alias (`import torch.nn as nn`; without
-    `chains`, none of those: only what the imports name)."""
+    the module's full name where the import gave it an alias (`import torch.nn as nn`)."""
     path = Path(path)
     seen = set() if _seen is None else _seen
     try:
@@ -103,7 +102,7 @@ def source_names(path: str | Path, chains: bool = True, _seen: set[Path] | None 
                 aliases[a.asname or a.name] = f"{node.module}.{a.name}"
         elif isinstance(node, ast.ImportFrom):  # from . import helper
             beside.update(a.name for a in node.names)
-    for node in ast.walk(tree) if chains else ():
+    for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and not isinstance(getattr(node, "ctx", None), ast.Del):
             chain: list[str] = []
             at: ast.AST = node
@@ -113,37 +112,35 @@ def source_names(path: str | Path, chains: bool = True, _seen: set[Path] | None 
             if isinstance(at, ast.Name) and at.id in aliases:
                 found.add(".".join([aliases[at.id], *reversed(chain)]))
     for name in beside:
+        if name.startswith("__"):
+            continue
         for near in (path.parent / f"{name}.py", path.parent / name / "__init__.py"):
-            if near.is_file():
-                found |= source_names(near, chains, seen)
+            try:
+                if near.is_file():
+                    found |= source_names(near, seen)
+            except (OSError, ValueError, RecursionError):  # a name too long for a path, a folder it may not read
+                pass
     return found
 
 
 def import_frameworks(*modules: str | Path | None) -> None:
     """Import, here and now, every framework the problem's modules name in their imports (jax,
-    torch, triton), and each of the framework's own modules they name (`torch._dynamo`), before a
-    leg's watch takes its snapshot: a framework's own import registers hooks (jax adds a
-    garbage-collector callback) and rebinds its own functions (`torch._dynamo` wraps
-    `torch.manual_seed`) that must not read as candidate code's doing. A framework feature whose
-    first use changes the framework's state (torch's compiler patches `nn.Module.__init__` on its
-    first compiled call) is used once, here, by the backend (`late_state`), where the modules name
-    it. Only the frameworks' own code runs. One that is not installed (or fails to import) is left
-    to the module's own import to report."""
+    torch, triton), before a leg's watch takes its snapshot: a framework's own import registers
+    hooks (jax adds a garbage-collector callback) that must not read as candidate code's doing
+    where the backend is another framework's. Where they name a part of a framework that patches
+    the framework when it first loads or runs (torch's compiler wraps `torch.manual_seed` and
+    `nn.Module.__init__`), the backend loads and runs that part once, here, with code of its own
+    (`late_state`); nothing else they name is imported, so no module of their choosing runs
+    before the snapshot. One that is not installed (or fails to import) is left to the module's
+    own import to report."""
     import importlib
 
-    named = [(source_names(path, chains=False), source_names(path)) for path in modules if path]
-    imported = {name for names, _ in named for name in names if name.split(".")[0] in _FRAMEWORKS}
-    reached = {name for _, names in named for name in names if name.split(".")[0] in _FRAMEWORKS}
-    for name in sorted(imported):
-        parts = name.split(".")
-        for end in range(1, len(parts) + 1):  # each prefix that is a module, the shortest first
-            prefix = ".".join(parts[:end])
-            if end > 1 and prefix in sys.modules:
-                continue
-            try:
-                importlib.import_module(prefix)
-            except Exception:  # noqa: BLE001 - absent or broken here (or a name, not a module): reported by the module's own import
-                break
+    reached = {name for path in modules if path for name in source_names(path) if name.split(".")[0] in _FRAMEWORKS}
+    for name in sorted({name.split(".")[0] for name in reached}):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - absent or broken here: the module's own import reports it
+            pass
     if "torch" in sys.modules and any(name.split(".")[0] == "torch" for name in reached):
         with contextlib.suppress(ImportError):
             importlib.import_module("kgate.backends.torch_backend").late_state(reached)

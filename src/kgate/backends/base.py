@@ -473,9 +473,9 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
     epsilon, a clamp or a threshold the reference does not have decides the output; `large`, its
     mirror: every row times its own power of two from 2**6 (where `scales` stops) to 2**24, or up
     to where a row's sum of squares stays `LARGE_HEADROOM` below the dtype's largest value where
-    that is less (none where that leaves less than `LARGE_OCTAVES`: float16), drawn the same way,
-    where a guard against overflow set too low (a clamp of a sum, an output saturated) decides the
-    output; and `masked`:
+    that is less (none where that leaves less than `LARGE_OCTAVES`: float16), drawn the same way (an
+    input of one row: in the top octave, `large_rows`), where a guard against overflow set too low
+    (a clamp of a sum, an output saturated) decides the output; and `masked`:
     a drawn span of every row at -inf (`masked_rows`), as a mask leaves a logit; and `lowest`: the
     same with a finite value far below zero (`lowest_fill`: below every sentinel kernels write for
     -inf), a quarter of the rows filled whole, as a model's finite mask leaves them. With `kinds`, only those are made."""
@@ -522,10 +522,8 @@ def edge_values(x32: np.ndarray, dtype_max: float, seed: int | None = None,
         low = max(SMALL_EXPONENTS[0], math.ceil(math.log2(dtype_tiny * 2.0**10 / typical)))
         if wanted("small") and low < SMALL_EXPONENTS[1]:
             variants.append(("small", row_scaled(x32, np.random.default_rng([seed, 2]), 1.0, (low, SMALL_EXPONENTS[1]))))
-        top = min(LARGE_EXPONENTS[1], math.floor(math.log2(math.sqrt(dtype_max / (x32.shape[-1] * LARGE_HEADROOM)) / scale)))
-        if wanted("large") and top >= LARGE_EXPONENTS[0] + LARGE_OCTAVES:
-            variants.append(("large", row_scaled(x32, np.random.default_rng([seed, 8]), 2.0**top,
-                                                 (LARGE_EXPONENTS[0], top))))
+        if wanted("large"):
+            variants += large_rows(x32, dtype_max, np.random.default_rng([seed, 8]))
         if wanted("masked"):
             variants.append(("masked", masked_rows(x32, np.random.default_rng([seed, 3]))))
         if wanted("lowest"):
@@ -723,6 +721,22 @@ def outstanding_columns(x32: np.ndarray, rng: np.random.Generator, most: float) 
     jitter = np.clip(1.0 + 0.125 * rng.standard_normal((rows.shape[0], many)), 0.75, 1.0)  # never past `most`
     rows[:, columns] = values.astype(np.float32)[None, :] * jitter
     return out
+
+
+def large_rows(x32: np.ndarray, dtype_max: float, rng: np.random.Generator) -> list[tuple[str, np.ndarray]]:
+    """The `large` edge of `x32` (`edge_values`), or none where the dtype leaves too few octaves
+    (or the input has no finite value to scale by). Rows scaled as `row_scaled` does; an input of
+    one row (a weight vector) by a drawn factor in the top octave, so that it reaches the range
+    the edge is for on every run, not on the share of runs a draw over all of it would."""
+    finite = np.abs(x32[np.isfinite(x32)])
+    scale = float(finite.max()) if finite.size else 0.0
+    if scale <= 0.0:
+        return []
+    top = min(LARGE_EXPONENTS[1], math.floor(math.log2(math.sqrt(dtype_max / (x32.shape[-1] * LARGE_HEADROOM)) / scale)))
+    if top < LARGE_EXPONENTS[0] + LARGE_OCTAVES:
+        return []
+    one_row = x32.ndim < 2 or x32.size == x32.shape[-1]
+    return [("large", row_scaled(x32, rng, 2.0**top, (top - 1.0 if one_row else LARGE_EXPONENTS[0], top)))]
 
 
 def row_scaled(x32: np.ndarray, rng: np.random.Generator, most: float, span: tuple[float, float]) -> np.ndarray:

@@ -121,25 +121,32 @@ def _torch_wrapped_itself(new: Any) -> Any:
 allow_rewrap(_torch_wrapped_itself)
 
 
-# Names of torch's compiler: its first compiled call patches torch itself (wraps `torch.jit.trace`
-# and `nn.Module.__init__`, registers safe globals), which must not read as the candidate's doing.
+# Names of torch's compiler: loading it rebinds parts of torch (`torch.manual_seed`, the safe globals of
+# `torch.load`), and its first compiled call patches more (`torch.jit.trace`, `nn.Module.__init__`),
+# none of which may read as the candidate's doing. A custom operator's registration loads it too.
 COMPILER_NAMES = ("torch.compile", "torch._dynamo", "torch._inductor", "torch.compiler")
+LOADS_THE_COMPILER = (*COMPILER_NAMES, "torch.library")
 
 
 def late_state(names: Iterable[str]) -> None:
-    """Make, before a leg's watch takes its snapshot, the state torch gives itself on the first
-    use of a feature the problem's modules name (`kgate.backends.import_frameworks`): for its
-    compiler, one compiled call of kgate's own (a trivial function, each of the compiler's two
-    stages, its graph capture alone and the default code generator), so that torch's patches of
-    itself are there before candidate code runs. Nothing of the candidate's runs here."""
-    if not any(name == prefix or name.startswith(prefix + ".") for name in names for prefix in COMPILER_NAMES):
+    """Make, before a leg's watch takes its snapshot, the state torch gives itself where the
+    problem's modules name a part of torch that changes torch when it loads or first runs
+    (`kgate.backends.import_frameworks`): its compiler loaded (`LOADS_THE_COMPILER`), and where
+    they name the compiler itself, one compiled call of kgate's own (a trivial function, with the
+    compiler's graph capture alone and with its default code generator). Nothing of the
+    problem's runs here, and no module it names is imported but the compiler's own."""
+    def named(prefixes: Sequence[str]) -> bool:
+        return any(name == prefix or name.startswith(prefix + ".") for name in names for prefix in prefixes)
+
+    if not named(LOADS_THE_COMPILER):
         return
     try:
         import torch._dynamo
 
-        for backend in ("eager", "inductor"):
-            torch.compile(_late_state_probe, backend=backend, dynamic=False)(torch.zeros(2))
-        torch._dynamo.reset()  # kgate's compiled probe is not kept
+        if named(COMPILER_NAMES):
+            for backend in ("eager", "inductor"):
+                torch.compile(_late_state_probe, backend=backend, dynamic=False)(torch.zeros(2))
+            torch._dynamo.reset()  # kgate's compiled probe is not kept
     except Exception:  # noqa: BLE001 - no compiler here (or it fails): the candidate's own use reports it
         pass
 

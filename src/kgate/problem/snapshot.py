@@ -449,8 +449,8 @@ class SurfaceSnapshot:
         contents: dict[int, str | None] = {}  # id of a code object -> its content, read once per diff (kept alive: see _code_identity)
         for key, namespace, attr, value, fn, func, code, defaults, simple, reprs, held in self._watched[0]:
             now = namespace.get(attr, _MISSING)
-            if now is not value and _rewrapped(value, now):
-                continue  # the framework's own wrapper of it, calling it (checked at every diff)
+            if now is not value and (_rewrapped(value, now) or self._state_rebound(key, value, now)):
+                continue  # the framework's own wrapper of it, calling it (checked at every diff); a class's state
             if now is not value:
                 walk = walk or isinstance(value, type)  # its members are now another class's: compared by name too
                 changes.append(f"{key} was {'deleted' if now is _MISSING else 'rebound'}")
@@ -510,7 +510,8 @@ class SurfaceSnapshot:
                 changes.append(f"{key} was deleted")
             elif now[key][0] != ident:
                 kept = self.originals.get(key)
-                if kept is None or not _rewrapped(kept[2], vars(kept[0]).get(kept[1], _MISSING)):
+                now_value = _MISSING if kept is None else vars(kept[0]).get(kept[1], _MISSING)
+                if kept is None or not (_rewrapped(kept[2], now_value) or self._state_rebound(key, kept[2], now_value)):
                     changes.append(f"{key} was rebound")
             elif now[key][1] != code or now[key][2] != func:
                 changes.append(f"{key} had its code or defaults replaced")
@@ -523,6 +524,15 @@ class SurfaceSnapshot:
                 changes.append(f"{key} was added, overriding the method its class inherits")
         changes += self._submodules_changed()
         return sorted(changes)
+
+    def _state_rebound(self, key: str, was: Any, now: Any) -> bool:
+        """Whether a library class's member went from one piece of state to another (torch's compiler
+        resets its RNG tracker's states on every compile), as a library module's data may: neither
+        the value it had nor the one it has is behaviour (`_behaviour`). A hook that was None and
+        is now a function is behaviour now, and a change."""
+        holder = self.originals[key][0]
+        return (isinstance(holder, type) and not _owned(getattr(holder, "__module__", "") or "", self.owned_prefix)
+                and now is not _MISSING and not _behaviour(was) and not _behaviour(now))
 
     def _overrides_inherited(self, key: str) -> bool:
         """A member added to a watched library class that shadows one of its bases' (a method
@@ -619,8 +629,8 @@ def _surface(
                 originals[f"{name}.{attr}"] = (module, attr, value, _code_state(value), code, func)
             if isinstance(value, type) and getattr(value, "__module__", None) == name:
                 for member, inner in list(vars(value).items()):
-                    if member in _VOLATILE_MEMBERS or not (_owned(name, owned_prefix) or _behaviour(inner)):
-                        continue  # a library class's own state (torch's RNG tracker's) changes as it runs
+                    if member in _VOLATILE_MEMBERS:
+                        continue
                     func = _func_of(inner)
                     inner_fn = func if func is not None else inner
                     code = _code_of(inner_fn)
@@ -633,7 +643,7 @@ def _surface(
 
 def _behaviour(member: Any) -> bool:
     """Whether a class member is behaviour (a function, a method, a descriptor: what an instance
-    does) rather than state the class keeps."""
+    does, or a hook it calls) rather than state the class keeps."""
     return callable(member) or hasattr(type(member), "__get__")
 
 

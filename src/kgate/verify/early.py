@@ -165,8 +165,8 @@ def run_probe_legs(
 GRADED_SEAL = seals.SEAL_BEAT + '["result graded_runs"'  # the candidate leg's graded runs are over
 
 
-# of the edge battery's probes at the first probe's shapes (eleven on a softmax): with five, a repair that
-# shows on five of ten edges is met in 251 runs of 252, one that shows on four in 41 of 42
+# of the edge battery's probes at the first probe's shapes (ten on a softmax, the large edge left out):
+# with five, a repair that shows on five of ten edges is met in 251 runs of 252, one that shows on four in 41 of 42
 AUDITED_EDGE_COUNT = 5
 # Edges the audit does not draw: it counts an output element as moved against one allowance per probe,
 # and the `large` edge's rows span eighteen octaves, so a perturbation of its smaller rows' results

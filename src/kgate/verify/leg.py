@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import hashlib
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -260,9 +261,24 @@ def never_trust_bytecode() -> None:
     sys.pycache_prefix = str(Path(tempfile.gettempdir()) / f"kgate-no-bytecode-{secrets.token_hex(16)}")
 
 
+def private_caches() -> Path:
+    """Point torch's compiler and Triton at caches of this leg's own, empty now (a folder it
+    removes when it ends). Their default caches are shared folders, and what a leg that ran
+    candidate code wrote there (a pickled graph, a module of generated code, a compiled kernel)
+    would be loaded by the next leg, before its watch's snapshot, as torch's own."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="kgate-leg-caches-"))
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder / "inductor")
+    os.environ["TRITON_CACHE_DIR"] = str(folder / "triton")
+    return folder
+
+
 def main(argv: list[str]) -> int:
     kind, request_path = argv[1], argv[2]
     from kgate.verify.spawn import HELD, HELD_ENV, beat
+
+    caches = private_caches()
 
     held = os.environ.pop(HELD_ENV, "")
     if held:  # started ahead: load the problem's library (the parent named it), then wait for the request
@@ -302,6 +318,7 @@ def main(argv: list[str]) -> int:
     write_new(Path(req["result"]), data)  # never through a link another process put at its name
     beat(RESULT_BEAT + hashlib.sha256(data).hexdigest())  # the parent reads only these bytes as the result
     # Leave now: no exit hook a module registered (atexit, a finalizer) runs after the result.
+    shutil.rmtree(caches, ignore_errors=True)
     sys.stderr.flush()
     os._exit(0)
 
