@@ -304,6 +304,47 @@ def _clock(windows_ms):
     return beats, ticks
 
 
+def test_what_a_framework_s_wrapper_looks_up_to_call_is_watched_though_nothing_is_rebound(monkeypatch):
+    """torch's `_disable_dynamo` wrapper calls what `fn.__dynamo_disable` holds, which torch sets on
+    its first call: a value torch would set there passes, anything else is a change, and is put back."""
+    from kgate.problem import snapshot as snap_mod
+
+    lib = types.ModuleType("fake_wrapping_lib")
+
+    def original(x):
+        return x
+
+    def wrap(fn):
+        def wrapper(x):
+            return getattr(fn, "__hook", fn)(x)
+        return wrapper
+
+    def own(fn):  # what the framework itself sets there: a function of its own code, calling fn
+        def hooked(x):
+            return fn(x)
+        return hooked
+
+    lib.api = wrap(original)
+    monkeypatch.setitem(sys.modules, lib.__name__, lib)
+    own_code = own(original).__code__
+
+    def find(value):
+        if getattr(value, "__code__", None) is not lib.api.__code__:
+            return None
+        fn = value.__closure__[0].cell_contents
+        return fn, "__hook", lambda v: getattr(v, "__code__", None) is own_code and v.__closure__[0].cell_contents is fn
+
+    monkeypatch.setattr(snap_mod, "_LOOKUPS", (find,))
+    snap = snap_mod.snapshot_surface([lib.__name__], owned_prefix="kgate")
+    original.__hook = own(original)  # the framework's own first call
+    assert snap.diff() == []
+    original.__hook = lambda x: -x  # the candidate's
+    assert snap.diff() == ["fake_wrapping_lib.api calls what its wrapper looks up off original.__hook, and that was "
+                           "set to something the framework does not set there"]
+    snap.restore()
+    assert not hasattr(original, "__hook") and lib.api(3) == 3 and snap.diff() == []
+
+
 def test_each_leg_compiles_into_caches_of_its_own_that_start_empty(monkeypatch):
     """torch's compiler and Triton load what their on-disk caches hold (pickled graphs, generated
     modules, compiled kernels) as their own: a leg that ran candidate code could leave one for the

@@ -205,6 +205,8 @@ KNOWN_BAD_TORCH = [
     (SOFTMAX, "softmax_bad_patches_hashlib.py", "ANOMALY", {"integrity.process_untouched"}),
     # torch's own wrapper of torch.manual_seed is accepted; a function written into its cell is not
     (SOFTMAX, "softmax_bad_swaps_the_wrapped_seed.py", "ANOMALY", {"integrity.process_untouched"}),
+    # ... nor one it calls through what that wrapper looks up off the function it wraps
+    (SOFTMAX, "softmax_bad_redirects_a_wrapped_seed.py", "ANOMALY", {"integrity.process_untouched"}),
     # ... and what torch's compiler patches of torch is made before the snapshot: a patch of the same
     # shape, or made with the compiler's own wrapper, by the candidate, is the candidate's
     (SOFTMAX, "softmax_bad_compiled_patches_module_init.py", "ANOMALY", {"integrity.process_untouched"}),
@@ -235,6 +237,7 @@ QUICK_TORCH = {"softmax_bad_mutates_input.py", "softmax_bad_returns_subclass.py"
                "linear_relu_bad_gemm_by_broadcast.py", "softmax_bad_wraps_tensor_softmax_as_the_compiler_does.py"}
 
 
+@pytest.mark.full  # 16 s: an inductor compile from an empty cache
 def test_torch_s_compiler_is_loaded_and_run_once_before_the_snapshot_where_a_candidate_names_it(tmp_path):
     """What torch's compiler patches of torch on its first compiled call is in place before a
     leg's snapshot where the problem names the compiler, made by kgate's own compiled call; and

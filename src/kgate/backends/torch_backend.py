@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import gzip
 import hashlib
 import os
@@ -55,7 +56,7 @@ from kgate.errors import KgateError, describe
 from kgate.problem import model as model_protocol
 from kgate.problem.module import ProblemModule, config_set
 from kgate.problem.oppoint import refuse_ineffective
-from kgate.problem.snapshot import allow_rewrap
+from kgate.problem.snapshot import allow_rewrap, watch_lookup
 
 _CUDA = torch.cuda.is_available()
 # What a timed call goes through, bound when kgate is imported (before any candidate code).
@@ -113,12 +114,69 @@ def _torch_wrapped_itself(new: Any) -> Any:
         return None
     cells = dict(zip(new.__code__.co_freevars, new.__closure__ or ()))
     try:
-        return cells["fn"].cell_contents if type(cells["recursive"].cell_contents) is bool else None
+        fn = cells["fn"].cell_contents if type(cells["recursive"].cell_contents) is bool else None
     except (KeyError, ValueError):
         return None
+    called = vars(fn).get(DYNAMO_LOOKUP) if hasattr(fn, "__dict__") else None
+    return fn if called is None or _torch_disables(fn, called) else None
+
+
+# What torch's `_disable_dynamo` wrapper calls: `fn.__dynamo_disable`, which torch sets on its first call
+# to `torch._dynamo.disable(fn)`; whatever else is put there is called in its place.
+DYNAMO_LOOKUP = "__dynamo_disable"
+
+
+def _torch_disables(fn: Any, value: Any) -> bool:
+    """Whether `value` is what `torch._dynamo.disable` makes of `fn`: a function of the code torch's
+    `DisableContext` (or its non-recursive wrapper) makes, calling `fn` from its cell, under a
+    `DisableContext` of torch's (read now: a cell swapped since is seen)."""
+    if type(value) is not types.FunctionType or not any(value.__code__ is code for code in _disabled_codes()):
+        return False
+    cells = dict(zip(value.__code__.co_freevars, value.__closure__ or ()))
+    try:
+        if cells["fn"].cell_contents is not fn:
+            return False
+        if "self" in cells:
+            frame = sys.modules.get("torch._dynamo.eval_frame")
+            return frame is not None and type(cells["self"].cell_contents) is frame.DisableContext
+    except (KeyError, ValueError):
+        return False
+    return True
+
+
+_DISABLED_CODES: list[Any] = []
+
+
+def _disabled_codes() -> list[Any]:
+    """The code objects of the functions `torch._dynamo.disable` makes, read from torch's own
+    functions the first time torch's compiler is loaded here (kept: a function made later with
+    other code is not torch's)."""
+    if not _DISABLED_CODES:
+        frame, utils = sys.modules.get("torch._dynamo.eval_frame"), sys.modules.get("torch._dynamo.external_utils")
+        if frame is not None and utils is not None:
+            _DISABLED_CODES.extend(
+                [c for c in frame.DisableContext.__call__.__code__.co_consts if isinstance(c, types.CodeType) and c.co_name == "_fn"]
+                + [c for c in utils.get_nonrecursive_disable_wrapper.__code__.co_consts
+                   if isinstance(c, types.CodeType) and c.co_name == "nonrecursive_disable_wrapper"])
+    return _DISABLED_CODES
+
+
+def _torch_wrapper_lookup(value: Any) -> tuple[Any, str, Callable[[Any], bool]] | None:
+    """Where `value` is torch's `_disable_dynamo` wrapper (torch's own at definition for some 140 of
+    its functions, its dispatch modes' among them, and `torch.manual_seed` once its compiler loads):
+    the attribute it calls, and the test of what torch itself sets there."""
+    if _DYNAMO_DISABLED is None or type(value) is not types.FunctionType or value.__code__ is not _DYNAMO_DISABLED:
+        return None
+    cells = dict(zip(value.__code__.co_freevars, value.__closure__ or ()))
+    try:
+        fn = cells["fn"].cell_contents
+    except (KeyError, ValueError):
+        return None
+    return (fn, DYNAMO_LOOKUP, functools.partial(_torch_disables, fn)) if hasattr(fn, "__dict__") else None
 
 
 allow_rewrap(_torch_wrapped_itself)
+watch_lookup(_torch_wrapper_lookup)
 
 
 # Names of torch's compiler: loading it rebinds parts of torch (`torch.manual_seed`, the safe globals of

@@ -9,6 +9,7 @@ against. Taking a snapshot before the import and diffing after names each change
 from __future__ import annotations
 
 import copy
+import contextlib
 import dis
 import functools
 import hashlib
@@ -379,6 +380,46 @@ def allow_rewrap(unwrap: Callable[[Any], Any]) -> None:
     _REWRAPS = (*_REWRAPS, unwrap)
 
 
+# What a framework's own wrapper reads off the function it wraps, at every call, to decide what to call
+# (torch's `_disable_dynamo` wrapper calls `fn.__dynamo_disable`, set by torch on its first call): each
+# a function that, given a watched value, names (the object, the attribute, what the framework itself
+# would set there: a test of a new value) where the value is such a wrapper, None otherwise. Registered
+# by a backend when kgate loads; read at every diff, so a value set there since the snapshot that the
+# framework would not have set is a change though nothing was rebound.
+_LOOKUPS: tuple[Callable[[Any], tuple[Any, str, Callable[[Any], bool]] | None], ...] = ()
+
+
+def watch_lookup(find: Callable[[Any], tuple[Any, str, Callable[[Any], bool]] | None]) -> None:
+    """Watch what a framework's wrapper looks up off what it wraps (`_LOOKUPS`)."""
+    global _LOOKUPS
+    _LOOKUPS = (*_LOOKUPS, find)
+
+
+def _lookups_of(value: Any) -> list[tuple[Any, str, Any, bool, Callable[[Any], bool]]]:
+    """Each lookup a framework's wrapper `value` makes: (object, attribute, its value now, whether
+    that is nothing or the framework's own, the framework's test)."""
+    found = []
+    for find in _LOOKUPS:
+        where = find(value)
+        if where is not None:
+            holder, attr, accept = where
+            was = vars(holder).get(attr, _MISSING)
+            found.append((holder, attr, was, was is _MISSING or accept(was), accept))
+    return found
+
+
+def _lookup_changed(holder: Any, attr: str, was: Any, was_own: bool, accept: Callable[[Any], bool]) -> bool:
+    """Whether a wrapper's lookup finds what the framework would not have set there: a new value
+    that fails its test, or the value it had, the framework's then, that fails it now (what it
+    holds changed in place). Nothing there is the framework's state before its first call."""
+    now = vars(holder).get(attr, _MISSING)
+    if now is _MISSING:
+        return False
+    if now is was:
+        return was_own and not accept(now)
+    return not accept(now)
+
+
 def _wrapped_by_framework(new: Any) -> list[Any]:
     """What `new` wraps, for each registered framework whose own wrapper it is (as it holds it now)."""
     return [inner for unwrap in _REWRAPS if (inner := unwrap(new)) is not None]
@@ -423,6 +464,8 @@ class SurfaceSnapshot:
     # the modules kgate's own modules bind (`time`, `os`): (key, live namespace, name, module)
     submodules: tuple[tuple[str, Any, str, Any], ...] = ()
     held: dict[str, tuple[Any, tuple[Any, ...]]] = field(default_factory=dict)  # key -> what it held (`_held`), kept alive
+    # key -> what its framework's wrapper looks up (`_lookups_of`), read again at every diff
+    lookups: dict[str, list[tuple[Any, str, Any, bool, Callable[[Any], bool]]]] = field(default_factory=dict)
     _watched: list[list[_Watched]] = field(default_factory=list)  # made from `originals` at the first diff
 
     def diff(self, content: bool = False) -> list[str]:
@@ -466,6 +509,7 @@ class SurfaceSnapshot:
                                "or a property's accessors)")
             elif content and _content_once(contents, code) != self.digests[key]:
                 changes.append(f"{key} had its code changed in place")
+        changes += self._lookups_changed()
         changes += self._submodules_changed()
         for prefix, namespace, names, is_class in self.namespaces:
             owned = _owned(prefix, self.owned_prefix)
@@ -484,6 +528,11 @@ class SurfaceSnapshot:
                     if isinstance(value, type) and getattr(value, "__module__", None) == prefix:
                         changes += [f"{key}.{m} was added" for m in vars(value) if m not in _VOLATILE_MEMBERS]
         return changes, walk
+
+    def _lookups_changed(self) -> list[str]:
+        return [f"{key} calls what its wrapper looks up off {getattr(holder, '__name__', type(holder).__name__)}."
+                f"{attr}, and that was set to something the framework does not set there"
+                for key, found in self.lookups.items() for holder, attr, *rest in found if _lookup_changed(holder, attr, *rest)]
 
     def _submodules_changed(self) -> list[str]:
         return [f"{key} was {'deleted' if namespace.get(attr, _MISSING) is _MISSING else 'rebound'}"
@@ -522,6 +571,7 @@ class SurfaceSnapshot:
                 changes.append(f"{key} was added")
             elif self._overrides_inherited(key):
                 changes.append(f"{key} was added, overriding the method its class inherits")
+        changes += self._lookups_changed()
         changes += self._submodules_changed()
         return sorted(changes)
 
@@ -564,6 +614,14 @@ class SurfaceSnapshot:
                     fn.__code__, fn.__defaults__, fn.__kwdefaults__ = state
             except (AttributeError, TypeError):
                 pass  # a read-only holder: nothing could have changed it
+        for found in self.lookups.values():
+            for holder, attr, was, *rest in found:
+                if _lookup_changed(holder, attr, was, *rest):
+                    with contextlib.suppress(AttributeError, TypeError):
+                        if was is _MISSING:
+                            delattr(holder, attr)
+                        else:
+                            setattr(holder, attr, was)
         for held in self.held.values():
             if _held_changed(held):
                 try:
@@ -652,6 +710,7 @@ def snapshot_surface(module_names: Iterable[str], owned_prefix: str = "kgate") -
     entries, originals = _surface(names, owned_prefix, keep=True)
     digests = {key: _code_content(kept[4]) for key, kept in originals.items()}
     held = {key: found for key, kept in originals.items() if (found := _held(kept[2])) is not None}
+    lookups = {key: found for key, kept in originals.items() if _LOOKUPS and (found := _lookups_of(kept[2]))}
     loaded = {name: sys.modules.get(name) for name in names}
     namespaces: list[tuple[str, Any, frozenset[str], bool]] = []
     submodules: list[tuple[str, Any, str, Any]] = []
@@ -666,7 +725,7 @@ def snapshot_surface(module_names: Iterable[str], owned_prefix: str = "kgate") -
             if isinstance(value, type) and getattr(value, "__module__", None) == name and f"{name}.{attr}" in originals:
                 namespaces.append((f"{name}.{attr}", vars(value), frozenset(vars(value)), True))
     return SurfaceSnapshot(entries, names, owned_prefix, originals, digests, loaded, tuple(namespaces),
-                           tuple(submodules), held)
+                           tuple(submodules), held, lookups)
 
 
 def loaded_modules(*prefixes: str) -> list[str]:
