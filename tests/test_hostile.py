@@ -633,8 +633,9 @@ def test_correct_kernels_pass_every_edge_and_the_edges_are_recorded():
     assert report.status == "PASS"
     assert report.context["edge_probes"] == [
         "edge-slices-in0", "edge-offset-in0", "edge-negative-in0", "edge-spikes-in0", "edge-scales-in0", "edge-rows-in0",
-        "edge-columns-in0", "edge-small-in0", "edge-masked-in0", "edge-slices-in1", "edge-offset-in1", "edge-negative-in1",
-        "edge-spikes-in1", "edge-scales-in1", "edge-rows-in1", "edge-small-in1", "edge-masked-in1"]  # two inputs: no lowest
+        "edge-columns-in0", "edge-small-in0", "edge-large-in0", "edge-masked-in0", "edge-slices-in1", "edge-offset-in1",
+        "edge-negative-in1", "edge-spikes-in1", "edge-scales-in1", "edge-rows-in1", "edge-small-in1", "edge-large-in1",
+        "edge-masked-in1"]  # two inputs: no lowest
     names = {p["name"] for p in report.gates["parity"].details["probes"]}
     assert set(report.context["edge_probes"]) <= names
 
