@@ -150,7 +150,9 @@ _DISABLED_CODES: list[Any] = []
 def _disabled_codes() -> list[Any]:
     """The code objects of the functions `torch._dynamo.disable` makes, read from torch's own
     functions the first time torch's compiler is loaded here (kept: a function made later with
-    other code is not torch's)."""
+    other code is not torch's): before the snapshot where the problem names the compiler
+    (`late_state`); else at the first look after candidate code loaded it, which could have
+    replaced `DisableContext.__call__` first (said in the README)."""
     if not _DISABLED_CODES:
         frame, utils = sys.modules.get("torch._dynamo.eval_frame"), sys.modules.get("torch._dynamo.external_utils")
         if frame is not None and utils is not None:
@@ -201,6 +203,7 @@ def late_state(names: Iterable[str]) -> None:
     try:
         import torch._dynamo
 
+        _disabled_codes()  # read from torch's own functions now, before any candidate code could replace them
         if named(COMPILER_NAMES):
             for backend in ("eager", "inductor"):
                 torch.compile(_late_state_probe, backend=backend, dynamic=False)(torch.zeros(2))
