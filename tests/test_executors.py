@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -141,7 +142,7 @@ def test_a_row_past_its_timeout_is_stopped_with_every_process_it_started_and_nev
     request = SuiteRequest(tuple(discover(tmp_path / "suite", klass="xla-rewrite")), tmp_path / "results",
                            budget_s=2.0, phase_budget_s=600.0)
     began = time.monotonic()
-    rows = run_suite(request, executor=local(1, timeout_s=15.0))
+    rows = run_suite(request, executor=local(1, timeout_s=30.0))
     assert time.monotonic() - began < 120
     assert _statuses(rows) == {"bad_exclusive.py": GATE_FAIL, "hangs.py": ERROR}
     (hung,) = [r for r in rows if r.candidate == "hangs.py"]
@@ -280,5 +281,11 @@ def test_a_suite_on_ray_gives_the_local_rows_retries_a_lost_worker_and_never_a_f
     # the same suite locally: the same rows, but for where they ran and the speedup measured
     local_rows = run_suite(_request(suite, tmp_path / "local"))
     assert _statuses(local_rows) == _statuses(rows)
-    assert {r.candidate: r.reason for r in local_rows if r.status != PASS} == \
-        {r.candidate: r.reason for r in rows if r.status != PASS}
+    # the same first failure (how many checks FAIL can differ by one: each run draws its own edges)
+    assert {r.candidate: _first_failure(r.reason) for r in local_rows if r.status != PASS} == \
+        {r.candidate: _first_failure(r.reason) for r in rows if r.status != PASS}
+
+
+def _first_failure(reason: str) -> str:
+    """A row's reason without the count of checks that FAIL (`FAIL: parity (65 checks FAIL): seed42.error: ...`)."""
+    return re.sub(r" \(\d+ checks? FAIL\)", "", reason)
