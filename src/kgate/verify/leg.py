@@ -288,6 +288,7 @@ def main(argv: list[str]) -> int:
         beat("phase " + HELD)
         line = sys.stdin.buffer.readline()  # its request, one line, from the parent alone
         if not line.strip():
+            shutil.rmtree(caches, ignore_errors=True)
             return 0  # the run stopped before it needed this leg
         req = json.loads(line)
     else:  # the first line on stdin (kgate.verify.spawn.REQUEST_ON_STDIN), or a file named by hand
