@@ -15,12 +15,12 @@ _WATCHED = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "tim
 BOUND = {name: getattr(time, name) for name in _WATCHED}
 perf_counter_ns = BOUND["perf_counter_ns"]
 _USAGE = resource.getrusage  # bound now, like the clocks
+_SYSTEM_RANDOM = random.SystemRandom()  # the OS's entropy, bound before any candidate code exists
 
 
 def page_faults() -> int:
     """The page faults this process took so far (minor ones: memory mapped or touched afresh)."""
     return _USAGE(resource.RUSAGE_SELF).ru_minflt
-_SYSTEM_RANDOM = random.SystemRandom()  # the OS's entropy, bound before any candidate code exists
 
 
 _COLLECTOR = (gc.isenabled, gc.disable, gc.enable)  # bound now, like the clocks

@@ -105,20 +105,26 @@ def _dynamo_disabled_code() -> Any:
 _DYNAMO_DISABLED = _dynamo_disabled_code()
 
 
-def _torch_wrapped_itself(new: Any) -> Any:
-    """What `new` calls, where it is torch's `_disable_dynamo` wrapper (as `torch._dynamo`
-    installs over `torch.manual_seed` when it loads; a custom operator's registration imports it):
-    a function of that very code, its `fn` cell read now; None for anything else. The wrapper calls
-    that function with torch's compiler off."""
-    if _DYNAMO_DISABLED is None or type(new) is not types.FunctionType or new.__code__ is not _DYNAMO_DISABLED:
+def _disabled_fn(value: Any) -> Any:
+    """The function torch's `_disable_dynamo` wrapper `value` calls, its `fn` cell read now; None
+    where `value` is no such wrapper (a function of that very code, its `recursive` cell a bool)."""
+    if _DYNAMO_DISABLED is None or type(value) is not types.FunctionType or value.__code__ is not _DYNAMO_DISABLED:
         return None
-    cells = dict(zip(new.__code__.co_freevars, new.__closure__ or ()))
+    cells = dict(zip(value.__code__.co_freevars, value.__closure__ or ()))
     try:
-        fn = cells["fn"].cell_contents if type(cells["recursive"].cell_contents) is bool else None
+        return cells["fn"].cell_contents if type(cells["recursive"].cell_contents) is bool else None
     except (KeyError, ValueError):
         return None
+
+
+def _torch_wrapped_itself(new: Any) -> Any:
+    """What `new` calls, where it is torch's `_disable_dynamo` wrapper (as `torch._dynamo`
+    installs over `torch.manual_seed` when it loads; a custom operator's registration imports it)
+    and what it looks up to call is nothing yet or torch's own (`_torch_disables`); None for
+    anything else. The wrapper calls that function with torch's compiler off."""
+    fn = _disabled_fn(new)
     called = vars(fn).get(DYNAMO_LOOKUP) if hasattr(fn, "__dict__") else None
-    return fn if called is None or _torch_disables(fn, called) else None
+    return fn if fn is not None and (called is None or _torch_disables(fn, called)) else None
 
 
 # What torch's `_disable_dynamo` wrapper calls: `fn.__dynamo_disable`, which torch sets on its first call
@@ -167,13 +173,7 @@ def _torch_wrapper_lookup(value: Any) -> tuple[Any, str, Callable[[Any], bool]] 
     """Where `value` is torch's `_disable_dynamo` wrapper (torch's own at definition for some 140 of
     its functions, its dispatch modes' among them, and `torch.manual_seed` once its compiler loads):
     the attribute it calls, and the test of what torch itself sets there."""
-    if _DYNAMO_DISABLED is None or type(value) is not types.FunctionType or value.__code__ is not _DYNAMO_DISABLED:
-        return None
-    cells = dict(zip(value.__code__.co_freevars, value.__closure__ or ()))
-    try:
-        fn = cells["fn"].cell_contents
-    except (KeyError, ValueError):
-        return None
+    fn = _disabled_fn(value)
     return (fn, DYNAMO_LOOKUP, functools.partial(_torch_disables, fn)) if hasattr(fn, "__dict__") else None
 
 
@@ -1358,8 +1358,8 @@ TORCH_DATA_MOVEMENT = frozenset({
     "permute", "transpose", "t", "squeeze", "unsqueeze", "slice", "select", "narrow", "split", "split_with_sizes",
     "unbind", "chunk", "unfold", "diagonal", "movedim", "flatten", "unflatten", "clone", "copy", "_to_copy", "to",
     "contiguous", "detach", "lift_fresh", "lift_fresh_copy", "cat", "stack", "constant_pad_nd", "pad", "flip", "roll",
-    "repeat", "tile", "arange", "linspace", "scalar_tensor", "_local_scalar_dense", "item", "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "ones",
-    "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "fill", "zero", "resize", "set",
+    "repeat", "tile", "arange", "linspace", "scalar_tensor", "_local_scalar_dense", "item", "empty", "empty_like",
+    "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "fill", "zero", "resize", "set",
     "rand", "randn", "randint", "rand_like", "randn_like", "bernoulli", "normal", "uniform", "view_as_real",
     "view_as_complex", "real", "imag", "conj", "resolve_conj", "resolve_neg", "_conj", "_neg_view", "clamp_min_grad",
     "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_nonzero", "_assert_async", "record_stream",

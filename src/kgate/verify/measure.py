@@ -458,9 +458,7 @@ def _measure(
         spec = backend.output_spec(pair.reference.entry, inputs)
         backend.poison(spec)
         threads = python_before_import
-
-        def remake(seed: int) -> Any:  # a timed call's inputs where none is floating (torch): made afresh
-            return backend.create_inputs(pair.reference, seed, request.dtype)[0]
+        remake = _remaker(backend, pair.reference, request.dtype)
 
         integrity: list[Check] = []
         before = expected.get("print") or ProgramPrint(None, "the reference was not lowered before the candidate's import")
@@ -927,6 +925,11 @@ def _reference_load_inputs(backend: Any, reference: Any, request: MeasureRequest
     return backend.create_inputs(reference, request.seed, request.dtype)[0]
 
 
+def _remaker(backend: Any, reference: Any, dtype: str | None) -> Callable[[int], Any]:
+    """A timed call's inputs where none is floating (torch), made afresh from a seed."""
+    return lambda seed: backend.create_inputs(reference, seed, dtype)[0]
+
+
 def _reference_baseline(backend: Any, reference: Any, request: MeasureRequest, clock: Callable[[], int],
                         flush: Callable[[], None] | None, compiled: ProgramPrint) -> list[int]:
     """The reference on its own, before any candidate code exists in this process: its program as
@@ -938,7 +941,7 @@ def _reference_baseline(backend: Any, reference: Any, request: MeasureRequest, c
         inputs = _reference_load_inputs(backend, reference, request)
         timed = backend.compile_timed(reference.entry, inputs, clock, flush, keep_outputs=False,
                                       eager=reference.eager, precompiled=compiled,
-                                      remake=lambda seed: backend.create_inputs(reference, seed, request.dtype)[0])
+                                      remake=_remaker(backend, reference, request.dtype))
         timed.output()
         for _ in range(BASELINE_CALLS):
             timed()
